@@ -1,0 +1,292 @@
+package cache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrMiss is returned by Get when no intact entry exists.
+var ErrMiss = errors.New("cache miss")
+
+// mtimeInterval is how stale an entry's mtime may get before a use
+// refreshes it; gc relies on mtimes to find unused entries.
+const mtimeInterval = time.Hour
+
+// Cache is an open cache directory. It is safe for concurrent use by
+// goroutines and processes.
+type Cache struct {
+	dir string
+	now func() time.Time
+}
+
+// Open opens (creating if needed) the cache at dir.
+func Open(dir string) (*Cache, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"actions", "objects", "blobs", "partial", "locks", "tmp", "runs"} {
+		if err := os.MkdirAll(filepath.Join(abs, sub), 0o777); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
+	readme := filepath.Join(abs, "README")
+	if _, err := os.Stat(readme); errors.Is(err, fs.ErrNotExist) {
+		_ = writeFileAtomic(readme, []byte(readmeText))
+	}
+	return &Cache{dir: abs, now: time.Now}, nil
+}
+
+const readmeText = `This directory holds cached data used by gatepipe: downloads, processed
+datasets, checkpoints and run records, addressed by content. It can be
+trimmed with "gatepipe cache gc" or removed entirely; removed entries are
+recomputed on the next apply.
+`
+
+// SetClock replaces the clock, for tests.
+func (c *Cache) SetClock(now func() time.Time) { c.now = now }
+
+// Dir returns the cache root.
+func (c *Cache) Dir() string { return c.dir }
+
+func fanout(id string) string { return id[:2] }
+
+func (c *Cache) actionFile(a ActionID) string {
+	s := a.String()
+	return filepath.Join(c.dir, "actions", fanout(s), s)
+}
+
+func (c *Cache) objectDir(o OutputID) string {
+	s := o.String()
+	return filepath.Join(c.dir, "objects", fanout(s), s)
+}
+
+func (c *Cache) manifestFile(o OutputID) string { return c.objectDir(o) + ".json" }
+
+// Entry is a cache hit.
+type Entry struct {
+	Action ActionID
+	Output OutputID
+	Time   time.Time
+}
+
+// Manifest describes one output: its files and the node's output value.
+type Manifest struct {
+	Version int         `json:"version"`
+	Files   []FileEntry `json:"files"`
+	// Value is the node's output value, opaque to the cache.
+	Value json.RawMessage `json:"value"`
+}
+
+// FileEntry is one output file.
+type FileEntry struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Size returns the total size of the output files.
+func (m *Manifest) Size() int64 {
+	var n int64
+	for _, f := range m.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// Get returns the entry for action a, or ErrMiss when there is none or it
+// is damaged in any way.
+func (c *Cache) Get(a ActionID) (Entry, error) {
+	name := c.actionFile(a)
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return Entry{}, ErrMiss
+	}
+	e, ok := parseIndex(a, data)
+	if !ok {
+		return Entry{}, ErrMiss
+	}
+	if _, err := c.checkOutput(e.Output, false); err != nil {
+		return Entry{}, ErrMiss
+	}
+	c.touch(name)
+	return e, nil
+}
+
+func parseIndex(a ActionID, data []byte) (Entry, bool) {
+	f := strings.Fields(string(data))
+	if len(f) != 4 || f[0] != "v1" || f[1] != a.String() || !bytes.HasSuffix(data, []byte("\n")) {
+		return Entry{}, false
+	}
+	out, err := ParseID(f[2])
+	if err != nil {
+		return Entry{}, false
+	}
+	ns, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return Entry{}, false
+	}
+	return Entry{Action: a, Output: out, Time: time.Unix(0, ns)}, true
+}
+
+// Output returns the manifest and directory of an output, checking that
+// the manifest is intact and every file is present with its size.
+func (c *Cache) Output(o OutputID) (*Manifest, string, error) {
+	m, err := c.checkOutput(o, false)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, c.objectDir(o), nil
+}
+
+func (c *Cache) checkOutput(o OutputID, hashFiles bool) (*Manifest, error) {
+	data, err := os.ReadFile(c.manifestFile(o))
+	if err != nil {
+		return nil, ErrMiss
+	}
+	if sha256.Sum256(data) != o {
+		return nil, fmt.Errorf("manifest of %s does not match its hash", o.Short())
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("manifest of %s: %w", o.Short(), err)
+	}
+	dir := c.objectDir(o)
+	for _, f := range m.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", o.Short(), err)
+		}
+		if info.Size() != f.Size {
+			return nil, fmt.Errorf("output %s: %s has %d bytes, want %d", o.Short(), f.Path, info.Size(), f.Size)
+		}
+		if hashFiles {
+			sum, _, err := FileSHA256(p)
+			if err != nil {
+				return nil, err
+			}
+			if sum.String() != f.SHA256 {
+				return nil, fmt.Errorf("output %s: %s has SHA-256 %s, want %s", o.Short(), f.Path, sum, f.SHA256)
+			}
+		}
+	}
+	return &m, nil
+}
+
+func (c *Cache) touch(name string) {
+	now := c.now()
+	if info, err := os.Stat(name); err == nil && now.Sub(info.ModTime()) > mtimeInterval {
+		_ = os.Chtimes(name, now, now)
+	}
+}
+
+// Put stores the files under workDir (which it consumes: the directory is
+// moved into the cache or removed) together with value, and records that
+// action a produced them. It returns the output ID.
+func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) {
+	files, err := hashTree(workDir)
+	if err != nil {
+		return OutputID{}, fmt.Errorf("cache: hashing outputs: %w", err)
+	}
+	if value == nil {
+		value = []byte("null")
+	}
+	m := Manifest{Version: 1, Files: files, Value: value}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return OutputID{}, err
+	}
+	o := OutputID(sha256.Sum256(data))
+	if err := c.installObject(o, workDir); err != nil {
+		return OutputID{}, err
+	}
+	if err := writeFileAtomic(c.manifestFile(o), data); err != nil {
+		return OutputID{}, fmt.Errorf("cache: %w", err)
+	}
+	entry := fmt.Sprintf("v1 %s %s %d\n", a, o, c.now().UnixNano())
+	if err := writeFileAtomic(c.actionFile(a), []byte(entry)); err != nil {
+		return OutputID{}, fmt.Errorf("cache: %w", err)
+	}
+	return o, nil
+}
+
+// installObject moves workDir to the object directory of o, unless an
+// intact copy is already there.
+func (c *Cache) installObject(o OutputID, workDir string) error {
+	dst := c.objectDir(o)
+	if _, err := os.Stat(dst); err == nil {
+		if _, err := c.checkOutput(o, false); err == nil {
+			return os.RemoveAll(workDir)
+		}
+		// A damaged copy: move it aside and replace it.
+		trash := filepath.Join(c.dir, "tmp", fmt.Sprintf("damaged-%s-%d", o.Short(), c.now().UnixNano()))
+		if err := os.Rename(dst, trash); err == nil {
+			defer os.RemoveAll(trash)
+		}
+	}
+	if err := syncTree(workDir); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return err
+	}
+	if err := os.Rename(workDir, dst); err != nil {
+		if _, statErr := os.Stat(dst); statErr == nil {
+			// Another process installed the same output first.
+			return os.RemoveAll(workDir)
+		}
+		return fmt.Errorf("cache: %w", err)
+	}
+	syncDir(filepath.Dir(dst))
+	return nil
+}
+
+func hashTree(root string) ([]FileEntry, error) {
+	var files []FileEntry
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (symlinks and devices cannot be cached)", p)
+		}
+		sum, size, err := FileSHA256(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files = append(files, FileEntry{Path: filepath.ToSlash(rel), Size: size, SHA256: sum.String()})
+		return nil
+	})
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, err
+}
+
+// TempDir creates a fresh work directory inside the cache, on the same
+// file system as the objects so that Put can rename it.
+func (c *Cache) TempDir(prefix string) (string, error) {
+	return os.MkdirTemp(filepath.Join(c.dir, "tmp"), prefix+"-")
+}
+
+// Remove deletes the index entry of action a, so the next Get misses.
+func (c *Cache) Remove(a ActionID) error {
+	err := os.Remove(c.actionFile(a))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

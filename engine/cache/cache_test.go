@@ -1,0 +1,183 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func dummyID(s string) ID { return ID(sha256.Sum256([]byte(s))) }
+
+func putFiles(t *testing.T, c *Cache, a ActionID, files map[string]string) OutputID {
+	t.Helper()
+	dir, err := c.TempDir("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o777)
+		if err := os.WriteFile(p, []byte(content), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := c.Put(a, dir, []byte(`{"x":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work dir %s still exists after Put", dir)
+	}
+	return o
+}
+
+func TestPutGetPersists(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := dummyID("a")
+	o := putFiles(t, c, a, map[string]string{"x.txt": "hello", "sub/y.bin": "world"})
+
+	c2, err := Open(dir) // reopen: entries persist
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c2.Get(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Output != o {
+		t.Fatalf("Get output = %s, want %s", e.Output, o)
+	}
+	m, odir, err := c2.Output(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Files) != 2 || m.Files[0].Path != "sub/y.bin" || string(m.Value) != `{"x":1}` {
+		t.Fatalf("manifest = %+v", m)
+	}
+	b, _ := os.ReadFile(filepath.Join(odir, "x.txt"))
+	if string(b) != "hello" {
+		t.Fatalf("x.txt = %q", b)
+	}
+	if _, err := c2.Get(dummyID("other")); !errors.Is(err, ErrMiss) {
+		t.Fatalf("Get(unknown) err = %v, want ErrMiss", err)
+	}
+}
+
+func TestSameContentSharesObject(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	o1 := putFiles(t, c, dummyID("a"), map[string]string{"f": "same"})
+	o2 := putFiles(t, c, dummyID("b"), map[string]string{"f": "same"})
+	if o1 != o2 {
+		t.Fatalf("identical outputs got different IDs %s %s", o1, o2)
+	}
+}
+
+func TestDamageIsMiss(t *testing.T) {
+	tests := map[string]func(c *Cache, a ActionID, o OutputID){
+		"truncated file": func(c *Cache, a ActionID, o OutputID) {
+			os.WriteFile(filepath.Join(c.objectDir(o), "f"), []byte("sh"), 0o666)
+		},
+		"missing file": func(c *Cache, a ActionID, o OutputID) {
+			os.Remove(filepath.Join(c.objectDir(o), "f"))
+		},
+		"edited manifest": func(c *Cache, a ActionID, o OutputID) {
+			os.WriteFile(c.manifestFile(o), []byte(`{"version":1,"files":[]}`), 0o666)
+		},
+		"missing manifest": func(c *Cache, a ActionID, o OutputID) {
+			os.Remove(c.manifestFile(o))
+		},
+		"partial index": func(c *Cache, a ActionID, o OutputID) {
+			os.WriteFile(c.actionFile(a), []byte("v1 "+a.String()), 0o666)
+		},
+		"garbage index": func(c *Cache, a ActionID, o OutputID) {
+			os.WriteFile(c.actionFile(a), []byte("\x00\x01garbage\n"), 0o666)
+		},
+	}
+	for name, damage := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, _ := Open(t.TempDir())
+			a := dummyID(name)
+			o := putFiles(t, c, a, map[string]string{"f": "content"})
+			damage(c, a, o)
+			if _, err := c.Get(a); !errors.Is(err, ErrMiss) {
+				t.Fatalf("Get after damage: err = %v, want ErrMiss", err)
+			}
+			// Recomputing repairs the entry.
+			o2 := putFiles(t, c, a, map[string]string{"f": "content"})
+			if _, err := c.Get(a); err != nil || o2 != o {
+				t.Fatalf("Get after re-Put: %v (outputs %s %s)", err, o, o2)
+			}
+		})
+	}
+}
+
+func TestVerifyFindsBitrot(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	a := dummyID("a")
+	o := putFiles(t, c, a, map[string]string{"f": "content"})
+	if probs, err := c.Verify(false); err != nil || len(probs) != 0 {
+		t.Fatalf("clean cache: problems %v err %v", probs, err)
+	}
+	// Same size, different bytes: only a full verify sees it.
+	os.WriteFile(filepath.Join(c.objectDir(o), "f"), []byte("CONTENT"), 0o666)
+	probs, err := c.Verify(true)
+	if err != nil || len(probs) != 1 {
+		t.Fatalf("problems %v err %v, want 1", probs, err)
+	}
+	if _, err := c.Get(a); !errors.Is(err, ErrMiss) {
+		t.Fatalf("repaired entry should be a miss, got %v", err)
+	}
+}
+
+func TestGC(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	now := time.Now()
+	c.SetClock(func() time.Time { return now })
+	old, fresh := dummyID("old"), dummyID("fresh")
+	putFiles(t, c, old, map[string]string{"f": "old"})
+	putFiles(t, c, fresh, map[string]string{"f": "fresh"})
+	past := now.Add(-48 * time.Hour)
+	os.Chtimes(c.actionFile(old), past, past)
+	st, err := c.GC(context.Background(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Actions != 1 || st.Objects != 1 {
+		t.Fatalf("GC stats = %+v, want 1 action and 1 object", st)
+	}
+	if _, err := c.Get(old); !errors.Is(err, ErrMiss) {
+		t.Fatal("old entry survived gc")
+	}
+	if _, err := c.Get(fresh); err != nil {
+		t.Fatalf("fresh entry lost: %v", err)
+	}
+}
+
+func TestBlobs(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	tmp := filepath.Join(t.TempDir(), "dl")
+	os.WriteFile(tmp, []byte("data"), 0o666)
+	sum, _, _ := FileSHA256(tmp)
+	if _, ok := c.BlobPath(sum.String()); ok {
+		t.Fatal("blob present before add")
+	}
+	p, err := c.AddBlob(tmp, sum.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := c.BlobPath(sum.String())
+	if !ok || got != p {
+		t.Fatalf("BlobPath = %q %v", got, ok)
+	}
+	if _, err := c.PartialPath("../evil"); err == nil {
+		t.Fatal("PartialPath accepted a path")
+	}
+}

@@ -1,0 +1,53 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+const lockRetry = 50 * time.Millisecond
+
+// LockShared takes the cache-wide lock in shared mode, as every apply does;
+// gc takes it exclusively so it never deletes what a running apply uses.
+func (c *Cache) LockShared(ctx context.Context) (unlock func(), err error) {
+	return c.lock(ctx, filepath.Join(c.dir, "lock"), true)
+}
+
+// LockExclusive takes the cache-wide lock exclusively.
+func (c *Cache) LockExclusive(ctx context.Context) (unlock func(), err error) {
+	return c.lock(ctx, filepath.Join(c.dir, "lock"), false)
+}
+
+// LockAction serialises work on one action across processes: the holder
+// computes it, and others wait and then find it in the cache.
+func (c *Cache) LockAction(ctx context.Context, a ActionID) (unlock func(), err error) {
+	s := a.String()
+	p := filepath.Join(c.dir, "locks", fanout(s), s+".lock")
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return nil, err
+	}
+	return c.lock(ctx, p, false)
+}
+
+func (c *Cache) lock(ctx context.Context, path string, shared bool) (func(), error) {
+	fl := flock.New(path)
+	var ok bool
+	var err error
+	if shared {
+		ok, err = fl.TryRLockContext(ctx, lockRetry)
+	} else {
+		ok, err = fl.TryLockContext(ctx, lockRetry)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache lock %s: %w", path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("cache lock %s: not acquired", path)
+	}
+	return func() { _ = fl.Unlock() }, nil
+}

@@ -1,0 +1,256 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// ListedEntry is one action entry as listed by List.
+type ListedEntry struct {
+	Entry
+	Size  int64
+	Files int
+	Used  time.Time
+}
+
+// List returns every intact action entry, newest first.
+func (c *Cache) List() ([]ListedEntry, error) {
+	var out []ListedEntry
+	err := c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
+		e, err := c.Get(a)
+		if err != nil {
+			return
+		}
+		m, _, err := c.Output(e.Output)
+		if err != nil {
+			return
+		}
+		out = append(out, ListedEntry{Entry: e, Size: m.Size(), Files: len(m.Files), Used: info.ModTime()})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
+	return out, err
+}
+
+func (c *Cache) walkActions(fn func(a ActionID, path string, info fs.FileInfo)) error {
+	root := filepath.Join(c.dir, "actions")
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		a, perr := ParseID(d.Name())
+		if perr != nil {
+			return nil // temporary or foreign file
+		}
+		info, ierr := d.Info()
+		if ierr != nil {
+			return nil
+		}
+		fn(a, p, info)
+		return nil
+	})
+}
+
+// Usage is the disk usage of each area of the cache, in bytes.
+type Usage struct {
+	Objects, Blobs, Partial, Tmp, Runs, Total int64
+}
+
+// DiskUsage measures the cache.
+func (c *Cache) DiskUsage() (Usage, error) {
+	var u Usage
+	for _, area := range []struct {
+		name string
+		dst  *int64
+	}{{"objects", &u.Objects}, {"blobs", &u.Blobs}, {"partial", &u.Partial}, {"tmp", &u.Tmp}, {"runs", &u.Runs}} {
+		n, err := dirSize(filepath.Join(c.dir, area.name))
+		if err != nil {
+			return u, err
+		}
+		*area.dst = n
+		u.Total += n
+	}
+	return u, nil
+}
+
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Problem is one damaged cache entry found by Verify.
+type Problem struct {
+	What string
+	Err  error
+}
+
+// Verify re-hashes every output and blob. With repair, damaged entries are
+// removed so the next apply recomputes them.
+func (c *Cache) Verify(repair bool) ([]Problem, error) {
+	var problems []Problem
+	err := c.walkActions(func(a ActionID, p string, _ fs.FileInfo) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return
+		}
+		e, ok := parseIndex(a, data)
+		if !ok {
+			problems = append(problems, Problem{What: "action " + a.Short(), Err: errors.New("malformed index entry")})
+			if repair {
+				os.Remove(p)
+			}
+			return
+		}
+		if _, err := c.checkOutput(e.Output, true); err != nil {
+			problems = append(problems, Problem{What: "action " + a.Short(), Err: err})
+			if repair {
+				os.Remove(p)
+				os.RemoveAll(c.objectDir(e.Output))
+				os.Remove(c.manifestFile(e.Output))
+			}
+		}
+	})
+	if err != nil {
+		return problems, err
+	}
+	err = filepath.WalkDir(filepath.Join(c.dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		want, perr := ParseID(d.Name())
+		if perr != nil {
+			return nil
+		}
+		got, _, herr := FileSHA256(p)
+		if herr != nil || got != want {
+			problems = append(problems, Problem{What: "blob " + want.Short(), Err: fmt.Errorf("content has SHA-256 %s", got)})
+			if repair {
+				os.Remove(p)
+			}
+		}
+		return nil
+	})
+	return problems, err
+}
+
+// GCStats reports what GC removed.
+type GCStats struct {
+	Actions, Objects, Blobs, Other int
+	Bytes                          int64
+}
+
+// GC removes entries not used for olderThan, objects no entry refers to,
+// and leftovers of interrupted runs. It takes the cache lock exclusively,
+// so it waits for running applies to finish.
+func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error) {
+	unlock, err := c.LockExclusive(ctx)
+	if err != nil {
+		return GCStats{}, err
+	}
+	defer unlock()
+	var st GCStats
+	cutoff := c.now().Add(-olderThan)
+	live := map[OutputID]bool{}
+	err = c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
+		data, rerr := os.ReadFile(p)
+		e, ok := parseIndex(a, data)
+		if rerr != nil || !ok || info.ModTime().Before(cutoff) {
+			if os.Remove(p) == nil {
+				st.Actions++
+			}
+			return
+		}
+		live[e.Output] = true
+	})
+	if err != nil {
+		return st, err
+	}
+	objRoot := filepath.Join(c.dir, "objects")
+	fans, _ := os.ReadDir(objRoot)
+	for _, fan := range fans {
+		entries, _ := os.ReadDir(filepath.Join(objRoot, fan.Name()))
+		for _, ent := range entries {
+			name := ent.Name()
+			idStr := name
+			if filepath.Ext(name) == ".json" {
+				idStr = name[:len(name)-len(".json")]
+			}
+			id, perr := ParseID(idStr)
+			if perr == nil && live[id] {
+				continue
+			}
+			p := filepath.Join(objRoot, fan.Name(), name)
+			n, _ := dirSize(p)
+			if info, err := os.Stat(p); err == nil && !info.IsDir() {
+				n = info.Size()
+			}
+			if os.RemoveAll(p) == nil {
+				st.Bytes += n
+				if ent.IsDir() {
+					st.Objects++
+				}
+			}
+		}
+	}
+	_ = filepath.WalkDir(filepath.Join(c.dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().Before(cutoff) {
+			if os.Remove(p) == nil {
+				st.Blobs++
+				st.Bytes += info.Size()
+			}
+		}
+		return nil
+	})
+	// Nobody holds the exclusive lock while an apply runs, so every work
+	// directory and lock file left now belongs to a dead process.
+	for _, area := range []string{"tmp", "locks"} {
+		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
+		for _, ent := range entries {
+			p := filepath.Join(c.dir, area, ent.Name())
+			n, _ := dirSize(p)
+			if os.RemoveAll(p) == nil {
+				st.Other++
+				st.Bytes += n
+			}
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(c.dir, "partial"))
+	for _, ent := range entries {
+		p := filepath.Join(c.dir, "partial", ent.Name())
+		if info, err := ent.Info(); err == nil && info.ModTime().Before(cutoff) {
+			if os.Remove(p) == nil {
+				st.Other++
+				st.Bytes += info.Size()
+			}
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,187 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rs/zerolog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is one block type.
+type Kind interface {
+	// Name is the block type, e.g. "dataset".
+	Name() string
+	// Version changes whenever the kind's outputs for an unchanged
+	// configuration would change; it is part of every action ID.
+	Version() string
+	// Spec is the schema of the block body, meta-arguments excluded.
+	Spec() hcldec.Spec
+	// OutputType is the type of the value other blocks see when they
+	// reference this block; it must be an object type.
+	OutputType() cty.Type
+	// Decode validates an evaluated configuration (conforming to Spec,
+	// wholly known) and returns the node to run.
+	Decode(cfg cty.Value, decl Decl) (Node, hcl.Diagnostics)
+}
+
+// Decl is what a kind knows about the block it decodes, for diagnostics
+// and relative paths.
+type Decl struct {
+	Addr      addrs.AbsInstance
+	Body      hcl.Body
+	DeclRange hcl.Range
+	// Dir is the module directory that relative paths resolve against.
+	Dir string
+}
+
+// AttrRange returns the source range of attribute name in the block body,
+// or the block's range when the attribute is absent.
+func (d Decl) AttrRange(name string) *hcl.Range {
+	if d.Body != nil {
+		if attrs, diags := d.Body.JustAttributes(); !diags.HasErrors() {
+			if a, ok := attrs[name]; ok {
+				return a.Expr.Range().Ptr()
+			}
+		}
+		if r := attrRangeSyntax(d.Body, name); r != nil {
+			return r
+		}
+	}
+	return d.DeclRange.Ptr()
+}
+
+// Errorf returns an error diagnostic about attribute attr.
+func (d Decl) Errorf(attr, summary, format string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  d.AttrRange(attr),
+		Context:  d.DeclRange.Ptr(),
+	}
+}
+
+// Node is one decoded, runnable block instance.
+type Node interface {
+	// Fingerprint writes to w everything besides the evaluated
+	// configuration that determines the output, such as the contents of
+	// local input files. It must be cheap enough to run at every plan.
+	Fingerprint(ctx context.Context, w io.Writer) error
+	// Run does the work. It writes output files under env.OutDir and
+	// returns the block's value, conforming to the kind's OutputType.
+	// Paths inside env.OutDir may appear in the value; the engine
+	// rewrites them to the final cache location.
+	Run(ctx context.Context, env *Env) (cty.Value, error)
+}
+
+// ResourceDefaulter is implemented by nodes that need more than one CPU
+// slot when the block sets no resources.
+type ResourceDefaulter interface {
+	DefaultResources() Resources
+}
+
+// Resources is what a node asks the scheduler for.
+type Resources struct {
+	CPUs   int
+	GPUs   int
+	Memory int64 // bytes; 0 means unspecified
+}
+
+// Env is what a running node gets from the engine.
+type Env struct {
+	// Addr is the instance being run.
+	Addr addrs.AbsInstance
+	// OutDir is an empty directory for the node's output files.
+	OutDir string
+	// WorkDir is the module directory, for relative paths.
+	WorkDir string
+	// Blobs stores and finds downloaded files by SHA-256.
+	Blobs BlobStore
+	// Devices are the slots assigned to this run.
+	Devices Assignment
+	// Log is the node's logger.
+	Log zerolog.Logger
+	// Progress reports progress of long work; never nil.
+	Progress Progress
+}
+
+// Assignment lists the devices a node runs on.
+type Assignment struct {
+	CPUs int
+	// GPUs holds device IDs as given to CUDA_VISIBLE_DEVICES.
+	GPUs []string
+}
+
+// BlobStore is the content-addressed store of downloaded files, shared by
+// every pipeline that uses the cache.
+type BlobStore interface {
+	// BlobPath returns the path of the blob with the given SHA-256 (hex)
+	// and whether it is present and intact in size.
+	BlobPath(sha256hex string) (string, bool)
+	// PartialPath returns where a partial download for key may be kept
+	// across interruptions.
+	PartialPath(key string) (string, error)
+	// AddBlob moves the finished file at tmpPath into the store under its
+	// SHA-256 and returns the blob's path.
+	AddBlob(tmpPath, sha256hex string) (string, error)
+}
+
+// Progress receives progress updates from a running node.
+type Progress interface {
+	// Update reports done out of total units (total 0 when unknown).
+	Update(done, total int64, unit string)
+}
+
+// NoProgress discards updates.
+type NoProgress struct{}
+
+// Update does nothing.
+func (NoProgress) Update(int64, int64, string) {}
+
+// Registry holds the kinds known to one program.
+type Registry struct {
+	kinds map[string]Kind
+}
+
+// NewRegistry returns a registry with the given kinds. It panics on a
+// duplicate name, which is a programming error.
+func NewRegistry(kinds ...Kind) *Registry {
+	r := &Registry{kinds: map[string]Kind{}}
+	for _, k := range kinds {
+		r.Add(k)
+	}
+	return r
+}
+
+// Add registers k.
+func (r *Registry) Add(k Kind) {
+	if _, dup := r.kinds[k.Name()]; dup {
+		panic(fmt.Sprintf("nodes: kind %q registered twice", k.Name()))
+	}
+	if !k.OutputType().IsObjectType() {
+		panic(fmt.Sprintf("nodes: kind %q output type must be an object", k.Name()))
+	}
+	r.kinds[k.Name()] = k
+}
+
+// Kind returns the kind with the given name.
+func (r *Registry) Kind(name string) (Kind, bool) {
+	k, ok := r.kinds[name]
+	return k, ok
+}
+
+// Names returns the registered kind names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.kinds))
+	for n := range r.kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,137 @@
+// Package funcs provides the functions available in gatepipe expressions:
+// the cty standard library (format, join, merge, setproduct, jsondecode,
+// ...), try/can, type conversions, and file functions that resolve
+// relative paths against the module's directory.
+package funcs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// Table returns the function table for a module whose relative paths resolve
+// against baseDir. Paths starting with "stdlib/" are read from stdlibFS.
+func Table(baseDir string, stdlibFS fs.FS) map[string]function.Function {
+	files := fileReader{base: baseDir, stdlib: stdlibFS}
+	return map[string]function.Function{
+		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "chomp": stdlib.ChompFunc,
+		"chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
+		"compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
+		"csvdecode": stdlib.CSVDecodeFunc, "distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc,
+		"flatten": stdlib.FlattenFunc, "floor": stdlib.FloorFunc, "format": stdlib.FormatFunc,
+		"formatdate": stdlib.FormatDateFunc, "formatlist": stdlib.FormatListFunc, "indent": stdlib.IndentFunc,
+		"index": stdlib.IndexFunc, "join": stdlib.JoinFunc, "jsondecode": stdlib.JSONDecodeFunc,
+		"jsonencode": stdlib.JSONEncodeFunc, "keys": stdlib.KeysFunc, "length": stdlib.LengthFunc,
+		"log": stdlib.LogFunc, "lookup": stdlib.LookupFunc, "lower": stdlib.LowerFunc, "max": stdlib.MaxFunc,
+		"merge": stdlib.MergeFunc, "min": stdlib.MinFunc, "parseint": stdlib.ParseIntFunc, "pow": stdlib.PowFunc,
+		"range": stdlib.RangeFunc, "regex": stdlib.RegexFunc, "regexall": stdlib.RegexAllFunc,
+		"replace": stdlib.ReplaceFunc, "reverse": stdlib.ReverseListFunc, "setintersection": stdlib.SetIntersectionFunc,
+		"setproduct": stdlib.SetProductFunc, "setsubtract": stdlib.SetSubtractFunc, "setunion": stdlib.SetUnionFunc,
+		"signum": stdlib.SignumFunc, "slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "split": stdlib.SplitFunc,
+		"strlen": stdlib.StrlenFunc, "strrev": stdlib.ReverseFunc, "substr": stdlib.SubstrFunc,
+		"timeadd": stdlib.TimeAddFunc, "title": stdlib.TitleFunc, "trim": stdlib.TrimFunc,
+		"trimprefix": stdlib.TrimPrefixFunc, "trimsuffix": stdlib.TrimSuffixFunc, "trimspace": stdlib.TrimSpaceFunc,
+		"upper": stdlib.UpperFunc, "values": stdlib.ValuesFunc, "zipmap": stdlib.ZipmapFunc,
+		"try": tryfunc.TryFunc, "can": tryfunc.CanFunc,
+		"tostring": stdlib.MakeToFunc(cty.String), "tonumber": stdlib.MakeToFunc(cty.Number),
+		"tobool": stdlib.MakeToFunc(cty.Bool), "toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
+		"tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)), "tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"file": files.fileFunc(), "fileexists": files.existsFunc(), "filesha256": files.sha256Func(),
+		"abspath": absPathFunc(baseDir), "basename": pathFunc(filepath.Base), "dirname": pathFunc(filepath.Dir),
+	}
+}
+
+type fileReader struct {
+	base   string
+	stdlib fs.FS
+}
+
+func (r fileReader) read(name string) ([]byte, error) {
+	if !filepath.IsAbs(name) {
+		if strings.HasPrefix(r.base, "stdlib/") {
+			name = path.Join(r.base, name)
+		} else {
+			name = filepath.Join(r.base, name)
+		}
+	}
+	if strings.HasPrefix(name, "stdlib/") && r.stdlib != nil {
+		return fs.ReadFile(r.stdlib, strings.TrimPrefix(name, "stdlib/"))
+	}
+	return os.ReadFile(name)
+}
+
+func (r fileReader) fileFunc() function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := r.read(args[0].AsString())
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
+
+func (r fileReader) existsFunc() function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			_, err := r.read(args[0].AsString())
+			return cty.BoolVal(err == nil), nil
+		},
+	})
+}
+
+func (r fileReader) sha256Func() function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := r.read(args[0].AsString())
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
+			}
+			sum := sha256.Sum256(b)
+			return cty.StringVal(hex.EncodeToString(sum[:])), nil
+		},
+	})
+}
+
+func absPathFunc(base string) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			p := args[0].AsString()
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			abs, err := filepath.Abs(p)
+			return cty.StringVal(abs), err
+		},
+	})
+}
+
+func pathFunc(fn func(string) string) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.StringVal(fn(args[0].AsString())), nil
+		},
+	})
+}

@@ -1,0 +1,127 @@
+package pipelines
+
+import (
+	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Pipeline is the decoded content of one module: a directory of .hcl files,
+// a single file, or an embedded stdlib module.
+type Pipeline struct {
+	// Dir is the directory that relative paths in the module resolve
+	// against. For stdlib modules it starts with "stdlib/".
+	Dir string
+	// Settings is the top-level gatepipe block; only the root module may
+	// have one.
+	Settings    *Settings
+	Variables   map[string]*Variable
+	Locals      map[string]*Local
+	Outputs     map[string]*Output
+	ModuleCalls map[string]*ModuleCall
+	Blocks      map[addrs.Block]*NodeBlock
+}
+
+func newPipeline(dir string) *Pipeline {
+	return &Pipeline{
+		Dir:         dir,
+		Variables:   map[string]*Variable{},
+		Locals:      map[string]*Local{},
+		Outputs:     map[string]*Output{},
+		ModuleCalls: map[string]*ModuleCall{},
+		Blocks:      map[addrs.Block]*NodeBlock{},
+	}
+}
+
+// Variable is a `variable "name" {}` block.
+type Variable struct {
+	Name        string
+	Description string
+	// Type is the declared type constraint, cty.DynamicPseudoType when
+	// none was given.
+	Type cty.Type
+	// Default is cty.NilVal when the variable is required.
+	Default   cty.Value
+	DeclRange hcl.Range
+}
+
+// Required reports whether the variable has no default.
+func (v *Variable) Required() bool { return v.Default == cty.NilVal }
+
+// Local is one attribute of a `locals {}` block.
+type Local struct {
+	Name      string
+	Expr      hcl.Expression
+	DeclRange hcl.Range
+}
+
+// Output is an `output "name" { value = ... }` block.
+type Output struct {
+	Name        string
+	Description string
+	Expr        hcl.Expression
+	DeclRange   hcl.Range
+}
+
+// ModuleCall is a `module "name" { source = ... }` block. Attributes other
+// than source set the child module's variables.
+type ModuleCall struct {
+	Name        string
+	Source      string
+	SourceRange hcl.Range
+	// Inputs maps child variable names to expressions evaluated in the
+	// calling module.
+	Inputs    map[string]*hcl.Attribute
+	DependsOn []hcl.Traversal
+	DeclRange hcl.Range
+}
+
+// NodeBlock is a block of a registered node kind, e.g. dataset "fashion".
+type NodeBlock struct {
+	Addr addrs.Block
+	// Body holds the attributes and blocks the kind decodes itself; the
+	// meta-arguments below are removed from it.
+	Body      hcl.Body
+	ForEach   hcl.Expression
+	Count     hcl.Expression
+	DependsOn []hcl.Traversal
+	Resources *Resources
+	DeclRange hcl.Range
+	TypeRange hcl.Range
+}
+
+// Resources is a node's `resources {}` block. Expressions are evaluated
+// with the node's other arguments.
+type Resources struct {
+	CPUs      hcl.Expression
+	GPUs      hcl.Expression
+	Memory    hcl.Expression
+	DeclRange hcl.Range
+}
+
+// Settings is the top-level `gatepipe {}` block. Its values must be
+// literals: they are needed before any expression is evaluated.
+type Settings struct {
+	CacheDir    string
+	Parallelism int
+	Devices     []string
+	DeclRange   hcl.Range
+}
+
+// Module is one module instance in the loaded tree.
+type Module struct {
+	Path     addrs.ModulePath
+	Pipeline *Pipeline
+	// Call is the block that instantiated this module; nil for the root.
+	Call     *ModuleCall
+	Children map[string]*Module
+}
+
+// Walk calls fn for m and every module below it, parents first, children
+// in name order.
+func (m *Module) Walk(fn func(*Module)) {
+	fn(m)
+	for _, name := range sortedKeys(m.Children) {
+		m.Children[name].Walk(fn)
+	}
+}

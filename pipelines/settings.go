@@ -1,0 +1,77 @@
+package pipelines
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+var settingsSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "cache_dir"},
+		{Name: "parallelism"},
+		{Name: "devices"},
+	},
+}
+
+func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
+	s := &Settings{DeclRange: block.DefRange}
+	content, diags := block.Body.Content(settingsSchema)
+	if attr, ok := content.Attributes["cache_dir"]; ok {
+		diags = append(diags, literalString(attr, &s.CacheDir)...)
+	}
+	if attr, ok := content.Attributes["parallelism"]; ok {
+		val, d := literalOf(attr, cty.Number)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			n, acc := val.AsBigFloat().Int64()
+			if acc != big.Exact || n < 1 {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid parallelism",
+					Detail:   "parallelism must be a whole number of at least 1.",
+					Subject:  attr.Expr.Range().Ptr(),
+				})
+			} else {
+				s.Parallelism = int(n)
+			}
+		}
+	}
+	if attr, ok := content.Attributes["devices"]; ok {
+		val, d := literalOf(attr, cty.List(cty.String))
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			for _, v := range val.AsValueSlice() {
+				s.Devices = append(s.Devices, v.AsString())
+			}
+		}
+	}
+	return s, diags
+}
+
+func literalOf(attr *hcl.Attribute, ty cty.Type) (cty.Value, hcl.Diagnostics) {
+	val, diags := attr.Expr.Value(nil)
+	if diags.HasErrors() {
+		for _, d := range diags {
+			d.Detail += " Settings in the gatepipe block must be literal values: they are read before any variable is known."
+		}
+		return cty.NilVal, diags
+	}
+	conv, err := convert.Convert(val, ty)
+	if err != nil || conv.IsNull() {
+		msg := "null"
+		if err != nil {
+			msg = err.Error()
+		}
+		return cty.NilVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Incorrect attribute value type",
+			Detail:   fmt.Sprintf("Inappropriate value for %q: %s is required (%s).", attr.Name, ty.FriendlyName(), msg),
+			Subject:  attr.Expr.Range().Ptr(),
+		}}
+	}
+	return conv, nil
+}
