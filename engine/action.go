@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// actionID hashes everything that determines an instance's output: the
+// kind and its version, the evaluated configuration (cache paths replaced
+// by a sentinel), the output IDs of upstream instances, and the node's own
+// fingerprint (local file contents). ok is false when an upstream output
+// is not known yet.
+func (e *Engine) actionID(ctx context.Context, in *instance) (id cache.ActionID, ok bool, err error) {
+	inputs := e.upstreamOutputs(in)
+	if inputs == nil {
+		return id, false, nil
+	}
+	h := cache.NewHasher("action", e.opts.DebugHash)
+	fmt.Fprintf(h, "kind %s %s\n", in.v.nodeKind.Name(), in.v.nodeKind.Version())
+	cfg, err := canonicalJSON(e.relocatable(in.config))
+	if err != nil {
+		return id, false, fmt.Errorf("%s: encoding config: %w", in.key(), err)
+	}
+	fmt.Fprintf(h, "config %s\n", cfg)
+	for _, line := range inputs {
+		fmt.Fprintf(h, "input %s\n", line)
+	}
+	if err := in.node.Fingerprint(ctx, h); err != nil {
+		return id, false, fmt.Errorf("%s: %w", in.key(), err)
+	}
+	return h.Sum(), true, nil
+}
+
+// upstreamOutputs lists "address outputid" for every instance the given one
+// depends on, directly or through locals, variables and module outputs.
+// It returns nil when one of them has no output yet.
+func (e *Engine) upstreamOutputs(in *instance) []string {
+	lines := []string{}
+	for _, up := range e.upstreamBlocks(in.v) {
+		for _, ui := range up.instances {
+			ui.mu.Lock()
+			out := ui.output
+			ui.mu.Unlock()
+			if out.IsZero() {
+				return nil
+			}
+			lines = append(lines, ui.key()+" "+out.String())
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// upstreamBlocks returns the block vertices v depends on, looking through
+// non-block vertices. Results are memoised.
+func (e *Engine) upstreamBlocks(v *vertex) []*vertex {
+	e.upMu.Lock()
+	defer e.upMu.Unlock()
+	return e.upstreamLocked(v)
+}
+
+func (e *Engine) upstreamLocked(v *vertex) []*vertex {
+	if got, ok := e.upstream[v.key]; ok {
+		return got
+	}
+	seen := map[string]bool{}
+	var out []*vertex
+	for _, d := range v.deps {
+		dv := e.graph.vertices[d]
+		if dv.kind == vBlock {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, dv)
+			}
+			continue
+		}
+		for _, up := range e.upstreamLocked(dv) {
+			if !seen[up.key] {
+				seen[up.key] = true
+				out = append(out, up)
+			}
+		}
+	}
+	e.upstream[v.key] = out
+	return out
+}
+
+// relocatable replaces the cache root in every string of v by a sentinel.
+func (e *Engine) relocatable(v cty.Value) cty.Value {
+	if e.cache == nil {
+		return v
+	}
+	root := e.cache.Dir()
+	return replaceStrings(v, func(s string) string { return strings.ReplaceAll(s, root, cacheSentinel) })
+}
+
+// replaceStrings applies fn to every known string inside v.
+func replaceStrings(v cty.Value, fn func(string) string) cty.Value {
+	out, _ := cty.Transform(v, func(_ cty.Path, v cty.Value) (cty.Value, error) {
+		if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+			return cty.StringVal(fn(v.AsString())), nil
+		}
+		return v, nil
+	})
+	return out
+}
+
+// canonicalJSON encodes a value with its type; object attributes and map
+// keys are sorted by cty, so equal values encode identically.
+func canonicalJSON(v cty.Value) ([]byte, error) {
+	return json.Marshal(ctyjson.SimpleJSONValue{Value: v})
+}
+
+func decodeValueJSON(data []byte) (cty.Value, error) {
+	var sv ctyjson.SimpleJSONValue
+	if err := json.Unmarshal(data, &sv); err != nil {
+		return cty.NilVal, err
+	}
+	return sv.Value, nil
+}

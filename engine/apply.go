@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/engine/dag"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// Apply runs every planned instance that is not cached, in parallel, and
+// returns the run record. Plan must have succeeded on this engine first.
+// The returned error is non-nil only for problems outside the nodes
+// (cache, lock); node failures are in the record.
+func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
+	if e.cache == nil {
+		return nil, errors.New("apply needs a cache")
+	}
+	unlock, err := e.cache.LockShared(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	rec := newRunRecord()
+	g, items := e.instanceGraph()
+	total := 0
+	for _, it := range items {
+		if it.inst != nil {
+			total++
+		}
+	}
+	e.opts.Reporter.Start(total)
+	a := &applier{e: e, slots: newSlots(e.opts.Parallelism, e.opts.Devices), flights: map[cache.ActionID]*flight{}}
+	results := g.Walk(ctx, dag.WalkOptions{FailFast: e.opts.FailFast}, func(ctx context.Context, key string) error {
+		it := items[key]
+		if it.inst == nil {
+			if d := e.evalVertex(it.v); d.HasErrors() {
+				return d
+			}
+			return nil
+		}
+		return a.applyInstance(ctx, it.inst)
+	})
+	for _, v := range e.graph.order {
+		for _, in := range v.instances {
+			r := results[in.key()]
+			switch r.Status {
+			case dag.Skipped:
+				in.run, in.err = RunSkipped, fmt.Errorf("skipped: upstream %s failed", r.Cause)
+				e.opts.Reporter.NodeFinished(in.key(), RunSkipped, 0, in.err)
+			case dag.NotRun:
+				in.run = RunNotRun
+				e.opts.Reporter.NodeFinished(in.key(), RunNotRun, 0, nil)
+			case dag.Failed:
+				if in.run == "" { // failed outside applyInstance's bookkeeping
+					in.run, in.err = RunFailed, r.Err
+					e.opts.Reporter.NodeFinished(in.key(), RunFailed, 0, r.Err)
+				}
+			}
+		}
+	}
+	for k, r := range results { // failures of locals/outputs
+		if it := items[k]; it.inst == nil && r.Status == dag.Failed {
+			rec.Errors = append(rec.Errors, fmt.Sprintf("%s: %v", k, r.Err))
+		}
+	}
+	rec.finish(e)
+	if err := rec.save(e.cache); err != nil {
+		e.log.Warn().Err(err).Msg("could not write run record")
+	}
+	return rec, nil
+}
+
+type walkItem struct {
+	v    *vertex
+	inst *instance
+}
+
+// instanceGraph expands the block-level graph: a block vertex becomes its
+// instances, and a dependency on a block becomes a dependency on each of
+// its instances.
+func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
+	g := dag.New()
+	items := map[string]walkItem{}
+	targets := func(dep string) []string {
+		dv := e.graph.vertices[dep]
+		if dv.kind != vBlock {
+			return []string{dep}
+		}
+		keys := make([]string, len(dv.instances))
+		for i, in := range dv.instances {
+			keys[i] = in.key()
+		}
+		return keys
+	}
+	for _, v := range e.graph.order {
+		var keys []string
+		if v.kind == vBlock {
+			for _, in := range v.instances {
+				keys = append(keys, in.key())
+				items[in.key()] = walkItem{v: v, inst: in}
+			}
+		} else {
+			keys = []string{v.key}
+			items[v.key] = walkItem{v: v}
+		}
+		for _, k := range keys {
+			g.Add(k)
+			for _, dep := range v.deps {
+				for _, t := range targets(dep) {
+					g.Connect(k, t)
+				}
+			}
+		}
+	}
+	return g, items
+}
+
+type applier struct {
+	e     *Engine
+	slots *slots
+
+	mu      sync.Mutex
+	flights map[cache.ActionID]*flight
+}
+
+// flight deduplicates identical actions within one apply: the first caller
+// runs, later ones wait and share the result.
+type flight struct {
+	done   chan struct{}
+	output cache.OutputID
+	err    error
+}
+
+func (a *applier) applyInstance(ctx context.Context, in *instance) (err error) {
+	e := a.e
+	rep := e.opts.Reporter
+	defer func() {
+		if err != nil && in.run == "" {
+			in.run, in.err = RunFailed, err
+			rep.NodeFinished(in.key(), RunFailed, in.duration, err)
+		}
+	}()
+	if in.status == StatusCached && !in.replace {
+		in.run = RunCached
+		rep.NodeFinished(in.key(), RunCached, 0, nil)
+		return nil
+	}
+	if in.status != StatusWillRun || in.node == nil {
+		// Blocked at plan time: evaluate again now that upstream is done.
+		if d := e.evalInstance(in); d.HasErrors() {
+			return d
+		}
+		if in.node == nil {
+			return fmt.Errorf("%s: configuration is still unknown after its dependencies finished", in.key())
+		}
+		id, ok, err := e.actionID(ctx, in)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s: an upstream output is missing", in.key())
+		}
+		in.action = id
+	}
+
+	a.mu.Lock()
+	if f, ok := a.flights[in.action]; ok {
+		a.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if f.err != nil {
+			return f.err
+		}
+		in.run = RunCached
+		rep.NodeFinished(in.key(), RunCached, 0, nil)
+		return e.loadOutput(in, f.output)
+	}
+	f := &flight{done: make(chan struct{})}
+	a.flights[in.action] = f
+	a.mu.Unlock()
+	defer close(f.done)
+
+	f.output, f.err = a.runOrReuse(ctx, in)
+	return f.err
+}
+
+// runOrReuse takes the action's lock, checks the cache again (another
+// process may have finished it) and otherwise runs the node.
+func (a *applier) runOrReuse(ctx context.Context, in *instance) (cache.OutputID, error) {
+	e := a.e
+	if !in.replace {
+		if hit, err := e.lookupCache(in); err == nil && hit {
+			in.run = RunCached
+			e.opts.Reporter.NodeFinished(in.key(), RunCached, 0, nil)
+			return in.output, nil
+		}
+	}
+	unlock, err := e.cache.LockAction(ctx, in.action)
+	if err != nil {
+		return cache.OutputID{}, err
+	}
+	defer unlock()
+	if !in.replace {
+		if hit, err := e.lookupCache(in); err == nil && hit {
+			in.run = RunCached
+			e.opts.Reporter.NodeFinished(in.key(), RunCached, 0, nil)
+			return in.output, nil
+		}
+	}
+	if err := a.slots.check(in.resources); err != nil {
+		return cache.OutputID{}, fmt.Errorf("%s: %w", in.key(), err)
+	}
+	dev, release, err := a.slots.acquire(ctx, in.resources)
+	if err != nil {
+		return cache.OutputID{}, err
+	}
+	defer release()
+	return a.run(ctx, in, dev)
+}
+
+func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (cache.OutputID, error) {
+	e := a.e
+	log := e.log.With().Str("node", in.key()).Logger()
+	work, err := e.cache.TempDir(in.v.nodeKind.Name())
+	if err != nil {
+		return cache.OutputID{}, err
+	}
+	defer os.RemoveAll(work) // no-op once Put moved it
+	in.start, in.device = time.Now(), dev
+	e.opts.Reporter.NodeStarted(in.key(), dev)
+	log.Debug().Str("action", in.action.Short()).Msg("node started")
+	env := &nodes.Env{
+		Addr: in.addr, OutDir: work, WorkDir: in.v.mod.Pipeline.Dir, Blobs: e.cache,
+		Devices: dev, Log: log, Progress: nodeProgress{r: e.opts.Reporter, addr: in.key()},
+	}
+	val, err := in.node.Run(ctx, env)
+	in.duration = time.Since(in.start)
+	if err == nil {
+		val, err = e.storableValue(in, val, work)
+	}
+	var out cache.OutputID
+	if err == nil {
+		var data []byte
+		if data, err = canonicalJSON(val); err == nil {
+			out, err = e.cache.Put(in.action, work, data)
+		}
+	}
+	if err == nil {
+		err = e.loadOutput(in, out)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%s: cancelled: %w", in.key(), ctx.Err())
+		} else {
+			err = fmt.Errorf("%s: %w", in.key(), err)
+		}
+		in.run, in.err = RunFailed, err
+		e.opts.Reporter.NodeFinished(in.key(), RunFailed, in.duration, err)
+		log.Debug().Err(err).Msg("node failed")
+		return cache.OutputID{}, err
+	}
+	in.run = RunRan
+	e.opts.Reporter.NodeFinished(in.key(), RunRan, in.duration, nil)
+	log.Debug().Dur("duration", in.duration).Str("output", out.Short()).Msg("node finished")
+	return out, nil
+}
+
+// storableValue converts a node's value to its kind's output type and
+// replaces its work directory by the sentinel.
+func (e *Engine) storableValue(in *instance, val cty.Value, work string) (cty.Value, error) {
+	ty := in.v.nodeKind.OutputType()
+	conv, err := convert.Convert(val, ty)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("node returned a value that does not match its kind's output type: %w", err)
+	}
+	if !conv.IsWhollyKnown() {
+		return cty.NilVal, errors.New("node returned an unknown value")
+	}
+	return replaceStrings(conv, func(s string) string { return strings.ReplaceAll(s, work, OutDirSentinel) }), nil
+}

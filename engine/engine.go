@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"runtime"
+	"sync"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/pipelines"
+	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rs/zerolog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Options controls planning and applying.
+type Options struct {
+	// Parallelism bounds how many nodes run at once (default: CPU slots).
+	Parallelism int
+	// Devices are the slots nodes are scheduled on.
+	Devices Devices
+	// FailFast stops starting nodes after the first failure; by default
+	// unrelated nodes keep going.
+	FailFast bool
+	// Replace forces these instances to run even when cached.
+	Replace []addrs.AbsInstance
+	// DebugHash, when set, receives every byte hashed into action IDs.
+	DebugHash io.Writer
+	// Reporter receives progress events; nil means none.
+	Reporter Reporter
+}
+
+// Devices are the schedulable resources of this machine.
+type Devices struct {
+	CPUs int
+	GPUs []string
+}
+
+// DefaultDevices is every CPU core and no GPU.
+func DefaultDevices() Devices { return Devices{CPUs: runtime.NumCPU()} }
+
+// Engine plans and applies one loaded configuration.
+type Engine struct {
+	reg    *nodes.Registry
+	stdlib fs.FS
+	cache  *cache.Cache // nil when only validating
+	log    zerolog.Logger
+	opts   Options
+
+	root     *pipelines.Module
+	rootVals map[string]cty.Value
+	graph    *graphBuilder
+	state    *state
+
+	upMu     sync.Mutex
+	upstream map[string][]*vertex
+}
+
+// New builds the graph of a loaded configuration. c may be nil, in which
+// case Plan treats nothing as cached (that is what validate does).
+func New(reg *nodes.Registry, stdlib fs.FS, c *cache.Cache, root *pipelines.Module, rootVals map[string]cty.Value, log zerolog.Logger, opts Options) (*Engine, hcl.Diagnostics) {
+	if opts.Devices.CPUs == 0 && len(opts.Devices.GPUs) == 0 {
+		opts.Devices = DefaultDevices()
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = max(opts.Devices.CPUs, 1)
+	}
+	if opts.Reporter == nil {
+		opts.Reporter = NopReporter{}
+	}
+	e := &Engine{
+		reg: reg, stdlib: stdlib, cache: c, log: log, opts: opts,
+		root: root, rootVals: rootVals, state: newState(root),
+		upstream: map[string][]*vertex{},
+	}
+	g, diags := buildGraph(reg, root)
+	e.graph = g
+	if !diags.HasErrors() {
+		diags = append(diags, e.checkReplace()...)
+	}
+	return e, diags
+}
+
+func (e *Engine) checkReplace() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, r := range e.opts.Replace {
+		key := r.Module.Prefix() + r.Instance.Block.String()
+		if v, ok := e.graph.vertices[key]; !ok || v.kind != vBlock {
+			var names []string
+			for _, v := range e.graph.order {
+				if v.kind == vBlock {
+					names = append(names, v.key)
+				}
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid -replace address",
+				Detail:   fmt.Sprintf("The pipeline has no block %s.%s", key, pipelines.DidYouMean(key, names)),
+			})
+		}
+	}
+	return diags
+}
+
+func (e *Engine) replaces(in *instance) bool {
+	for _, r := range e.opts.Replace {
+		if r.Module == in.addr.Module && r.Instance.Block == in.addr.Instance.Block &&
+			(r.Instance.Key == nil || r.Instance.Key == in.addr.Instance.Key) {
+			return true
+		}
+	}
+	return false
+}
+
+// DOT writes the block-level dependency graph in Graphviz format.
+func (e *Engine) DOT(w io.Writer) error { return e.graph.g.DOT(w) }

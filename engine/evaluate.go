@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// evalVertex computes the value of a variable, local or output vertex.
+func (e *Engine) evalVertex(v *vertex) hcl.Diagnostics {
+	var val cty.Value
+	var diags hcl.Diagnostics
+	switch v.kind {
+	case vVariable:
+		val, diags = e.evalVariable(v)
+	case vLocal:
+		val, diags = v.local.Expr.Value(e.evalContext(v, nil))
+	case vOutput:
+		val, diags = v.output.Expr.Value(e.evalContext(v, nil))
+	}
+	if diags.HasErrors() {
+		val = cty.DynamicVal
+	}
+	e.state.set(v.key, val)
+	return diags
+}
+
+func (e *Engine) evalVariable(v *vertex) (cty.Value, hcl.Diagnostics) {
+	decl := v.variable
+	if v.mod.Call == nil {
+		val, ok := e.rootVals[decl.Name]
+		if !ok {
+			return cty.DynamicVal, nil // missing values are reported by RootVariableValues
+		}
+		return val, nil
+	}
+	if v.input == nil {
+		if decl.Required() {
+			return cty.DynamicVal, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Missing required argument",
+				Detail:   fmt.Sprintf("Module %q needs a value for its variable %q, which has no default. Add %s = ... to the module block.", v.mod.Call.Name, decl.Name, decl.Name),
+				Subject:  v.mod.Call.DeclRange.Ptr(),
+			}}
+		}
+		return decl.Default, nil
+	}
+	val, diags := v.input.Expr.Value(e.evalContext(v, nil))
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	conv, err := convert.Convert(val, decl.Type)
+	if err != nil {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for module argument",
+			Detail:   fmt.Sprintf("Variable %q of module %q must be %s: %s.", decl.Name, v.mod.Call.Name, typeexpr.TypeString(decl.Type), err),
+			Subject:  v.input.Expr.Range().Ptr(),
+		}}
+	}
+	return conv, nil
+}
+
+// evalInstance evaluates an instance's configuration and resources and,
+// when the configuration is wholly known, decodes its node.
+func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
+	v := in.v
+	ctx := e.evalContext(v, in)
+	cfg, diags := hcldec.Decode(v.block.Body, v.nodeKind.Spec(), ctx)
+	if diags.HasErrors() {
+		return diags
+	}
+	res, rDiags := e.evalResources(in, ctx)
+	diags = append(diags, rDiags...)
+	if rDiags.HasErrors() {
+		return diags
+	}
+	in.config, in.resources = cfg, res
+	if !cfg.IsWhollyKnown() {
+		return diags
+	}
+	node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir})
+	diags = append(diags, dDiags...)
+	if !dDiags.HasErrors() {
+		in.node = node
+	}
+	return diags
+}
+
+func (e *Engine) evalResources(in *instance, ctx *hcl.EvalContext) (nodes.Resources, hcl.Diagnostics) {
+	res := nodes.Resources{CPUs: 1}
+	if in.node != nil {
+		if d, ok := in.node.(nodes.ResourceDefaulter); ok {
+			res = d.DefaultResources()
+		}
+	}
+	r := in.v.block.Resources
+	if r == nil {
+		return res, nil
+	}
+	var diags hcl.Diagnostics
+	num := func(expr hcl.Expression, name string, dst *int) {
+		if expr == nil {
+			return
+		}
+		val, d := expr.Value(ctx)
+		diags = append(diags, d...)
+		if d.HasErrors() || !val.IsKnown() {
+			return
+		}
+		var n int64 = -1
+		if !val.IsNull() && val.Type() == cty.Number {
+			i, acc := val.AsBigFloat().Int64()
+			if acc == big.Exact {
+				n = i
+			}
+		}
+		if n < 0 {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid resources value",
+				Detail: fmt.Sprintf("%s must be a whole number of at least 0.", name), Subject: expr.Range().Ptr()})
+			return
+		}
+		*dst = int(n)
+	}
+	num(r.CPUs, "cpus", &res.CPUs)
+	num(r.GPUs, "gpus", &res.GPUs)
+	if r.Memory != nil {
+		val, d := r.Memory.Value(ctx)
+		diags = append(diags, d...)
+		if !d.HasErrors() && val.IsKnown() && !val.IsNull() {
+			n, err := parseBytes(val)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid resources value",
+					Detail: err.Error(), Subject: r.Memory.Range().Ptr()})
+			}
+			res.Memory = n
+		}
+	}
+	return res, diags
+}
+
+// parseBytes reads a memory size: a number of bytes or a string such as
+// "512MiB", "4GiB" or "2G".
+func parseBytes(v cty.Value) (int64, error) {
+	if v.Type() == cty.Number {
+		f, _ := v.AsBigFloat().Int64()
+		return f, nil
+	}
+	if v.Type() != cty.String {
+		return 0, fmt.Errorf("memory must be a number of bytes or a string like \"4GiB\"")
+	}
+	s := strings.TrimSpace(v.AsString())
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			f, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), 64)
+			if err != nil || f < 0 {
+				break
+			}
+			return int64(f * float64(u.mult)), nil
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("memory %q is not a size: use bytes or a suffix such as MiB or GiB", s)
+	}
+	return n, nil
+}
+
+// lookupCache finds a cached output for the instance's action and loads its
+// value. ok is false on a miss.
+func (e *Engine) lookupCache(in *instance) (bool, error) {
+	if e.cache == nil {
+		return false, nil
+	}
+	entry, err := e.cache.Get(in.action)
+	if err != nil {
+		return false, nil
+	}
+	return true, e.loadOutput(in, entry.Output)
+}
+
+// loadOutput reads an output's stored value, pointing its paths at the
+// output directory.
+func (e *Engine) loadOutput(in *instance, out [32]byte) error {
+	m, dir, err := e.cache.Output(out)
+	if err != nil {
+		return err
+	}
+	val, err := decodeValueJSON(m.Value)
+	if err != nil {
+		return fmt.Errorf("%s: stored output: %w", in.key(), err)
+	}
+	val = replaceStrings(val, func(s string) string { return strings.ReplaceAll(s, OutDirSentinel, dir) })
+	in.mu.Lock()
+	in.output = out
+	in.value = val
+	in.mu.Unlock()
+	return nil
+}

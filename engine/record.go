@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+)
+
+// RunRecord is what one apply did, saved as JSON under the cache's runs/.
+type RunRecord struct {
+	ID       string         `json:"id"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+	Counts   map[string]int `json:"counts"`
+	Nodes    []NodeRecord   `json:"nodes"`
+	Errors   []string       `json:"errors,omitempty"`
+}
+
+// NodeRecord is one instance in a run record.
+type NodeRecord struct {
+	Addr       string    `json:"addr"`
+	Kind       string    `json:"kind"`
+	Status     RunStatus `json:"status"`
+	ActionID   string    `json:"action_id,omitempty"`
+	OutputID   string    `json:"output_id,omitempty"`
+	CacheHit   bool      `json:"cache_hit"`
+	Start      time.Time `json:"start,omitempty"`
+	DurationMS float64   `json:"duration_ms"`
+	Device     string    `json:"device,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+func newRunRecord() *RunRecord {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	now := time.Now().UTC()
+	return &RunRecord{ID: now.Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:]), Started: now, Counts: map[string]int{}}
+}
+
+func (r *RunRecord) finish(e *Engine) {
+	r.Finished = time.Now().UTC()
+	for _, v := range e.graph.order {
+		for _, in := range v.instances {
+			n := NodeRecord{Addr: in.key(), Kind: v.nodeKind.Name(), Status: in.run, CacheHit: in.run == RunCached,
+				Start: in.start, DurationMS: float64(in.duration.Microseconds()) / 1000}
+			if !in.action.IsZero() {
+				n.ActionID = in.action.String()
+			}
+			if !in.output.IsZero() {
+				n.OutputID = in.output.String()
+			}
+			if in.err != nil {
+				n.Error = in.err.Error()
+			}
+			if in.run == RunRan {
+				n.Device = describeAssignment(in.device.CPUs, in.device.GPUs)
+			}
+			r.Counts[string(in.run)]++
+			r.Nodes = append(r.Nodes, n)
+		}
+	}
+}
+
+// Failed reports whether any node failed or was skipped.
+func (r *RunRecord) Failed() bool {
+	return r.Counts[string(RunFailed)] > 0 || r.Counts[string(RunSkipped)] > 0 || r.Counts[string(RunNotRun)] > 0 || len(r.Errors) > 0
+}
+
+func (r *RunRecord) save(c *cache.Cache) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return c.WriteRun(r.ID, data)
+}
+
+func describeAssignment(cpus int, gpus []string) string {
+	s := "cpu×" + strconv.Itoa(cpus)
+	for _, g := range gpus {
+		s += " gpu:" + g
+	}
+	return s
+}

@@ -1,0 +1,268 @@
+// Package command implements the `command` block: an external program run
+// with templated arguments and environment, cached on its configuration
+// and the contents of its declared input files, whose declared output files
+// become an artifact other blocks can reference (like a DVC stage).
+package command
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// OutDirSentinel is the value of self.out_dir in configuration; it is
+// replaced by the real output directory in arguments and environment.
+const OutDirSentinel = "@gatepipe:out@"
+
+// LogFile is the name of the captured stdout+stderr in the output.
+const LogFile = "command.log"
+
+// Kind is the command block kind.
+type Kind struct{}
+
+// Name returns "command".
+func (Kind) Name() string { return "command" }
+
+// Version is bumped when the outputs of an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+var spec = hcldec.ObjectSpec{
+	"run":     &hcldec.AttrSpec{Name: "run", Type: cty.List(cty.String), Required: true},
+	"env":     &hcldec.AttrSpec{Name: "env", Type: cty.Map(cty.String)},
+	"inputs":  &hcldec.AttrSpec{Name: "inputs", Type: cty.List(cty.String)},
+	"outputs": &hcldec.AttrSpec{Name: "outputs", Type: cty.Map(cty.String)},
+	"dir":     &hcldec.AttrSpec{Name: "dir", Type: cty.String},
+	"timeout": &hcldec.AttrSpec{Name: "timeout", Type: cty.String},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType: outputs maps each declared output name to its file path;
+// out_dir is the artifact directory; log is the captured output.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"outputs": cty.Map(cty.String),
+		"out_dir": cty.String,
+		"log":     cty.String,
+	})
+}
+
+type config struct {
+	Run     []string          `cty:"run"`
+	Env     map[string]string `cty:"env"`
+	Inputs  []string          `cty:"inputs"`
+	Outputs map[string]string `cty:"outputs"`
+	Dir     *string           `cty:"dir"`
+	Timeout *string           `cty:"timeout"`
+}
+
+// Node is a decoded command block.
+type Node struct {
+	cfg     config
+	dir     string // module directory
+	timeout time.Duration
+}
+
+// Decode validates the configuration.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	var cfg config
+	if err := gocty.FromCtyValue(v, &cfg); err != nil {
+		return nil, hcl.Diagnostics{decl.Errorf("run", "Invalid command block", "%s", err)}
+	}
+	var diags hcl.Diagnostics
+	if len(cfg.Run) == 0 || cfg.Run[0] == "" {
+		diags = append(diags, decl.Errorf("run", "Empty command", "run must list the program and its arguments, as in run = [\"python3\", \"prep.py\"]."))
+	}
+	for name, p := range cfg.Outputs {
+		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+			diags = append(diags, decl.Errorf("outputs", "Invalid output path",
+				"Output %q is %q; output paths are relative to the node's output directory (self.out_dir) and must stay inside it.", name, p))
+		}
+	}
+	n := &Node{cfg: cfg, dir: decl.Dir}
+	if cfg.Timeout != nil {
+		d, err := time.ParseDuration(*cfg.Timeout)
+		if err != nil || d <= 0 {
+			diags = append(diags, decl.Errorf("timeout", "Invalid timeout", "timeout %q is not a positive duration such as \"30m\" or \"2h\".", *cfg.Timeout))
+		}
+		n.timeout = d
+	}
+	return n, diags
+}
+
+func (n *Node) resolve(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(n.dir, p)
+}
+
+// Fingerprint hashes the content of every declared input file.
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+	files, err := n.inputFiles()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		sum, size, err := cache.FileSHA256(f.abs)
+		if err != nil {
+			return fmt.Errorf("input %s: %w", f.rel, err)
+		}
+		fmt.Fprintf(w, "file %s %d %s\n", f.rel, size, sum)
+	}
+	return nil
+}
+
+type inputFile struct{ rel, abs string }
+
+func (n *Node) inputFiles() ([]inputFile, error) {
+	var out []inputFile
+	seen := map[string]bool{}
+	for _, pat := range n.cfg.Inputs {
+		matches, err := filepath.Glob(n.resolve(pat))
+		if err != nil {
+			return nil, fmt.Errorf("input pattern %q: %w", pat, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("input pattern %q matches no file (relative to %s)", pat, n.dir)
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			info, err := os.Stat(m)
+			if err != nil {
+				return nil, err
+			}
+			if info.IsDir() {
+				err := filepath.Walk(m, func(p string, fi os.FileInfo, err error) error {
+					if err == nil && fi.Mode().IsRegular() && !seen[p] {
+						seen[p] = true
+						rel, _ := filepath.Rel(n.dir, p)
+						out = append(out, inputFile{rel: filepath.ToSlash(rel), abs: p})
+					}
+					return err
+				})
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if !seen[m] {
+				seen[m] = true
+				rel, _ := filepath.Rel(n.dir, m)
+				out = append(out, inputFile{rel: filepath.ToSlash(rel), abs: m})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Run executes the program with its output directory substituted.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	if n.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, n.timeout)
+		defer cancel()
+	}
+	sub := func(s string) string { return strings.ReplaceAll(s, OutDirSentinel, env.OutDir) }
+	args := make([]string, len(n.cfg.Run))
+	for i, a := range n.cfg.Run {
+		args[i] = sub(a)
+	}
+	logPath := filepath.Join(env.OutDir, LogFile)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	defer logFile.Close()
+	tail := &tailBuffer{max: 4096}
+	out := io.MultiWriter(logFile, tail)
+
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = n.dir
+	if n.cfg.Dir != nil {
+		cmd.Dir = n.resolve(*n.cfg.Dir)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), "GATEPIPE_OUT_DIR="+env.OutDir, "GATEPIPE_NODE="+env.Addr.String(),
+		fmt.Sprintf("GATEPIPE_CPUS=%d", env.Devices.CPUs), fmt.Sprintf("OMP_NUM_THREADS=%d", env.Devices.CPUs))
+	if len(env.Devices.GPUs) > 0 {
+		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(env.Devices.GPUs, ","))
+	}
+	keys := make([]string, 0, len(n.cfg.Env))
+	for k := range n.cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+sub(n.cfg.Env[k]))
+	}
+	// Own process group, so cancellation reaches the program's children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+
+	env.Log.Debug().Strs("args", args).Msg("running command")
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return cty.NilVal, fmt.Errorf("command %q stopped: %w", args[0], ctx.Err())
+		}
+		return cty.NilVal, fmt.Errorf("command %q failed: %v\n%s", args[0], err, indent(tail.String()))
+	}
+	outs := map[string]cty.Value{}
+	for name, rel := range n.cfg.Outputs {
+		p := filepath.Join(env.OutDir, rel)
+		if _, err := os.Stat(p); err != nil {
+			return cty.NilVal, fmt.Errorf("command finished but did not write its declared output %q (%s); write it under $GATEPIPE_OUT_DIR", name, rel)
+		}
+		outs[name] = cty.StringVal(p)
+	}
+	outVal := cty.MapValEmpty(cty.String)
+	if len(outs) > 0 {
+		outVal = cty.MapVal(outs)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"outputs": outVal,
+		"out_dir": cty.StringVal(env.OutDir),
+		"log":     cty.StringVal(logPath),
+	}), nil
+}
+
+// tailBuffer keeps the last max bytes written, for error messages.
+type tailBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return t.buf.String() }
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return "  (no output)"
+	}
+	return "  | " + strings.ReplaceAll(s, "\n", "\n  | ")
+}
