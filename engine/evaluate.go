@@ -30,7 +30,7 @@ func (e *Engine) evalVertex(v *vertex) hcl.Diagnostics {
 		val = cty.DynamicVal
 	}
 	e.state.set(v.key, val)
-	return diags
+	return e.suggestAttributes(diags)
 }
 
 func (e *Engine) evalVariable(v *vertex) (cty.Value, hcl.Diagnostics) {
@@ -76,7 +76,7 @@ func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
 	ctx := e.evalContext(v, in)
 	cfg, diags := hcldec.Decode(v.block.Body, v.nodeKind.Spec(), ctx)
 	if diags.HasErrors() {
-		return diags
+		return e.suggestAttributes(diags)
 	}
 	res, rDiags := e.evalResources(in, ctx)
 	diags = append(diags, rDiags...)

@@ -29,7 +29,7 @@ func (l *Loader) fileSchema(body hcl.Body) *hcl.BodySchema {
 	}
 	for kind := range l.kinds {
 		// Labels are checked in decodeNodeBlock for a clearer message.
-		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: kind})
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: kind, LabelNames: []string{"name"}})
 	}
 	sort.Slice(schema.Blocks, func(i, j int) bool { return schema.Blocks[i].Type < schema.Blocks[j].Type })
 	return schema
