@@ -1,0 +1,241 @@
+// Package safetensors reads and writes the safetensors format: an 8-byte
+// little-endian header length, a JSON header mapping tensor names to dtype,
+// shape and byte offsets (plus optional string metadata), then the raw
+// little-endian tensor data. It is the format PyTorch users export
+// state_dicts in, and gatepipe stores datasets and checkpoints in it.
+package safetensors
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+)
+
+// DType names an element type as safetensors spells it.
+type DType string
+
+// Supported element types.
+const (
+	U8  DType = "U8"
+	I64 DType = "I64"
+	F32 DType = "F32"
+	F64 DType = "F64"
+	I32 DType = "I32"
+)
+
+// Size returns the element size in bytes.
+func (d DType) Size() int {
+	switch d {
+	case U8:
+		return 1
+	case I32, F32:
+		return 4
+	case I64, F64:
+		return 8
+	}
+	return 0
+}
+
+// Tensor is one named tensor.
+type Tensor struct {
+	Name  string
+	DType DType
+	Shape []int
+	Data  []byte // little-endian
+}
+
+// NumElements returns the product of the shape.
+func (t *Tensor) NumElements() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// F32Tensor builds a float32 tensor.
+func F32Tensor(name string, shape []int, v []float32) Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return Tensor{Name: name, DType: F32, Shape: shape, Data: b}
+}
+
+// I64Tensor builds an int64 tensor.
+func I64Tensor(name string, shape []int, v []int64) Tensor {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return Tensor{Name: name, DType: I64, Shape: shape, Data: b}
+}
+
+// Float32s decodes a F32 tensor (or converts U8/F64/I64) to float32.
+func (t *Tensor) Float32s() []float32 {
+	n := t.NumElements()
+	out := make([]float32, n)
+	switch t.DType {
+	case F32:
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+		}
+	case F64:
+		for i := range out {
+			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:])))
+		}
+	case U8:
+		for i := range out {
+			out[i] = float32(t.Data[i])
+		}
+	case I64:
+		for i := range out {
+			out[i] = float32(int64(binary.LittleEndian.Uint64(t.Data[8*i:])))
+		}
+	case I32:
+		for i := range out {
+			out[i] = float32(int32(binary.LittleEndian.Uint32(t.Data[4*i:])))
+		}
+	}
+	return out
+}
+
+// Int64s decodes an I64 tensor.
+func (t *Tensor) Int64s() []int64 {
+	n := t.NumElements()
+	out := make([]int64, n)
+	if t.DType != I64 {
+		return nil
+	}
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
+	}
+	return out
+}
+
+type headerEntry struct {
+	DType       DType    `json:"dtype"`
+	Shape       []int    `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+}
+
+// Write writes tensors (in name order) and metadata to w.
+func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	sorted := append([]Tensor(nil), tensors...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	header := map[string]any{}
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	var off int64
+	for _, t := range sorted {
+		if want := int64(t.NumElements() * t.DType.Size()); want != int64(len(t.Data)) {
+			return fmt.Errorf("safetensors: tensor %q has %d bytes, shape %v of %s needs %d", t.Name, len(t.Data), t.Shape, t.DType, want)
+		}
+		header[t.Name] = headerEntry{DType: t.DType, Shape: append([]int{}, t.Shape...), DataOffsets: [2]int64{off, off + int64(len(t.Data))}}
+		off += int64(len(t.Data))
+	}
+	hb, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(hb)%8 != 0 { // the format aligns data to 8 bytes with spaces
+		hb = append(hb, ' ')
+	}
+	bw := bufio.NewWriter(w)
+	var lenBuf [8]byte
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hb)))
+	bw.Write(lenBuf[:])
+	bw.Write(hb)
+	for _, t := range sorted {
+		if _, err := bw.Write(t.Data); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteFile writes a safetensors file.
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := Write(f, tensors, metadata); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// File is a parsed safetensors file.
+type File struct {
+	Tensors  map[string]*Tensor
+	Metadata map[string]string
+}
+
+// maxHeader bounds the JSON header (100 MB, as the reference does).
+const maxHeader = 100 << 20
+
+// Parse parses a whole safetensors file held in memory; name is used in
+// error messages.
+func Parse(data []byte, name string) (*File, error) {
+	if len(data) < 8 {
+		return nil, fmt.Errorf("%s: byte 0: file too short for a safetensors header (%d bytes)", name, len(data))
+	}
+	n := binary.LittleEndian.Uint64(data[:8])
+	if n > maxHeader || n > uint64(len(data)-8) {
+		return nil, fmt.Errorf("%s: byte 0: header length %d exceeds file size %d", name, n, len(data))
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data[8:8+n], &raw); err != nil {
+		return nil, fmt.Errorf("%s: byte 8: invalid header JSON: %w", name, err)
+	}
+	body := data[8+n:]
+	f := &File{Tensors: map[string]*Tensor{}}
+	for key, msg := range raw {
+		if key == "__metadata__" {
+			if err := json.Unmarshal(msg, &f.Metadata); err != nil {
+				return nil, fmt.Errorf("%s: byte 8: invalid __metadata__: %w", name, err)
+			}
+			continue
+		}
+		var h headerEntry
+		if err := json.Unmarshal(msg, &h); err != nil {
+			return nil, fmt.Errorf("%s: byte 8: tensor %q: %w", name, key, err)
+		}
+		if h.DType.Size() == 0 {
+			return nil, fmt.Errorf("%s: byte 8: tensor %q has unsupported dtype %q", name, key, h.DType)
+		}
+		elems := int64(1)
+		for _, d := range h.Shape {
+			if d < 0 || (d > 0 && elems > math.MaxInt64/int64(d)) {
+				return nil, fmt.Errorf("%s: byte 8: tensor %q has invalid shape %v", name, key, h.Shape)
+			}
+			elems *= int64(d)
+		}
+		b, e := h.DataOffsets[0], h.DataOffsets[1]
+		if b < 0 || e < b || e > int64(len(body)) {
+			return nil, fmt.Errorf("%s: byte %d: tensor %q data offsets [%d, %d] outside the %d data bytes", name, 8+n, key, b, e, len(body))
+		}
+		if elems > math.MaxInt64/int64(h.DType.Size()) || e-b != elems*int64(h.DType.Size()) {
+			return nil, fmt.Errorf("%s: byte %d: tensor %q has %d data bytes, shape %v of %s needs %d", name, 8+int64(n)+b, key, e-b, h.Shape, h.DType, elems*int64(h.DType.Size()))
+		}
+		f.Tensors[key] = &Tensor{Name: key, DType: h.DType, Shape: h.Shape, Data: body[b:e]}
+	}
+	return f, nil
+}
+
+// ReadFile reads and parses a safetensors file.
+func ReadFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}

@@ -1,0 +1,16 @@
+// Package all builds the registry of every built-in node kind.
+package all
+
+import (
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/command"
+	"github.com/gatepipe/gatepipe/nodes/dataset"
+)
+
+// Registry returns a new registry holding every built-in kind.
+func Registry() *nodes.Registry {
+	return nodes.NewRegistry(
+		command.Kind{},
+		dataset.Kind{},
+	)
+}

@@ -1,0 +1,16 @@
+// Package stdlib embeds gatepipe's standard library: reusable pipeline
+// modules (referenced as source = "stdlib/<dir>") and the GATE paper's
+// data tables (stdlib/data).
+package stdlib
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed datasets data
+var files embed.FS
+
+// FS returns the embedded files, rooted so that "datasets/fashion_mnist"
+// is the module the configuration names "stdlib/datasets/fashion_mnist".
+func FS() fs.FS { return files }
