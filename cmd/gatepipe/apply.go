@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/gatepipe/gatepipe/engine"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+func runApply(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "apply", "apply [flags] [PATH | PLANFILE]\n\nRuns every node instance that is not cached, in parallel, then prints the\npipeline's outputs. A second apply of an unchanged pipeline runs nothing.\nGiven a file saved by 'plan -out', runs exactly that plan, refusing it when the\nconfiguration or the cache changed since.")
+	var f runFlags
+	f.configFlags.register(fs)
+	keepGoing := true
+	fs.Var(&f.replace, "replace", "run this instance even if cached, e.g. -replace='dataset.fashion' (repeatable)")
+	fs.IntVar(&f.parallelism, "parallelism", 0, "run at most N nodes at once (default: the gatepipe block's parallelism, else the CPU slots)")
+	fs.StringVar(&f.devices, "devices", "", "device slots, e.g. cpu:8,gpu:0,gpu:1 (default: the gatepipe block's devices, else all CPU cores)")
+	fs.BoolVar(&f.failFast, "fail-fast", false, "stop starting nodes after the first failure")
+	fs.BoolVar(&keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
+	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if !keepGoing {
+		f.failFast = true
+	}
+	path, ok := pathArg(pos, c.stderr)
+	if !ok {
+		return exitConfigError
+	}
+	saved, err := readPlanFile(path)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitConfigError
+	}
+	if saved != nil {
+		path = saved.Path
+		f.vars, f.varFiles, f.replace = saved.Vars, saved.VarFiles, saved.Replace
+		if f.cacheDir == "" {
+			f.cacheDir = saved.CacheDir
+		}
+	}
+	opts, err := f.engineOptions(c)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitConfigError
+	}
+	view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
+	opts.Reporter = view
+	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut})
+	if s == nil {
+		return code
+	}
+	view.setLogger(s.log)
+	start := time.Now()
+	plan, diags := s.engine.Plan(ctx)
+	s.view.Diagnostics(append(s.warnings, diags...))
+	if diags.HasErrors() {
+		return exitConfigError
+	}
+	if saved != nil {
+		if reason := staleReason(saved, plan, configHash(s.loader.Files(), f.vars)); reason != "" {
+			fmt.Fprintf(c.stderr, "Error: Saved plan is stale\n%s\nRun 'gatepipe plan -out %s' again and apply the new plan.\n", reason, pos[0])
+			return exitRunFailure
+		}
+	}
+	rec, err := s.engine.Apply(ctx)
+	view.finish()
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitRunFailure
+	}
+	printSummary(c.stdout, rec, time.Since(start), s.cache.Dir())
+	if !rec.Failed() {
+		printOutputs(c.stdout, s.engine.Outputs())
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")
+		return exitRunFailure
+	}
+	if rec.Failed() {
+		return exitRunFailure
+	}
+	return exitOK
+}
+
+// readPlanFile returns the saved plan at path, or nil when path is not a
+// plan file.
+func readPlanFile(path string) (*planFile, error) {
+	info, err := os.Stat(path)
+	if err != nil || info.IsDir() || filepath.Ext(path) == ".hcl" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return nil, nil
+	}
+	var pf planFile
+	if err := json.Unmarshal(data, &pf); err != nil || pf.Format == 0 {
+		return nil, fmt.Errorf("%s is neither a .hcl file nor a plan saved by 'gatepipe plan -out'", path)
+	}
+	return &pf, nil
+}
+
+func staleReason(saved *planFile, now *engine.Plan, hash string) string {
+	if saved.ConfigHash != hash {
+		return "The configuration (or a variable file) changed since the plan was saved."
+	}
+	if len(saved.Instances) != len(now.Instances) {
+		return "The set of node instances changed since the plan was saved."
+	}
+	for i, in := range now.Instances {
+		old := saved.Instances[i]
+		if old.Addr != in.Addr || old.Status != in.Status || old.ActionID != in.ActionID {
+			return fmt.Sprintf("%s was %q and is now %q: the cache changed since the plan was saved.", in.Addr, old.Status, in.Status)
+		}
+	}
+	return ""
+}
+
+func printSummary(w io.Writer, rec *engine.RunRecord, took time.Duration, cacheDir string) {
+	n := rec.Counts
+	total := len(rec.Nodes)
+	if n["cached"] == total && total > 0 {
+		fmt.Fprintf(w, "All %d node instances were cached; nothing ran (%s).\n", total, formatDuration(took))
+	} else {
+		fmt.Fprintf(w, "Apply finished in %s: %d ran, %d cached, %d failed, %d skipped", formatDuration(took), n["ran"], n["cached"], n["failed"], n["skipped"])
+		if n["not run"] > 0 {
+			fmt.Fprintf(w, ", %d not run", n["not run"])
+		}
+		fmt.Fprintln(w, ".")
+	}
+	for _, node := range rec.Nodes {
+		if node.Status == engine.RunFailed {
+			fmt.Fprintf(w, "\nFailed: %s\n%s\n", node.Addr, node.Error)
+		}
+	}
+	fmt.Fprintf(w, "Run record: %s\n", filepath.Join(cacheDir, "runs", rec.ID+".json"))
+}
+
+func printOutputs(w io.Writer, outs map[string]cty.Value) {
+	if len(outs) == 0 {
+		return
+	}
+	names := make([]string, 0, len(outs))
+	for k := range outs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "\nOutputs:")
+	for _, k := range names {
+		v := outs[k]
+		if !v.IsWhollyKnown() {
+			fmt.Fprintf(w, "  %s = (unknown)\n", k)
+			continue
+		}
+		if v.Type() == cty.String {
+			fmt.Fprintf(w, "  %s = %q\n", k, v.AsString())
+			continue
+		}
+		data, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(w, "  %s = %s\n", k, data)
+	}
+}

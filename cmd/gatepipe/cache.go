@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/pipelines"
+)
+
+func runCache(ctx context.Context, c *cli, args []string) int {
+	usage := `cache <ls|du|verify|gc> [flags]
+
+  ls       list cached outputs, newest first
+  du       show disk usage per area
+  verify   re-hash every output and download; -repair removes damaged entries
+  gc       remove entries unused for -older-than (default 720h), outputs no
+           entry refers to, and leftovers of interrupted runs`
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", usage)
+		if len(args) == 0 {
+			return exitConfigError
+		}
+		return exitOK
+	}
+	sub := args[0]
+	fs := newFlagSet(c, "cache "+sub, usage)
+	dir := fs.String("cache-dir", "", "cache directory (default: $GATEPIPE_CACHE_DIR or $XDG_CACHE_HOME/gatepipe)")
+	olderThan := fs.Duration("older-than", 720*time.Hour, "gc: remove entries not used for this long")
+	repair := fs.Bool("repair", false, "verify: remove damaged entries so the next apply recomputes them")
+	if _, code, ok := parseArgs(fs, args[1:]); !ok {
+		return code
+	}
+	root := c.cacheDir(*dir, &pipelines.Settings{}, ".")
+	cc, err := cache.Open(root)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe cache:", err)
+		return exitRunFailure
+	}
+	switch sub {
+	case "ls":
+		entries, err := cc.List()
+		if err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
+			return exitRunFailure
+		}
+		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ACTION\tOUTPUT\tFILES\tSIZE\tCREATED")
+		for _, e := range entries {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.Action.Short(), e.Output.Short(), e.Files, humanBytes(e.Size), e.Time.Format(time.DateTime))
+		}
+		tw.Flush()
+		fmt.Fprintf(c.stdout, "%d entries in %s\n", len(entries), cc.Dir())
+	case "du":
+		u, err := cc.DiskUsage()
+		if err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
+			return exitRunFailure
+		}
+		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+		for _, row := range []struct {
+			name string
+			n    int64
+		}{{"outputs", u.Objects}, {"downloads", u.Blobs}, {"partial downloads", u.Partial}, {"work dirs", u.Tmp}, {"run records", u.Runs}, {"total", u.Total}} {
+			fmt.Fprintf(tw, "%s\t%s\n", row.name, humanBytes(row.n))
+		}
+		tw.Flush()
+	case "verify":
+		problems, err := cc.Verify(*repair)
+		if err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
+			return exitRunFailure
+		}
+		for _, p := range problems {
+			fmt.Fprintf(c.stdout, "damaged: %s: %v\n", p.What, p.Err)
+		}
+		if len(problems) > 0 {
+			if *repair {
+				fmt.Fprintf(c.stdout, "%d damaged entries removed; the next apply recomputes them.\n", len(problems))
+				return exitOK
+			}
+			fmt.Fprintf(c.stdout, "%d damaged entries (they are cache misses; -repair removes them).\n", len(problems))
+			return exitRunFailure
+		}
+		fmt.Fprintln(c.stdout, "The cache is intact.")
+	case "gc":
+		st, err := cc.GC(ctx, *olderThan)
+		if err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
+			return exitRunFailure
+		}
+		fmt.Fprintf(c.stdout, "Removed %d entries, %d outputs, %d downloads and %d leftovers (%s).\n", st.Actions, st.Objects, st.Blobs, st.Other, humanBytes(st.Bytes))
+	default:
+		fmt.Fprintf(c.stderr, "gatepipe cache: unknown subcommand %q.%s Use ls, du, verify or gc.\n", sub, didYouMean(sub, []string{"ls", "du", "verify", "gc"}))
+		return exitConfigError
+	}
+	return exitOK
+}

@@ -1,0 +1,105 @@
+// Command gatepipe evaluates model encoders the way the GATE benchmark
+// does: it reads HCL pipelines of datasets, commands, training runs and
+// EEVEE searches, plans what is not cached, and runs it in parallel.
+//
+// Each verb lives in its own file and stays thin: parse flags into a
+// struct, call the engine, render the result, pick an exit code.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitRunFailure  = 1
+	exitConfigError = 2
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"validate", "Check a pipeline's configuration without touching the cache", runValidate},
+		{"plan", "Show what apply would run, reuse or wait for", runPlan},
+		{"apply", "Run everything that is not cached yet", runApply},
+		{"graph", "Print the dependency graph in Graphviz DOT format", runGraph},
+		{"fmt", "Rewrite .hcl files in canonical style", runFmt},
+		{"cache", "Inspect and trim the cache (ls, du, verify, gc)", runCache},
+		{"runs", "List the run records of earlier applies", runRuns},
+		{"version", "Print the gatepipe version", runVersion},
+	}
+}
+
+// cli carries the process's streams, so tests can run verbs in-process.
+type cli struct {
+	stdout, stderr io.Writer
+	stderrIsTTY    bool
+	env            func(string) string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv}
+	code := c.main(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func (c *cli) main(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		c.usage(c.stdout)
+		if len(args) == 0 {
+			return exitConfigError
+		}
+		return exitOK
+	}
+	if args[0] == "-v" || args[0] == "--version" {
+		args[0] = "version"
+	}
+	for _, cmd := range commands() {
+		if cmd.name == args[0] {
+			return cmd.run(ctx, c, args[1:])
+		}
+	}
+	var names []string
+	for _, cmd := range commands() {
+		names = append(names, cmd.name)
+	}
+	fmt.Fprintf(c.stderr, "gatepipe: unknown command %q.%s\nRun 'gatepipe --help' for the list of commands.\n", args[0], didYouMean(args[0], names))
+	return exitConfigError
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprint(w, `gatepipe runs GATE-style model evaluation pipelines written in HCL.
+
+Usage: gatepipe <command> [flags] [PATH]
+
+PATH is a directory of *.hcl files or a single .hcl file (default ".").
+
+Commands:
+`)
+	for _, cmd := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprint(w, `
+Run 'gatepipe <command> --help' for a command's flags.
+Exit codes: 0 success, 1 a node failed, 2 configuration or usage error.
+The language and every flag are documented in SPEC.md.
+`)
+}
+
+func isTerminal(f *os.File) bool {
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

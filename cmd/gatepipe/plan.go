@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/engine"
+	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// runFlags are shared by plan and apply.
+type runFlags struct {
+	configFlags
+	replace     stringList
+	parallelism int
+	devices     string
+	failFast    bool
+	debugHash   bool
+}
+
+func (f *runFlags) engineOptions(c *cli) (engine.Options, error) {
+	opts := engine.Options{Parallelism: f.parallelism, FailFast: f.failFast}
+	for _, r := range f.replace {
+		a, err := addrs.ParseInstance(r)
+		if err != nil {
+			return opts, fmt.Errorf("-replace: %w", err)
+		}
+		opts.Replace = append(opts.Replace, a)
+	}
+	if f.debugHash {
+		opts.DebugHash = c.stderr
+	}
+	return opts, nil
+}
+
+// planFile is what `plan -out` saves and `apply FILE` runs.
+type planFile struct {
+	Format     int                      `json:"gatepipe_plan"`
+	Path       string                   `json:"path"`
+	Vars       []string                 `json:"vars,omitempty"`
+	VarFiles   []string                 `json:"var_files,omitempty"`
+	CacheDir   string                   `json:"cache_dir"`
+	ConfigHash string                   `json:"config_hash"`
+	Instances  []engine.PlannedInstance `json:"instances"`
+	Replace    []string                 `json:"replace,omitempty"`
+}
+
+func runPlan(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "plan", "plan [flags] [PATH]\n\nShows every node instance and whether apply will find it cached, run it, or\nwait on upstream nodes that will run (blocked). With -out, saves the plan for\n'gatepipe apply FILE', which refuses it if the configuration or cache changed.")
+	var f runFlags
+	f.configFlags.register(fs)
+	var out string
+	fs.StringVar(&out, "out", "", "save the plan to this file for a later 'apply FILE'")
+	fs.Var(&f.replace, "replace", "plan to run this instance even if cached, e.g. -replace='train.x[\"cnn\"]' (repeatable)")
+	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	path, ok := pathArg(pos, c.stderr)
+	if !ok {
+		return exitConfigError
+	}
+	opts, err := f.engineOptions(c)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitConfigError
+	}
+	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts})
+	if s == nil {
+		return code
+	}
+	plan, diags := s.engine.Plan(ctx)
+	s.view.Diagnostics(append(s.warnings, diags...))
+	if diags.HasErrors() {
+		return exitConfigError
+	}
+	printPlan(c.stdout, plan)
+	if out != "" {
+		abs, _ := filepath.Abs(path)
+		pf := planFile{Format: 1, Path: abs, Vars: f.vars, VarFiles: absAll(f.varFiles), CacheDir: s.cache.Dir(),
+			ConfigHash: configHash(s.loader.Files(), f.vars), Instances: plan.Instances, Replace: f.replace}
+		data, _ := json.MarshalIndent(pf, "", "  ")
+		if err := os.WriteFile(out, data, 0o666); err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe: saving plan:", err)
+			return exitRunFailure
+		}
+		fmt.Fprintf(c.stdout, "\nSaved the plan to %s. Run it with: gatepipe apply %s\n", out, out)
+	}
+	return exitOK
+}
+
+func printPlan(w io.Writer, plan *engine.Plan) {
+	counts := plan.Counts()
+	fmt.Fprintf(w, "Plan: %d to run, %d blocked, %d cached (%d instances)\n\n",
+		counts[engine.StatusWillRun], counts[engine.StatusBlocked], counts[engine.StatusCached], len(plan.Instances))
+	for _, in := range plan.Instances {
+		mark := map[engine.PlanStatus]string{engine.StatusCached: "  cached  ", engine.StatusWillRun: "+ will run", engine.StatusBlocked: "~ blocked "}[in.Status]
+		line := fmt.Sprintf("%s  %s", mark, in.Addr)
+		if in.Replace {
+			line += "  (replace)"
+		}
+		if in.Reason != "" {
+			line += "  (" + in.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if counts[engine.StatusWillRun]+counts[engine.StatusBlocked] == 0 {
+		fmt.Fprintln(w, "\nEverything is cached: apply will run nothing.")
+	}
+}
+
+// configHash covers every loaded file (pipeline, modules, var files) and
+// the -var values, so a saved plan notices any edit.
+func configHash(files map[string]*hcl.File, vars []string) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "file %q %d\n", n, len(files[n].Bytes))
+		h.Write(files[n].Bytes)
+	}
+	fmt.Fprintf(h, "vars %q\n", strings.Join(vars, "\x00"))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func absAll(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i], _ = filepath.Abs(p)
+	}
+	return out
+}

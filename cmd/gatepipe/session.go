@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatepipe/gatepipe/engine"
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/nodes/all"
+	"github.com/gatepipe/gatepipe/pipelines"
+	"github.com/gatepipe/gatepipe/stdlib"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rs/zerolog"
+)
+
+// session is a loaded pipeline ready to plan or apply.
+type session struct {
+	loader   *pipelines.Loader
+	module   *pipelines.Module
+	engine   *engine.Engine
+	cache    *cache.Cache
+	log      zerolog.Logger
+	view     diagView
+	warnings hcl.Diagnostics
+}
+
+type sessionOptions struct {
+	path      string
+	flags     *configFlags
+	withCache bool
+	engine    engine.Options
+	// devicesFlag and parallelism override the settings block.
+	devicesFlag string
+	// logOut, when set, receives log output instead of stderr.
+	logOut io.Writer
+}
+
+func (c *cli) newLogger(flags *configFlags, out io.Writer) zerolog.Logger {
+	if out == nil {
+		out = c.stderr
+	}
+	level, err := zerolog.ParseLevel(flags.logLevel)
+	if err != nil || flags.logLevel == "" {
+		level = zerolog.InfoLevel
+	}
+	if flags.logFmt == "json" {
+		return zerolog.New(out).Level(level).With().Timestamp().Logger()
+	}
+	w := zerolog.ConsoleWriter{Out: out, NoColor: !c.stderrIsTTY, TimeFormat: "15:04:05"}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// load parses the configuration, opens the cache and builds the engine.
+// On failure it has already printed diagnostics and returns the exit code.
+func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
+	reg := all.Registry()
+	s := &session{loader: pipelines.NewLoader(stdlib.FS(), reg.Names()), log: c.newLogger(o.flags, o.logOut)}
+	fail := func(diags hcl.Diagnostics) (*session, int) {
+		s.view = newDiagView(o.flags.logFmt, c.stderr, s.loader.Files())
+		s.view.Diagnostics(diags)
+		return nil, exitConfigError
+	}
+	mod, diags := s.loader.LoadConfig(o.path)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	s.warnings = diags
+	s.module = mod
+	given, err := o.flags.varValues(s.loader)
+	if err != nil {
+		return fail(asDiags(err))
+	}
+	vals, diags := pipelines.RootVariableValues(mod.Pipeline, given)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	settings := mod.Pipeline.Settings
+	if settings == nil {
+		settings = &pipelines.Settings{}
+	}
+	if o.withCache {
+		dir := c.cacheDir(o.flags.cacheDir, settings, mod.Pipeline.Dir)
+		cc, err := cache.Open(dir)
+		if err != nil {
+			return fail(asDiags(fmt.Errorf("opening cache %s: %w", dir, err)))
+		}
+		s.cache = cc
+	}
+	opts := o.engine
+	devs := settings.Devices
+	if o.devicesFlag != "" {
+		devs = strings.Split(o.devicesFlag, ",")
+	}
+	if len(devs) > 0 {
+		d, err := parseDevices(devs)
+		if err != nil {
+			return fail(asDiags(err))
+		}
+		opts.Devices = d
+	}
+	if opts.Parallelism == 0 {
+		opts.Parallelism = settings.Parallelism
+	}
+	e, diags := engine.New(reg, stdlib.FS(), s.cache, mod, vals, s.log, opts)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	s.engine = e
+	s.view = newDiagView(o.flags.logFmt, c.stderr, s.loader.Files())
+	return s, exitOK
+}
+
+// cacheDir picks the cache: flag, then $GATEPIPE_CACHE_DIR, then the
+// settings block (relative to the pipeline), then the user cache dir.
+func (c *cli) cacheDir(flagDir string, settings *pipelines.Settings, root string) string {
+	switch {
+	case flagDir != "":
+		return flagDir
+	case c.env("GATEPIPE_CACHE_DIR") != "":
+		return c.env("GATEPIPE_CACHE_DIR")
+	case settings.CacheDir != "":
+		if filepath.IsAbs(settings.CacheDir) {
+			return settings.CacheDir
+		}
+		return filepath.Join(root, settings.CacheDir)
+	case c.env("XDG_CACHE_HOME") != "":
+		return filepath.Join(c.env("XDG_CACHE_HOME"), "gatepipe")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "gatepipe-cache")
+	}
+	return filepath.Join(home, ".cache", "gatepipe")
+}
+
+// parseDevices reads device specs: "cpu:N" (N CPU slots), "cpu" (all
+// cores), "gpu:ID" (one GPU, as CUDA_VISIBLE_DEVICES names it).
+func parseDevices(specs []string) (engine.Devices, error) {
+	var d engine.Devices
+	for _, spec := range specs {
+		spec = strings.TrimSpace(spec)
+		kind, arg, _ := strings.Cut(spec, ":")
+		switch kind {
+		case "cpu":
+			n := runtime.NumCPU()
+			if arg != "" {
+				v, err := strconv.Atoi(arg)
+				if err != nil || v < 1 {
+					return d, fmt.Errorf("device %q: cpu:N needs a positive count", spec)
+				}
+				n = v
+			}
+			d.CPUs += n
+		case "gpu":
+			if arg == "" {
+				return d, fmt.Errorf("device %q: name the GPU, as in gpu:0", spec)
+			}
+			d.GPUs = append(d.GPUs, arg)
+		default:
+			return d, fmt.Errorf("device %q: want cpu, cpu:N or gpu:ID", spec)
+		}
+	}
+	return d, nil
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}

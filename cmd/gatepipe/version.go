@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// version is set at link time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func runVersion(_ context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision and the Go version.")
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
+	}
+	rev := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " (" + s.Value[:12] + ")"
+			}
+		}
+	}
+	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return exitOK
+}

@@ -1,0 +1,114 @@
+// Package examplestore is the on-disk form of a processed dataset, shared
+// by the dataset block (which writes it) and the blocks that train on it.
+//
+// A store is a directory with meta.json and one safetensors file per split
+// (train.safetensors, val.safetensors, test.safetensors). Each split file
+// holds "x" (U8 pixels or F32 features, shape [N, ...example shape]), "y"
+// (I64 class indices or F32 targets, shape [N] or [N, T]) and "index" (I64
+// [N]: each example's position in the source data, so the split itself is
+// part of the artifact and can be audited or reproduced).
+package examplestore
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+)
+
+// Meta describes a store.
+type Meta struct {
+	Version int    `json:"version"`
+	Format  string `json:"format"`
+	// Task is "classification" or "regression".
+	Task       string   `json:"task"`
+	Classes    []string `json:"classes,omitempty"`
+	NumClasses int      `json:"num_classes"`
+	// Shape is the shape of one example, e.g. [1, 28, 28] or [F].
+	Shape    []int    `json:"shape"`
+	Features []string `json:"features,omitempty"`
+	DType    string   `json:"dtype"`
+	// Normalize: value = (raw*Scale - Mean[c]) / Std[c] per channel (or
+	// feature), computed on the training split only.
+	Normalize Normalization  `json:"normalize"`
+	Splits    map[string]int `json:"splits"`
+	SplitSeed int64          `json:"split_seed"`
+	Sources   []Source       `json:"sources"`
+}
+
+// Normalization is the per-channel affine transform applied at load.
+type Normalization struct {
+	Scale float64   `json:"scale"`
+	Mean  []float64 `json:"mean"`
+	Std   []float64 `json:"std"`
+}
+
+// Source records where the data came from.
+type Source struct {
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256"`
+}
+
+// Split is one split's examples.
+type Split struct {
+	X     safetensors.Tensor
+	Y     safetensors.Tensor
+	Index []int64
+}
+
+// Len returns the number of examples.
+func (s *Split) Len() int { return len(s.Index) }
+
+// Write writes meta.json and the split files into dir.
+func Write(dir string, meta *Meta, splits map[string]*Split) error {
+	meta.Version = 1
+	meta.Splits = map[string]int{}
+	for name, s := range splits {
+		meta.Splits[name] = s.Len()
+		x, y := s.X, s.Y
+		x.Name, y.Name = "x", "y"
+		tensors := []safetensors.Tensor{x, y, safetensors.I64Tensor("index", []int{len(s.Index)}, s.Index)}
+		if err := safetensors.WriteFile(filepath.Join(dir, name+".safetensors"), tensors, map[string]string{"split": name}); err != nil {
+			return fmt.Errorf("writing split %s: %w", name, err)
+		}
+	}
+	data, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "meta.json"), data, 0o666)
+}
+
+// ReadMeta reads a store's meta.json.
+func ReadMeta(dir string) (*Meta, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "meta.json"), err)
+	}
+	return &m, nil
+}
+
+// ReadSplit reads one split.
+func ReadSplit(dir, name string) (*Split, error) {
+	p := filepath.Join(dir, name+".safetensors")
+	f, err := safetensors.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	x, y, idx := f.Tensors["x"], f.Tensors["y"], f.Tensors["index"]
+	if x == nil || y == nil || idx == nil {
+		return nil, fmt.Errorf("%s: missing x, y or index tensor", p)
+	}
+	s := &Split{X: *x, Y: *y, Index: idx.Int64s()}
+	if len(x.Shape) == 0 || x.Shape[0] != s.Len() || len(y.Shape) == 0 || y.Shape[0] != s.Len() {
+		return nil, fmt.Errorf("%s: x, y and index disagree on the number of examples", p)
+	}
+	return s, nil
+}

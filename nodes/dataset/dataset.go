@@ -1,0 +1,269 @@
+// Package dataset implements the `dataset` block: sources fetched once into
+// the content-addressed blob store (HTTP(S) with checksum, resume and
+// retry; file:// and local paths), archives extracted safely, real formats
+// parsed (IDX, CIFAR-10/100 binary, CSV/TSV, image folders), seeded
+// train/val/test splits, and normalisation statistics, written as an
+// example store (package formats/examplestore) that is itself cached.
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// Kind is the dataset block kind.
+type Kind struct{}
+
+// Name returns "dataset".
+func (Kind) Name() string { return "dataset" }
+
+// Version is bumped whenever processing changes for the same config.
+func (Kind) Version() string { return "1" }
+
+// Formats lists the accepted format values.
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "raw"}
+
+var spec = hcldec.ObjectSpec{
+	"source": &hcldec.BlockListSpec{TypeName: "source", MinItems: 1, Nested: hcldec.ObjectSpec{
+		"url":      &hcldec.AttrSpec{Name: "url", Type: cty.String, Required: true},
+		"sha256":   &hcldec.AttrSpec{Name: "sha256", Type: cty.String},
+		"insecure": &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool},
+		"extract":  &hcldec.AttrSpec{Name: "extract", Type: cty.Bool},
+		"name":     &hcldec.AttrSpec{Name: "name", Type: cty.String},
+	}},
+	"format":        &hcldec.AttrSpec{Name: "format", Type: cty.String, Required: true},
+	"train":         &hcldec.AttrSpec{Name: "train", Type: cty.List(cty.String)},
+	"test":          &hcldec.AttrSpec{Name: "test", Type: cty.List(cty.String)},
+	"val_fraction":  &hcldec.AttrSpec{Name: "val_fraction", Type: cty.Number},
+	"test_fraction": &hcldec.AttrSpec{Name: "test_fraction", Type: cty.Number},
+	"split_seed":    &hcldec.AttrSpec{Name: "split_seed", Type: cty.Number},
+	"max_train":     &hcldec.AttrSpec{Name: "max_train", Type: cty.Number},
+	"label_column":  &hcldec.AttrSpec{Name: "label_column", Type: cty.String},
+	"task":          &hcldec.AttrSpec{Name: "task", Type: cty.String},
+	"image_size":    &hcldec.AttrSpec{Name: "image_size", Type: cty.List(cty.Number)},
+	"channels":      &hcldec.AttrSpec{Name: "channels", Type: cty.Number},
+	"normalize":     &hcldec.AttrSpec{Name: "normalize", Type: cty.String},
+	"cifar_label":   &hcldec.AttrSpec{Name: "cifar_label", Type: cty.String},
+	"class_names":   &hcldec.AttrSpec{Name: "class_names", Type: cty.List(cty.String)},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType is the value other blocks see.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"path":        cty.String,
+		"files":       cty.Map(cty.String),
+		"num_classes": cty.Number,
+		"classes":     cty.List(cty.String),
+		"shape":       cty.List(cty.Number),
+		"splits":      cty.Map(cty.Number),
+		"task":        cty.String,
+	})
+}
+
+type sourceConfig struct {
+	URL      string  `cty:"url"`
+	SHA256   *string `cty:"sha256"`
+	Insecure *bool   `cty:"insecure"`
+	Extract  *bool   `cty:"extract"`
+	Name     *string `cty:"name"`
+}
+
+type config struct {
+	Source       []sourceConfig `cty:"source"`
+	Format       string         `cty:"format"`
+	Train        []string       `cty:"train"`
+	Test         []string       `cty:"test"`
+	ValFraction  *float64       `cty:"val_fraction"`
+	TestFraction *float64       `cty:"test_fraction"`
+	SplitSeed    *int64         `cty:"split_seed"`
+	MaxTrain     *int           `cty:"max_train"`
+	LabelColumn  *string        `cty:"label_column"`
+	Task         *string        `cty:"task"`
+	ImageSize    []int          `cty:"image_size"`
+	Channels     *int           `cty:"channels"`
+	Normalize    *string        `cty:"normalize"`
+	CifarLabel   *string        `cty:"cifar_label"`
+	ClassNames   []string       `cty:"class_names"`
+}
+
+// source is one validated source.
+type source struct {
+	URL       string
+	SHA256    string
+	scheme    string // http, https, file
+	localPath string
+	name      string // file name in the raw directory
+	extract   bool
+}
+
+// Node is a decoded dataset block.
+type Node struct {
+	cfg          config
+	sources      []*source
+	valFraction  float64
+	testFraction float64
+	splitSeed    int64
+	maxTrain     int
+	normalize    string
+	task         string
+}
+
+// Decode validates the configuration.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	var cfg config
+	if err := gocty.FromCtyValue(v, &cfg); err != nil {
+		return nil, hcl.Diagnostics{decl.Errorf("format", "Invalid dataset block", "%s", err)}
+	}
+	n := &Node{cfg: cfg, normalize: "standard", task: "classification"}
+	var diags hcl.Diagnostics
+	if !contains(Formats, cfg.Format) {
+		diags = append(diags, decl.Errorf("format", "Unsupported dataset format",
+			"format %q is not supported. Use one of: %s.", cfg.Format, strings.Join(Formats, ", ")))
+	}
+	for i, sc := range cfg.Source {
+		s, err := decodeSource(sc, decl.Dir)
+		if err != nil {
+			diags = append(diags, decl.Errorf("source", "Invalid dataset source", "source %d: %s", i+1, err))
+			continue
+		}
+		n.sources = append(n.sources, s)
+	}
+	if cfg.Format != "raw" && len(cfg.Train) == 0 {
+		diags = append(diags, decl.Errorf("train", "Missing training files",
+			"Format %q needs train = [...]: the files (or, for image_folder, the directory) inside the fetched sources that hold the training data.", cfg.Format))
+	}
+	frac := func(p *float64, attr string) float64 {
+		if p == nil {
+			return 0
+		}
+		if *p < 0 || *p >= 1 {
+			diags = append(diags, decl.Errorf(attr, "Invalid fraction", "%s must be at least 0 and below 1, not %g.", attr, *p))
+		}
+		return *p
+	}
+	n.valFraction = frac(cfg.ValFraction, "val_fraction")
+	n.testFraction = frac(cfg.TestFraction, "test_fraction")
+	if n.valFraction+n.testFraction >= 1 {
+		diags = append(diags, decl.Errorf("val_fraction", "Invalid fractions", "val_fraction + test_fraction must be below 1."))
+	}
+	if len(cfg.Test) > 0 && cfg.TestFraction != nil {
+		diags = append(diags, decl.Errorf("test_fraction", "Conflicting test split", "Use either test files or test_fraction, not both."))
+	}
+	if cfg.SplitSeed != nil {
+		n.splitSeed = *cfg.SplitSeed
+	}
+	if cfg.MaxTrain != nil {
+		if *cfg.MaxTrain < 1 {
+			diags = append(diags, decl.Errorf("max_train", "Invalid max_train", "max_train must be at least 1."))
+		}
+		n.maxTrain = *cfg.MaxTrain
+	}
+	if cfg.Normalize != nil {
+		n.normalize = *cfg.Normalize
+		if !contains([]string{"standard", "unit", "none"}, n.normalize) {
+			diags = append(diags, decl.Errorf("normalize", "Invalid normalize", "normalize must be \"standard\", \"unit\" or \"none\", not %q.", n.normalize))
+		}
+	}
+	if cfg.Task != nil {
+		n.task = *cfg.Task
+		if n.task != "classification" && n.task != "regression" {
+			diags = append(diags, decl.Errorf("task", "Invalid task", "task must be \"classification\" or \"regression\", not %q.", n.task))
+		}
+	}
+	if cfg.Format == "image_folder" && len(cfg.ImageSize) != 2 {
+		diags = append(diags, decl.Errorf("image_size", "Missing image size", "image_folder needs image_size = [HEIGHT, WIDTH]; images are resized to it."))
+	}
+	if len(cfg.ImageSize) != 0 && (len(cfg.ImageSize) != 2 || cfg.ImageSize[0] < 1 || cfg.ImageSize[1] < 1) {
+		diags = append(diags, decl.Errorf("image_size", "Invalid image size", "image_size must be [HEIGHT, WIDTH] with positive sizes."))
+	}
+	if cfg.Channels != nil && *cfg.Channels != 1 && *cfg.Channels != 3 {
+		diags = append(diags, decl.Errorf("channels", "Invalid channels", "channels must be 1 or 3."))
+	}
+	if (cfg.Format == "csv" || cfg.Format == "tsv") && cfg.LabelColumn == nil {
+		diags = append(diags, decl.Errorf("label_column", "Missing label column", "Format %q needs label_column, the name of the column holding the label.", cfg.Format))
+	}
+	return n, diags
+}
+
+func decodeSource(sc sourceConfig, dir string) (*source, error) {
+	s := &source{URL: sc.URL, extract: true}
+	if sc.SHA256 != nil {
+		s.SHA256 = strings.ToLower(*sc.SHA256)
+		if len(s.SHA256) != 64 || strings.Trim(s.SHA256, "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("sha256 %q is not 64 hex digits", *sc.SHA256)
+		}
+	}
+	if sc.Extract != nil {
+		s.extract = *sc.Extract
+	}
+	u, err := url.Parse(sc.URL)
+	switch {
+	case err == nil && (u.Scheme == "http" || u.Scheme == "https"):
+		s.scheme = u.Scheme
+		if s.SHA256 == "" && (sc.Insecure == nil || !*sc.Insecure) {
+			return nil, fmt.Errorf("%s is remote and has no sha256; add sha256 = \"...\" so the download can be verified and shared, or set insecure = true to trust the URL", sc.URL)
+		}
+		s.name = filepath.Base(u.Path)
+	case err == nil && u.Scheme == "file":
+		s.scheme, s.localPath = "file", u.Path
+		s.name = filepath.Base(u.Path)
+	case err == nil && u.Scheme != "" && len(u.Scheme) > 1:
+		return nil, fmt.Errorf("unsupported URL scheme %q in %s (use https://, http://, file:// or a path)", u.Scheme, sc.URL)
+	default:
+		p := sc.URL
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		s.scheme, s.localPath = "file", p
+		s.name = filepath.Base(p)
+	}
+	if sc.Name != nil {
+		s.name = *sc.Name
+	}
+	if s.name == "" || s.name == "." || s.name == "/" || strings.ContainsAny(s.name, `/\`) {
+		return nil, fmt.Errorf("cannot derive a file name from %s; set name = \"...\"", sc.URL)
+	}
+	return s, nil
+}
+
+// Fingerprint hashes local sources that have no declared sha256, so that
+// editing the file re-runs the dataset.
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+	for _, s := range n.sources {
+		if s.scheme != "file" || s.SHA256 != "" {
+			continue
+		}
+		sum, size, err := cache.FileSHA256(s.localPath)
+		if err != nil {
+			return fmt.Errorf("source %s: %w", s.URL, err)
+		}
+		fmt.Fprintf(w, "source %s %d %s\n", s.URL, size, sum)
+	}
+	return nil
+}
+
+// DefaultResources: parsing is single-threaded.
+func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

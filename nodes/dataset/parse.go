@@ -1,0 +1,338 @@
+package dataset
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/formats/cifar"
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/idx"
+	"github.com/gatepipe/gatepipe/formats/imagefolder"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/formats/tabular"
+	"golang.org/x/image/draw"
+	"image"
+)
+
+// examples is parsed data before splitting.
+type examples struct {
+	dtype    safetensors.DType // U8 or F32
+	shape    []int             // one example
+	u8       []byte
+	f32      []float32
+	y        []int64   // classification
+	yf       []float32 // regression
+	classes  []string
+	features []string
+}
+
+func (e *examples) exampleSize() int {
+	n := 1
+	for _, d := range e.shape {
+		n *= d
+	}
+	return n
+}
+
+func (e *examples) len() int {
+	if e.yf != nil {
+		return len(e.yf)
+	}
+	return len(e.y)
+}
+
+// subset gathers the examples at idx (indices into e) into a split.
+func (e *examples) subset(idx []int) *examplestore.Split {
+	size := e.exampleSize()
+	s := &examplestore.Split{Index: make([]int64, len(idx))}
+	shape := append([]int{len(idx)}, e.shape...)
+	if e.dtype == safetensors.U8 {
+		data := make([]byte, 0, len(idx)*size)
+		for _, i := range idx {
+			data = append(data, e.u8[i*size:(i+1)*size]...)
+		}
+		s.X = safetensors.Tensor{DType: safetensors.U8, Shape: shape, Data: data}
+	} else {
+		data := make([]float32, 0, len(idx)*size)
+		for _, i := range idx {
+			data = append(data, e.f32[i*size:(i+1)*size]...)
+		}
+		s.X = safetensors.F32Tensor("x", shape, data)
+	}
+	if e.yf != nil {
+		ys := make([]float32, len(idx))
+		for k, i := range idx {
+			ys[k] = e.yf[i]
+		}
+		s.Y = safetensors.F32Tensor("y", []int{len(idx)}, ys)
+	} else {
+		ys := make([]int64, len(idx))
+		for k, i := range idx {
+			ys[k] = e.y[i]
+		}
+		s.Y = safetensors.I64Tensor("y", []int{len(idx)}, ys)
+	}
+	for k, i := range idx {
+		s.Index[k] = int64(i)
+	}
+	return s
+}
+
+// parse reads the files named by patterns in the format of the block.
+// classes, when set, is the training class list the test data must use.
+func (n *Node) parse(rawDir string, patterns []string, classes []string) (*examples, error) {
+	paths, err := resolveFiles(rawDir, patterns)
+	if err != nil {
+		return nil, err
+	}
+	var ex *examples
+	switch n.cfg.Format {
+	case "idx":
+		ex, err = parseIDX(paths)
+	case "cifar10", "cifar100":
+		ex, err = n.parseCIFAR(rawDir, paths)
+	case "csv", "tsv":
+		ex, err = n.parseTable(paths, classes)
+	case "image_folder":
+		ex, err = n.parseImageFolder(paths, classes)
+	default:
+		err = fmt.Errorf("format %q cannot be parsed", n.cfg.Format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(n.cfg.ImageSize) == 2 && n.cfg.Format != "image_folder" && ex.dtype == safetensors.U8 && len(ex.shape) == 3 {
+		ex = resize(ex, n.cfg.ImageSize[0], n.cfg.ImageSize[1])
+	}
+	if classes != nil && n.task == "classification" && len(ex.classes) > len(classes) {
+		return nil, fmt.Errorf("has %d classes, training data has %d", len(ex.classes), len(classes))
+	}
+	return ex, nil
+}
+
+func parseIDX(paths []string) (*examples, error) {
+	if len(paths) != 2 {
+		return nil, fmt.Errorf("idx needs exactly two files, images then labels; got %d", len(paths))
+	}
+	read := func(p string) (*idx.Array, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return idx.Read(f, filepath.Base(p))
+	}
+	images, err := read(paths[0])
+	if err != nil {
+		return nil, err
+	}
+	labels, err := read(paths[1])
+	if err != nil {
+		return nil, err
+	}
+	if len(labels.Dims) != 1 {
+		return nil, fmt.Errorf("%s: labels must be one-dimensional, got dims %v", filepath.Base(paths[1]), labels.Dims)
+	}
+	if images.Len() != labels.Len() {
+		return nil, fmt.Errorf("%s has %d images but %s has %d labels", filepath.Base(paths[0]), images.Len(), filepath.Base(paths[1]), labels.Len())
+	}
+	ex := &examples{dtype: safetensors.U8}
+	switch len(images.Dims) {
+	case 3:
+		ex.shape = []int{1, images.Dims[1], images.Dims[2]}
+	case 2:
+		ex.shape = []int{images.Dims[1]}
+	default:
+		ex.shape = append([]int{}, images.Dims[1:]...)
+	}
+	if images.Type == 0x08 {
+		ex.u8 = images.Bytes
+	} else {
+		ex.dtype = safetensors.F32
+		ex.f32 = make([]float32, images.Len()*images.ItemSize())
+		for i := range ex.f32 {
+			ex.f32[i] = float32(images.Float64(i))
+		}
+	}
+	maxLabel := int64(0)
+	ex.y = make([]int64, labels.Len())
+	for i := range ex.y {
+		v := labels.Float64(i)
+		if v < 0 || v != float64(int64(v)) {
+			return nil, fmt.Errorf("%s: label %d is %g, not a class index", filepath.Base(paths[1]), i, v)
+		}
+		ex.y[i] = int64(v)
+		maxLabel = max(maxLabel, ex.y[i])
+	}
+	ex.classes = numericClasses(int(maxLabel) + 1)
+	return ex, nil
+}
+
+func numericClasses(n int) []string {
+	c := make([]string, n)
+	for i := range c {
+		c[i] = strconv.Itoa(i)
+	}
+	return c
+}
+
+func (n *Node) parseCIFAR(rawDir string, paths []string) (*examples, error) {
+	variant := cifar.CIFAR10
+	if n.cfg.Format == "cifar100" {
+		variant = cifar.CIFAR100
+	}
+	coarse := n.cfg.CifarLabel != nil && *n.cfg.CifarLabel == "coarse"
+	ex := &examples{dtype: safetensors.U8, shape: []int{3, 32, 32}}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		b, err := cifar.Read(f, variant, filepath.Base(p))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		ex.u8 = append(ex.u8, b.Images...)
+		if coarse {
+			ex.y = append(ex.y, b.Coarse...)
+		} else {
+			ex.y = append(ex.y, b.Labels...)
+		}
+	}
+	count := 10
+	metaName := "batches.meta.txt"
+	switch {
+	case variant == cifar.CIFAR100 && coarse:
+		count, metaName = 20, "coarse_label_names.txt"
+	case variant == cifar.CIFAR100:
+		count, metaName = 100, "fine_label_names.txt"
+	}
+	ex.classes = numericClasses(count)
+	// Class names ship beside the batches; use them when present.
+	if names := findLabelNames(filepath.Dir(paths[0]), metaName, count); names != nil {
+		ex.classes = names
+	}
+	return ex, nil
+}
+
+func findLabelNames(dir, name string, count int) []string {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			names = append(names, l)
+		}
+	}
+	if len(names) != count {
+		return nil
+	}
+	return names
+}
+
+func (n *Node) parseTable(paths []string, classes []string) (*examples, error) {
+	delim := ','
+	if n.cfg.Format == "tsv" {
+		delim = '\t'
+	}
+	var all *tabular.Table
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		t, err := tabular.Read(f, delim, *n.cfg.LabelColumn, filepath.Base(p))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = t
+			continue
+		}
+		if strings.Join(t.Features, ",") != strings.Join(all.Features, ",") {
+			return nil, fmt.Errorf("%s has columns %v, earlier files have %v", filepath.Base(p), t.Features, all.Features)
+		}
+		all.X = append(all.X, t.X...)
+		all.Labels = append(all.Labels, t.Labels...)
+	}
+	ex := &examples{dtype: safetensors.F32, shape: []int{len(all.Features)}, f32: all.X, features: all.Features}
+	if n.task == "regression" {
+		ex.yf = make([]float32, len(all.Labels))
+		for i, l := range all.Labels {
+			v, err := strconv.ParseFloat(l, 32)
+			if err != nil {
+				return nil, fmt.Errorf("row %d: regression target %q is not a number", i+1, l)
+			}
+			ex.yf[i] = float32(v)
+		}
+		return ex, nil
+	}
+	if classes == nil {
+		ex.classes, ex.y = tabular.ClassIndex(all.Labels)
+		return ex, nil
+	}
+	index := map[string]int64{}
+	for i, c := range classes {
+		index[c] = int64(i)
+	}
+	ex.classes = classes
+	ex.y = make([]int64, len(all.Labels))
+	for i, l := range all.Labels {
+		c, ok := index[l]
+		if !ok {
+			return nil, fmt.Errorf("row %d: label %q does not occur in the training data", i+1, l)
+		}
+		ex.y[i] = c
+	}
+	return ex, nil
+}
+
+func (n *Node) parseImageFolder(paths []string, classes []string) (*examples, error) {
+	channels := 3
+	if n.cfg.Channels != nil {
+		channels = *n.cfg.Channels
+	}
+	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
+	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}}
+	for _, p := range paths {
+		imgs, err := imagefolder.Read(p, classes, channels, h, w)
+		if err != nil {
+			return nil, err
+		}
+		classes = imgs.Classes
+		ex.u8 = append(ex.u8, imgs.Pixels...)
+		ex.y = append(ex.y, imgs.Labels...)
+	}
+	ex.classes = classes
+	return ex, nil
+}
+
+// resize scales every [C, H, W] uint8 image to h x w with bilinear
+// interpolation.
+func resize(ex *examples, h, w int) *examples {
+	c, sh, sw := ex.shape[0], ex.shape[1], ex.shape[2]
+	if sh == h && sw == w {
+		return ex
+	}
+	out := *ex
+	out.shape = []int{c, h, w}
+	out.u8 = make([]byte, 0, ex.len()*c*h*w)
+	src := image.NewGray(image.Rect(0, 0, sw, sh))
+	dst := image.NewGray(image.Rect(0, 0, w, h))
+	for i := 0; i < ex.len(); i++ {
+		for ch := 0; ch < c; ch++ {
+			off := (i*c + ch) * sh * sw
+			copy(src.Pix, ex.u8[off:off+sh*sw])
+			draw.BiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
+			out.u8 = append(out.u8, dst.Pix...)
+		}
+	}
+	return &out
+}

@@ -1,0 +1,261 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/formats/archive"
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Run fetches, extracts, parses, splits and writes the example store.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	f := newFetcher(env)
+	files := map[string]cty.Value{}
+	var metaSources []examplestore.Source
+	type fetched struct {
+		s    *source
+		path string
+	}
+	var got []fetched
+	for _, s := range n.sources {
+		if s.SHA256 == "" && s.scheme != "file" {
+			env.Log.Warn().Str("url", s.URL).Msg("insecure source: downloading without a checksum")
+		}
+		p, sum, err := f.fetch(ctx, s)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		files[s.name] = cty.StringVal(p)
+		metaSources = append(metaSources, examplestore.Source{Name: s.name, URL: s.URL, SHA256: sum})
+		got = append(got, fetched{s, p})
+	}
+
+	rawDir := filepath.Join(env.OutDir, "raw")
+	if n.cfg.Format != "raw" {
+		tmp, err := os.MkdirTemp(filepath.Dir(env.OutDir), "raw-")
+		if err != nil {
+			return cty.NilVal, err
+		}
+		defer os.RemoveAll(tmp)
+		rawDir = tmp
+	}
+	if err := os.MkdirAll(rawDir, 0o777); err != nil {
+		return cty.NilVal, err
+	}
+	for _, g := range got {
+		if g.s.extract && archive.Kind(g.s.name) != "" {
+			if _, err := archive.Extract(g.path, g.s.name, rawDir); err != nil {
+				return cty.NilVal, err
+			}
+			continue
+		}
+		if err := linkOrCopy(g.path, filepath.Join(rawDir, g.s.name)); err != nil {
+			return cty.NilVal, err
+		}
+	}
+
+	out := map[string]cty.Value{
+		"path":        cty.StringVal(env.OutDir),
+		"files":       mapOrEmpty(files),
+		"num_classes": cty.NumberIntVal(0),
+		"classes":     cty.ListValEmpty(cty.String),
+		"shape":       cty.ListValEmpty(cty.Number),
+		"splits":      cty.MapValEmpty(cty.Number),
+		"task":        cty.StringVal(n.task),
+	}
+	if n.cfg.Format == "raw" {
+		out["path"] = cty.StringVal(rawDir)
+		return cty.ObjectVal(out), nil
+	}
+
+	env.Progress.Update(0, 0, "parsing")
+	train, err := n.parse(rawDir, n.cfg.Train, nil)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("train data: %w", err)
+	}
+	var test *examples
+	if len(n.cfg.Test) > 0 {
+		if test, err = n.parse(rawDir, n.cfg.Test, train.classes); err != nil {
+			return cty.NilVal, fmt.Errorf("test data: %w", err)
+		}
+		if fmt.Sprint(test.shape) != fmt.Sprint(train.shape) {
+			return cty.NilVal, fmt.Errorf("test examples have shape %v but training examples have %v", test.shape, train.shape)
+		}
+	}
+	if len(n.cfg.ClassNames) > 0 {
+		if n.task != "classification" || len(n.cfg.ClassNames) != len(train.classes) {
+			return cty.NilVal, fmt.Errorf("class_names lists %d names but the data has %d classes", len(n.cfg.ClassNames), len(train.classes))
+		}
+		train.classes = n.cfg.ClassNames
+	}
+
+	splits := n.split(train, test)
+	meta := &examplestore.Meta{
+		Format: n.cfg.Format, Task: n.task, Classes: train.classes, NumClasses: len(train.classes),
+		Shape: train.shape, Features: train.features, DType: string(train.dtype),
+		Normalize: n.normalization(train, splits["train"]), SplitSeed: n.splitSeed, Sources: metaSources,
+	}
+	if err := examplestore.Write(env.OutDir, meta, splits); err != nil {
+		return cty.NilVal, err
+	}
+	classes := make([]cty.Value, len(train.classes))
+	for i, c := range train.classes {
+		classes[i] = cty.StringVal(c)
+	}
+	shape := make([]cty.Value, len(train.shape))
+	for i, d := range train.shape {
+		shape[i] = cty.NumberIntVal(int64(d))
+	}
+	counts := map[string]cty.Value{}
+	for name, s := range splits {
+		counts[name] = cty.NumberIntVal(int64(s.Len()))
+	}
+	out["num_classes"] = cty.NumberIntVal(int64(len(train.classes)))
+	if len(classes) > 0 {
+		out["classes"] = cty.ListVal(classes)
+	}
+	if len(shape) > 0 {
+		out["shape"] = cty.ListVal(shape)
+	}
+	out["splits"] = cty.MapVal(counts)
+	return cty.ObjectVal(out), nil
+}
+
+// split assigns examples to train/val/test with a generator seeded by
+// split_seed only (never the training seed), then applies max_train.
+func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
+	N := train.len()
+	rng := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x9e3779b97f4a7c15))
+	perm := rng.Perm(N)
+	nVal := int(math.Floor(n.valFraction * float64(N)))
+	nTest := int(math.Floor(n.testFraction * float64(N)))
+	take := func(idx []int) []int {
+		out := append([]int(nil), idx...)
+		sort.Ints(out)
+		return out
+	}
+	valIdx := take(perm[:nVal])
+	testIdx := take(perm[nVal : nVal+nTest])
+	rest := perm[nVal+nTest:]
+	if n.maxTrain > 0 && len(rest) > n.maxTrain {
+		rest = rest[:n.maxTrain]
+	}
+	splits := map[string]*examplestore.Split{"train": train.subset(take(rest))}
+	if nVal > 0 {
+		splits["val"] = train.subset(valIdx)
+	}
+	if nTest > 0 {
+		splits["test"] = train.subset(testIdx)
+	}
+	if test != nil {
+		all := make([]int, test.len())
+		for i := range all {
+			all[i] = i
+		}
+		splits["test"] = test.subset(all)
+	}
+	return splits
+}
+
+// normalization computes per-channel statistics on the training split.
+func (n *Node) normalization(ex *examples, train *examplestore.Split) examplestore.Normalization {
+	scale := 1.0
+	if ex.dtype == safetensors.U8 && n.normalize != "none" {
+		scale = 1.0 / 255
+	}
+	channels := 1
+	if len(ex.shape) > 0 {
+		channels = ex.shape[0]
+	}
+	norm := examplestore.Normalization{Scale: scale, Mean: make([]float64, channels), Std: make([]float64, channels)}
+	for c := range norm.Std {
+		norm.Std[c] = 1
+	}
+	if n.normalize != "standard" {
+		return norm
+	}
+	per := ex.exampleSize() / channels
+	sum := make([]float64, channels)
+	sq := make([]float64, channels)
+	vals := train.X.Float32s()
+	for i, v := range vals {
+		// Images are [C, H, W]: channel = (i % exampleSize) / per.
+		// Tables are [F]: every feature is its own channel (per = 1).
+		c := (i % ex.exampleSize()) / per
+		x := float64(v) * scale
+		sum[c] += x
+		sq[c] += x * x
+	}
+	count := float64(train.Len() * per)
+	for c := range sum {
+		if count == 0 {
+			break
+		}
+		mean := sum[c] / count
+		variance := sq[c]/count - mean*mean
+		norm.Mean[c] = mean
+		if variance > 1e-12 {
+			norm.Std[c] = math.Sqrt(variance)
+		}
+	}
+	return norm
+}
+
+func mapOrEmpty(m map[string]cty.Value) cty.Value {
+	if len(m) == 0 {
+		return cty.MapValEmpty(cty.String)
+	}
+	return cty.MapVal(m)
+}
+
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	return copyFile(src, dst)
+}
+
+// resolveFiles expands patterns inside the raw directory.
+func resolveFiles(rawDir string, patterns []string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+			return nil, fmt.Errorf("%q must be a path inside the fetched sources", p)
+		}
+		matches, err := filepath.Glob(filepath.Join(rawDir, p))
+		if err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%q matches none of the fetched files (%s)", p, strings.Join(listFiles(rawDir), ", "))
+		}
+		sort.Strings(matches)
+		out = append(out, matches...)
+	}
+	return out, nil
+}
+
+func listFiles(dir string) []string {
+	var names []string
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && len(names) < 20 {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, rel)
+		}
+		return nil
+	})
+	return names
+}
+
+func openFile(p string) (io.ReadCloser, error) { return os.Open(p) }
