@@ -235,6 +235,7 @@ func (c *Cache) installObject(o OutputID, workDir string) error {
 			defer os.RemoveAll(trash)
 		}
 	}
+	_ = os.Chmod(workDir, 0o755) // MkdirTemp makes 0700; a shared cache must be readable
 	if err := syncTree(workDir); err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}

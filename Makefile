@@ -1,0 +1,57 @@
+# gatepipe: build, demo, tests and benchmarks.
+#
+#   make demo    applies examples/fashion_mnist (installs Debian's
+#                dataset-fashion-mnist first when missing); run it twice to
+#                see the second apply find everything cached
+#   make test    vet, unit and integration tests, short fuzzing
+#   make bench   Go benchmarks (not part of make test)
+
+GO        ?= go
+BIN       := bin/gatepipe
+FUZZTIME  ?= 4s
+FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+
+.PHONY: build demo test unit fuzz bench deps-demo clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gatepipe
+
+# Real data without internet: Debian packages Fashion-MNIST.
+deps-demo:
+	@if [ ! -f $(FMNIST) ]; then \
+		echo "Installing dataset-fashion-mnist (Debian package)..."; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq dataset-fashion-mnist; \
+	fi
+
+demo: build deps-demo
+	./$(BIN) apply examples/fashion_mnist
+
+test: unit fuzz
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# Each fuzz target runs briefly; failures leave a reproducer in testdata/fuzz.
+FUZZ_TARGETS := \
+	./pipelines:FuzzLoadConfig \
+	./formats/idx:FuzzRead \
+	./formats/cifar:FuzzRead \
+	./formats/tabular:FuzzRead \
+	./formats/safetensors:FuzzParse \
+	./formats/archive:FuzzExtractTar \
+	./formats/archive:FuzzExtractZip
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/...
+
+clean:
+	rm -rf bin

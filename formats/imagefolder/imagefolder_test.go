@@ -1,0 +1,51 @@
+package imagefolder
+
+import (
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writePNG(t *testing.T, p string, c color.Color, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			img.Set(x, y, c)
+		}
+	}
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	f, _ := os.Create(p)
+	png.Encode(f, img)
+	f.Close()
+}
+
+func TestRead(t *testing.T) {
+	root := t.TempDir()
+	writePNG(t, filepath.Join(root, "red", "a.png"), color.RGBA{255, 0, 0, 255}, 8, 6)
+	writePNG(t, filepath.Join(root, "blue", "b.png"), color.RGBA{0, 0, 255, 255}, 3, 3)
+	os.WriteFile(filepath.Join(root, "blue", "notes.txt"), []byte("ignored"), 0o644)
+	imgs, err := Read(root, nil, 3, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(imgs.Classes, ",") != "blue,red" || len(imgs.Labels) != 2 || len(imgs.Pixels) != 2*3*16 {
+		t.Fatalf("classes %v labels %v pixels %d", imgs.Classes, imgs.Labels, len(imgs.Pixels))
+	}
+	// blue image first (class 0): channel 2 is 255, channel 0 is 0.
+	if imgs.Pixels[0] != 0 || imgs.Pixels[2*16] != 255 || imgs.Labels[1] != 1 {
+		t.Fatalf("pixels %v", imgs.Pixels[:48])
+	}
+	gray, err := Read(root, []string{"red"}, 1, 2, 2)
+	if err != nil || len(gray.Pixels) != 4 || gray.Pixels[0] == 0 {
+		t.Fatalf("grey: %v %v", gray, err)
+	}
+	os.WriteFile(filepath.Join(root, "red", "broken.png"), []byte("\x89PNG garbage"), 0o644)
+	if _, err := Read(root, nil, 3, 4, 4); err == nil || !strings.Contains(err.Error(), "broken.png") {
+		t.Fatalf("broken image: %v", err)
+	}
+}

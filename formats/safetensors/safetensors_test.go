@@ -1,0 +1,84 @@
+package safetensors
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	in := []Tensor{
+		F32Tensor("w", []int{2, 2}, []float32{1, -2, 3.5, 0}),
+		I64Tensor("idx", []int{3}, []int64{7, -1, 1 << 40}),
+		{Name: "px", DType: U8, Shape: []int{2}, Data: []byte{0, 255}},
+	}
+	if err := Write(&buf, in, map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if hl := buf.Bytes()[0]; (int(hl))%8 != 0 {
+		t.Errorf("header length %d not 8-aligned", hl)
+	}
+	f, err := Parse(buf.Bytes(), "x.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]float32{1, -2, 3.5, 0}, f.Tensors["w"].Float32s()); diff != "" {
+		t.Fatal(diff)
+	}
+	if diff := cmp.Diff([]int64{7, -1, 1 << 40}, f.Tensors["idx"].Int64s()); diff != "" {
+		t.Fatal(diff)
+	}
+	if f.Metadata["k"] != "v" || f.Tensors["px"].Data[1] != 255 {
+		t.Fatalf("metadata %v px %v", f.Metadata, f.Tensors["px"].Data)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := map[string]struct {
+		data []byte
+		want string
+	}{
+		"short":          {[]byte{1, 2}, "byte 0: file too short"},
+		"header too big": {[]byte{255, 0, 0, 0, 0, 0, 0, 0, '{', '}'}, "exceeds file size"},
+		"bad json":       {append([]byte{2, 0, 0, 0, 0, 0, 0, 0}, '{', 'x'), "byte 8: invalid header JSON"},
+		"offsets out":    {withHeader(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, nil), "outside the 0 data bytes"},
+		"size mismatch":  {withHeader(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`, make([]byte, 4)), "needs 8"},
+		"bad dtype":      {withHeader(`{"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}}`, make([]byte, 1)), "unsupported dtype"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse(tc.data, "m.safetensors")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "m.safetensors") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func withHeader(h string, data []byte) []byte {
+	b := []byte{byte(len(h)), 0, 0, 0, 0, 0, 0, 0}
+	b = append(b, h...)
+	return append(b, data...)
+}
+
+func FuzzParse(f *testing.F) {
+	var buf bytes.Buffer
+	Write(&buf, []Tensor{F32Tensor("w", []int{2}, []float32{1, 2})}, nil)
+	f.Add(buf.Bytes())
+	f.Add(withHeader(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, []byte{1}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse(data, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, tensor := range file.Tensors {
+			if len(tensor.Data) != tensor.NumElements()*tensor.DType.Size() {
+				t.Fatalf("tensor %q: %d bytes for shape %v", tensor.Name, len(tensor.Data), tensor.Shape)
+			}
+			_ = tensor.Float32s()
+		}
+	})
+}
