@@ -137,7 +137,13 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	for i, sc := range cfg.Source {
 		s, err := decodeSource(sc, decl.Dir)
 		if err != nil {
-			diags = append(diags, decl.Errorf("source", "Invalid dataset source", "source %d: %s", i+1, err))
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid dataset source",
+				Detail:   fmt.Sprintf("source %d: %s", i+1, err),
+				Subject:  decl.NestedAttrRange("source", i, "url"),
+				Context:  decl.DeclRange.Ptr(),
+			})
 			continue
 		}
 		n.sources = append(n.sources, s)
@@ -157,7 +163,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	n.valFraction = frac(cfg.ValFraction, "val_fraction")
 	n.testFraction = frac(cfg.TestFraction, "test_fraction")
-	if n.valFraction+n.testFraction >= 1 {
+	if n.valFraction < 1 && n.testFraction < 1 && n.valFraction+n.testFraction >= 1 {
 		diags = append(diags, decl.Errorf("val_fraction", "Invalid fractions", "val_fraction + test_fraction must be below 1."))
 	}
 	if len(cfg.Test) > 0 && cfg.TestFraction != nil {

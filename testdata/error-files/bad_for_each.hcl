@@ -1,0 +1,4 @@
+command "c" {
+  for_each = ["a", "b"] # ERROR: Invalid for_each argument
+  run      = ["echo", each.value]
+}

@@ -1,0 +1,7 @@
+dataset "d" {
+  source {
+    url = "data.bin"
+  }
+  format = "hdf5" # ERROR: Unsupported dataset format
+  train  = ["data.bin"]
+}

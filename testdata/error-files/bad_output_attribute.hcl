@@ -1,0 +1,6 @@
+command "a" {
+  run = ["true"]
+}
+command "b" {
+  run = ["cat", command.a.logg] # ERROR: Unsupported attribute
+}

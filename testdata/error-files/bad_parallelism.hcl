@@ -1,0 +1,3 @@
+gatepipe {
+  parallelism = 0 # ERROR: Invalid parallelism
+}

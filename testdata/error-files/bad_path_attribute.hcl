@@ -1,0 +1,3 @@
+command "c" {
+  run = ["ls", path.modul] # ERROR: Invalid "path" attribute
+}

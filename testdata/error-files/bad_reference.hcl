@@ -1,0 +1,3 @@
+command "c" {
+  run = ["cat", dataset.nope.path] # ERROR: Reference to undeclared block
+}

@@ -1,0 +1,6 @@
+command "c" {
+  run = ["true"]
+  resources {
+    cpus = -1 # ERROR: Invalid resources value
+  }
+}

@@ -1,0 +1,3 @@
+command "c" {
+  run = ["ls", self.output_dir] # ERROR: Invalid "self" reference
+}

@@ -1,0 +1,4 @@
+variable "lr" {
+  type    = number
+  default = "fast" # ERROR: Invalid default value for variable
+}

@@ -1,0 +1,6 @@
+command "c" {
+  run = ["true"]
+}
+command "c" { # ERROR: Duplicate command block
+  run = ["false"]
+}

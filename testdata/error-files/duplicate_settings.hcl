@@ -1,0 +1,6 @@
+gatepipe {
+  parallelism = 2
+}
+gatepipe { # ERROR: Duplicate gatepipe block
+  parallelism = 4
+}

@@ -1,0 +1,6 @@
+variable "seed" {
+  default = 1
+}
+variable "seed" { # ERROR: Duplicate variable block
+  default = 2
+}

@@ -1,0 +1,3 @@
+command "c" {
+  run = [] # ERROR: Empty command
+}

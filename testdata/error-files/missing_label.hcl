@@ -1,0 +1,3 @@
+command { # ERROR: Missing name for command
+  run = ["true"]
+}

@@ -1,0 +1,5 @@
+dataset "d" { # ERROR: Missing required argument
+  source {
+    url = "data.bin"
+  }
+}

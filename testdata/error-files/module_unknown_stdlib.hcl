@@ -1,0 +1,3 @@
+module "fashion" {
+  source = "stdlib/datasets/fashion_mnst" # ERROR: Invalid module source
+}

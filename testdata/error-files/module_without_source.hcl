@@ -1,0 +1,3 @@
+module "tier" { # ERROR: Missing required argument
+  models = ["cnn"]
+}

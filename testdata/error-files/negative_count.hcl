@@ -1,0 +1,4 @@
+command "c" {
+  count = -1 # ERROR: Invalid count argument
+  run   = ["true"]
+}

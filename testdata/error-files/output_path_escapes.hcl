@@ -1,0 +1,4 @@
+command "c" {
+  run     = ["true"]
+  outputs = { x = "../x.txt" } # ERROR: Invalid output path
+}

@@ -1,0 +1,6 @@
+dataset "d" {
+  source {
+    url = "https://example.org/data.tar.gz" # ERROR: Invalid dataset source
+  }
+  format = "raw"
+}

@@ -1,0 +1,3 @@
+command "c" {
+  run = ["true"
+} # ERROR: Missing item separator

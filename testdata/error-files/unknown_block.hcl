@@ -1,0 +1,3 @@
+datset "fashion" { # ERROR: Unsupported block type
+  format = "idx"
+}

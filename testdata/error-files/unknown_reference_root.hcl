@@ -1,0 +1,3 @@
+command "c" {
+  run = ["ls", datasett.fashion.path] # ERROR: Reference to unknown name
+}
