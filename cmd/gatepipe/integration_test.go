@@ -1,0 +1,450 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gatepipe-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "gatepipe")
+	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building gatepipe: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// gp runs the real binary with its cache in cacheDir.
+func gp(t *testing.T, cacheDir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cacheDir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileServer serves one file with Range support, counting the body bytes
+// it sends. It can cut its first response short and fail with 503.
+type fileServer struct {
+	data      []byte
+	served    atomic.Int64
+	ranged    atomic.Int32
+	requests  atomic.Int32
+	cutFirst  int64
+	failFirst atomic.Int32
+}
+
+func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := s.requests.Add(1)
+	if s.failFirst.Load() > 0 {
+		s.failFirst.Add(-1)
+		http.Error(w, "try later", http.StatusServiceUnavailable)
+		return
+	}
+	start := int64(0)
+	if rg := r.Header.Get("Range"); rg != "" {
+		s.ranged.Add(1)
+		v, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"), 10, 64)
+		if err != nil || v >= int64(len(s.data)) {
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+			return
+		}
+		start = v
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, len(s.data)-1, len(s.data)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(s.data)-int(start)))
+		w.WriteHeader(http.StatusPartialContent)
+	} else {
+		w.Header().Set("Content-Length", strconv.Itoa(len(s.data)))
+		w.WriteHeader(http.StatusOK)
+	}
+	body := s.data[start:]
+	if n == 1 && s.cutFirst > 0 {
+		w.Write(body[:s.cutFirst])
+		s.served.Add(s.cutFirst)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // drop the connection mid-body
+	}
+	w.Write(body)
+	s.served.Add(int64(len(body)))
+}
+
+func newFileServer(t *testing.T, size int) (*fileServer, *httptest.Server, string) {
+	data := make([]byte, size)
+	rand.Read(data)
+	fs := &fileServer{data: data}
+	srv := httptest.NewServer(fs)
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256(data)
+	return fs, srv, hex.EncodeToString(sum[:])
+}
+
+func remotePipeline(url, sha, name string) string {
+	return fmt.Sprintf(`
+dataset %q {
+  source {
+    url    = %q
+    sha256 = %q
+  }
+  format = "raw"
+}
+`, name, url, sha)
+}
+
+func TestDownloadIsFetchedOnceAcrossRunsAndPipelines(t *testing.T) {
+	fs, srv, sha := newFileServer(t, 3<<20)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "main.hcl"), remotePipeline(srv.URL+"/data.bin", sha, "first"))
+	if r := gp(t, cache, "apply", filepath.Join(dir, "a")); r.code != 0 {
+		t.Fatalf("first apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := fs.served.Load(); got != int64(len(fs.data)) {
+		t.Fatalf("first apply fetched %d bytes, want %d", got, len(fs.data))
+	}
+	r := gp(t, cache, "apply", filepath.Join(dir, "a"))
+	if r.code != 0 || !strings.Contains(r.stdout, "All 1 node instances were cached") {
+		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Another pipeline naming the same file reuses the download.
+	writeFile(t, filepath.Join(dir, "b", "main.hcl"), remotePipeline(srv.URL+"/data.bin", sha, "second"))
+	if r := gp(t, cache, "apply", filepath.Join(dir, "b")); r.code != 0 {
+		t.Fatalf("other pipeline: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := fs.served.Load(); got != int64(len(fs.data)) {
+		t.Fatalf("later applies fetched %d more bytes, want 0", got-int64(len(fs.data)))
+	}
+}
+
+func TestInterruptedDownloadResumesWithRange(t *testing.T) {
+	fs, srv, sha := newFileServer(t, 2<<20)
+	fs.cutFirst = 700 << 10
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), remotePipeline(srv.URL+"/data.bin", sha, "d"))
+	if r := gp(t, cache, "apply", dir); r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if fs.ranged.Load() == 0 {
+		t.Fatal("the retry did not use an HTTP Range request")
+	}
+	if got := fs.served.Load(); got != int64(len(fs.data)) {
+		t.Fatalf("served %d bytes in total, want exactly %d (no byte fetched twice)", got, len(fs.data))
+	}
+}
+
+func TestDownloadRetriesServerErrors(t *testing.T) {
+	fs, srv, sha := newFileServer(t, 10<<10)
+	fs.failFirst.Store(2)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), remotePipeline(srv.URL+"/data.bin", sha, "d"))
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 || fs.requests.Load() != 3 {
+		t.Fatalf("apply: code %d after %d requests\n%s%s", r.code, fs.requests.Load(), r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "503") {
+		t.Errorf("retries are not reported:\n%s", r.stderr)
+	}
+}
+
+func TestChecksumMismatchCachesNothing(t *testing.T) {
+	_, srv, sha := newFileServer(t, 64<<10)
+	wrong := strings.Repeat("0", 64)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), remotePipeline(srv.URL+"/data.bin", wrong, "d"))
+	r := gp(t, cache, "apply", dir)
+	if r.code != exitRunFailure {
+		t.Fatalf("exit %d, want %d\n%s%s", r.code, exitRunFailure, r.stdout, r.stderr)
+	}
+	out := r.stdout + r.stderr
+	if !strings.Contains(out, wrong) || !strings.Contains(out, sha) {
+		t.Fatalf("error should show expected and actual hashes:\n%s", out)
+	}
+	for _, area := range []string{"blobs", "actions", "objects", "partial"} {
+		var files []string
+		filepath.Walk(filepath.Join(cache, area), func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if len(files) != 0 {
+			t.Errorf("%s holds %v after a failed checksum", area, files)
+		}
+	}
+}
+
+func TestArchiveWithParentEntriesIsRejected(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "../../escape.txt", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+	tw.Write([]byte("x"))
+	tw.Close()
+	writeFile(t, filepath.Join(dir, "evil.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+dataset "d" {
+  source {
+    url = "evil.tar"
+  }
+  format = "raw"
+}
+`)
+	r := gp(t, cache, "apply", dir)
+	if r.code != exitRunFailure || !strings.Contains(r.stdout+r.stderr, "escapes the target directory") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escape.txt")); err == nil {
+		t.Fatal("the archive wrote outside its directory")
+	}
+}
+
+func countActions(cache string) int {
+	n := 0
+	filepath.Walk(filepath.Join(cache, "actions"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && !strings.HasPrefix(info.Name(), ".") {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+func TestKill9ThenReapplyResumes(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	logFile, release := filepath.Join(dir, "runs.log"), filepath.Join(dir, "release")
+	writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf(`
+locals {
+  log     = %q
+  release = %q
+}
+command "a" {
+  run = ["sh", "-c", "echo a >> ${local.log}; echo a > $GATEPIPE_OUT_DIR/o"]
+}
+command "b" {
+  run = ["sh", "-c", "echo b >> ${local.log}; echo b > $GATEPIPE_OUT_DIR/o"]
+}
+command "slow" {
+  run = ["sh", "-c", "echo slow >> ${local.log}; while [ ! -f ${local.release} ]; do sleep 0.05; done"]
+}
+command "after" {
+  run = ["sh", "-c", "echo after >> ${local.log}"]
+  depends_on = [command.a, command.slow]
+}
+`, logFile, release))
+	cmd := exec.Command(binPath, "apply", "-parallelism", "3", dir)
+	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for countActions(cache) < 2 || !strings.Contains(readFile(logFile), "slow") {
+		if time.Now().After(deadline) {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("a and b did not finish in time; log:\n%s", readFile(logFile))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+
+	writeFile(t, release, "go")
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("re-apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Fields(readFile(logFile))
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l]++
+	}
+	if count["a"] != 1 || count["b"] != 1 || count["slow"] != 2 || count["after"] != 1 {
+		t.Fatalf("runs after kill -9 and re-apply: %v (a and b must not re-run)", count)
+	}
+	if v := gp(t, cache, "cache", "verify"); v.code != 0 {
+		t.Fatalf("cache verify after kill -9: %s%s", v.stdout, v.stderr)
+	}
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+func TestConcurrentAppliesShareOneCache(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	logFile := filepath.Join(dir, "runs.log")
+	var b strings.Builder
+	fmt.Fprintf(&b, "locals {\n  log = %q\n}\n", logFile)
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		fmt.Fprintf(&b, "command %q {\n  run = [\"sh\", \"-c\", \"echo %s >> ${local.log}; sleep 0.3; echo %s > $GATEPIPE_OUT_DIR/o\"]\n}\n", n, n, n)
+	}
+	fmt.Fprintf(&b, "command \"join\" {\n  run = [\"sh\", \"-c\", \"echo join >> ${local.log}\"]\n  depends_on = [command.n1, command.n2, command.n3, command.n4]\n}\n")
+	writeFile(t, filepath.Join(dir, "main.hcl"), b.String())
+	var wg sync.WaitGroup
+	results := make([]result, 2)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = gp(t, cache, "apply", "-parallelism", "2", dir)
+		}(i)
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Fatalf("apply %d: %d\n%s%s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	if lines := strings.Fields(readFile(logFile)); len(lines) != 5 {
+		t.Fatalf("nodes ran %d times in total, want 5 (each once): %v", len(lines), lines)
+	}
+	if v := gp(t, cache, "cache", "verify"); v.code != 0 {
+		t.Fatalf("cache verify: %s%s", v.stdout, v.stderr)
+	}
+}
+
+func TestSavedPlanIsRefusedWhenStale(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	src := "command \"c\" {\n  run = [\"sh\", \"-c\", \"echo one > $GATEPIPE_OUT_DIR/o\"]\n}\n"
+	writeFile(t, filepath.Join(dir, "main.hcl"), src)
+	planFile := filepath.Join(dir, "p.plan")
+	if r := gp(t, cache, "plan", "-out", planFile, dir); r.code != 0 {
+		t.Fatalf("plan: %s%s", r.stdout, r.stderr)
+	}
+	if r := gp(t, cache, "apply", planFile); r.code != 0 || !strings.Contains(r.stdout, "1 ran") {
+		t.Fatalf("apply plan: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	// The cache changed since the plan (c is now cached): refuse.
+	if r := gp(t, cache, "apply", planFile); r.code != exitRunFailure || !strings.Contains(r.stderr, "Saved plan is stale") {
+		t.Fatalf("stale (cache) plan: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := gp(t, cache, "plan", "-out", planFile, dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(src, "one", "two", 1))
+	if r := gp(t, cache, "apply", planFile); r.code != exitRunFailure || !strings.Contains(r.stderr, "configuration") {
+		t.Fatalf("stale (config) plan: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestExitCodesAndReplace(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+command "ok" {
+  run = ["true"]
+}
+command "bad" {
+  run = ["sh", "-c", "echo doomed; exit 3"]
+}
+command "after_bad" {
+  run        = ["true"]
+  depends_on = [command.bad]
+}
+`)
+	r := gp(t, cache, "apply", dir)
+	if r.code != exitRunFailure || !strings.Contains(r.stdout, "1 ran, 0 cached, 1 failed, 1 skipped") || !strings.Contains(r.stdout, "doomed") {
+		t.Fatalf("failing apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := gp(t, cache, "apply", "-replace=command.ok", "-replace=command.bad", dir); !strings.Contains(r.stdout, "1 ran") {
+		t.Fatalf("replace: %s%s", r.stdout, r.stderr)
+	}
+	if r := gp(t, cache, "validate", filepath.Join(dir, "nope")); r.code != exitConfigError {
+		t.Fatalf("missing path: exit %d", r.code)
+	}
+	if r := gp(t, cache, "frobnicate"); r.code != exitConfigError || !strings.Contains(r.stderr, "unknown command") {
+		t.Fatalf("unknown verb: %d %s", r.code, r.stderr)
+	}
+	for _, verb := range []string{"validate", "plan", "apply", "graph", "fmt", "cache", "runs", "version"} {
+		if r := gp(t, cache, verb, "--help"); r.code != 0 || !strings.Contains(r.stderr, "Usage: gatepipe "+verb) {
+			t.Errorf("%s --help: exit %d\n%s", verb, r.code, r.stderr)
+		}
+	}
+	if r := gp(t, cache, "runs"); r.code != 0 || strings.Count(r.stdout, "\n") < 3 {
+		t.Fatalf("runs: %s%s", r.stdout, r.stderr)
+	}
+}
+
+func TestPlanGolden(t *testing.T) {
+	cache := t.TempDir()
+	r := gp(t, cache, "plan", "testdata/golden/pipeline")
+	if r.code != 0 {
+		t.Fatalf("plan: %s%s", r.stdout, r.stderr)
+	}
+	golden := "testdata/golden/plan.txt"
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		os.WriteFile(golden, []byte(r.stdout), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.stdout != string(want) {
+		t.Fatalf("plan output differs from %s (UPDATE_GOLDEN=1 rewrites it):\n--- got ---\n%s--- want ---\n%s", golden, r.stdout, want)
+	}
+	g := gp(t, cache, "graph", "testdata/golden/pipeline")
+	if g.code != 0 || !strings.Contains(g.stdout, `"command.prepare" -> "command.train"`) {
+		t.Fatalf("graph: %s%s", g.stdout, g.stderr)
+	}
+}
+
+func TestFmt(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.hcl"), "command \"c\" {\nrun=[\"true\"]\n}\n")
+	if r := gp(t, t.TempDir(), "fmt", "-check", dir); r.code != exitRunFailure || !strings.Contains(r.stdout, "a.hcl") {
+		t.Fatalf("fmt -check: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := gp(t, t.TempDir(), "fmt", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if got := readFile(filepath.Join(dir, "a.hcl")); got != "command \"c\" {\n  run = [\"true\"]\n}\n" {
+		t.Fatalf("formatted:\n%s", got)
+	}
+	writeFile(t, filepath.Join(dir, "b.hcl"), "command \"c\" {\n")
+	if r := gp(t, t.TempDir(), "fmt", dir); r.code != exitConfigError {
+		t.Fatalf("syntax error: exit %d", r.code)
+	}
+}
