@@ -1,11 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/zclconf/go-cty/cty"
@@ -24,7 +24,7 @@ func (e *Engine) actionID(ctx context.Context, in *instance) (id cache.ActionID,
 	}
 	h := cache.NewHasher("action", e.opts.DebugHash)
 	fmt.Fprintf(h, "kind %s %s\n", in.v.nodeKind.Name(), in.v.nodeKind.Version())
-	cfg, err := canonicalJSON(e.relocatable(in.config))
+	cfg, err := e.relocatableJSON(in.config)
 	if err != nil {
 		return id, false, fmt.Errorf("%s: encoding config: %w", in.key(), err)
 	}
@@ -92,13 +92,18 @@ func (e *Engine) upstreamLocked(v *vertex) []*vertex {
 	return out
 }
 
-// relocatable replaces the cache root in every string of v by a sentinel.
-func (e *Engine) relocatable(v cty.Value) cty.Value {
-	if e.cache == nil {
-		return v
+// relocatableJSON encodes v canonically with the cache root replaced by a
+// sentinel, so a cache moved to another path keeps its hits. The
+// replacement works on the encoded text, where the root appears
+// JSON-escaped exactly as it does inside any string.
+func (e *Engine) relocatableJSON(v cty.Value) ([]byte, error) {
+	data, err := canonicalJSON(v)
+	if err != nil || e.cache == nil {
+		return data, err
 	}
-	root := e.cache.Dir()
-	return replaceStrings(v, func(s string) string { return strings.ReplaceAll(s, root, cacheSentinel) })
+	root, _ := json.Marshal(e.cache.Dir())
+	root = root[1 : len(root)-1] // without the quotes
+	return bytes.ReplaceAll(data, root, []byte(cacheSentinel)), nil
 }
 
 // replaceStrings applies fn to every known string inside v.

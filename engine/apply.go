@@ -52,7 +52,12 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 	})
 	for _, v := range e.graph.order {
 		for _, in := range v.instances {
-			r := results[in.key()]
+			r, walked := results[in.key()]
+			if !walked { // finished at plan time
+				in.run = RunCached
+				e.opts.Reporter.NodeFinished(in.key(), RunCached, 0, nil)
+				continue
+			}
 			switch r.Status {
 			case dag.Skipped:
 				in.run, in.err = RunSkipped, fmt.Errorf("skipped: upstream %s failed", r.Cause)
@@ -87,18 +92,32 @@ type walkItem struct {
 
 // instanceGraph expands the block-level graph: a block vertex becomes its
 // instances, and a dependency on a block becomes a dependency on each of
-// its instances.
+// its instances. Work that plan already finished — cached instances and
+// wholly known values — is left out, so a fully cached apply walks an
+// empty graph; finished instances are reported as cached by Apply.
 func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 	g := dag.New()
 	items := map[string]walkItem{}
+	done := func(v *vertex, in *instance) bool {
+		if in != nil {
+			return in.status == StatusCached && !in.replace
+		}
+		val := e.state.get(v.key)
+		return val != cty.NilVal && val.IsWhollyKnown()
+	}
 	targets := func(dep string) []string {
 		dv := e.graph.vertices[dep]
 		if dv.kind != vBlock {
+			if done(dv, nil) {
+				return nil
+			}
 			return []string{dep}
 		}
-		keys := make([]string, len(dv.instances))
-		for i, in := range dv.instances {
-			keys[i] = in.key()
+		keys := make([]string, 0, len(dv.instances))
+		for _, in := range dv.instances {
+			if !done(dv, in) {
+				keys = append(keys, in.key())
+			}
 		}
 		return keys
 	}
@@ -106,10 +125,12 @@ func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 		var keys []string
 		if v.kind == vBlock {
 			for _, in := range v.instances {
-				keys = append(keys, in.key())
 				items[in.key()] = walkItem{v: v, inst: in}
+				if !done(v, in) {
+					keys = append(keys, in.key())
+				}
 			}
-		} else {
+		} else if !done(v, nil) {
 			keys = []string{v.key}
 			items[v.key] = walkItem{v: v}
 		}

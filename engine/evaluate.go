@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -184,11 +186,11 @@ func (e *Engine) lookupCache(in *instance) (bool, error) {
 	if e.cache == nil {
 		return false, nil
 	}
-	entry, err := e.cache.Get(in.action)
+	entry, m, dir, err := e.cache.GetOutput(in.action)
 	if err != nil {
 		return false, nil
 	}
-	return true, e.loadOutput(in, entry.Output)
+	return true, e.setOutput(in, entry.Output, m, dir)
 }
 
 // loadOutput reads an output's stored value, pointing its paths at the
@@ -198,11 +200,17 @@ func (e *Engine) loadOutput(in *instance, out [32]byte) error {
 	if err != nil {
 		return err
 	}
+	return e.setOutput(in, out, m, dir)
+}
+
+func (e *Engine) setOutput(in *instance, out [32]byte, m *cache.Manifest, dir string) error {
 	val, err := decodeValueJSON(m.Value)
 	if err != nil {
 		return fmt.Errorf("%s: stored output: %w", in.key(), err)
 	}
-	val = replaceStrings(val, func(s string) string { return strings.ReplaceAll(s, OutDirSentinel, dir) })
+	if bytes.Contains(m.Value, []byte(OutDirSentinel)) {
+		val = replaceStrings(val, func(s string) string { return strings.ReplaceAll(s, OutDirSentinel, dir) })
+	}
 	in.mu.Lock()
 	in.output = out
 	in.value = val

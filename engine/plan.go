@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"sync"
+
 	"fmt"
+	"github.com/gatepipe/gatepipe/engine/dag"
 	"sort"
 	"strings"
 
@@ -39,26 +42,38 @@ func (p *Plan) Counts() map[PlanStatus]int {
 // for_each and count, and decides for every instance whether it is cached,
 // will run, or is blocked on upstream work.
 func (e *Engine) Plan(ctx context.Context) (*Plan, hcl.Diagnostics) {
-	order, err := e.graph.g.Order()
-	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Dependency cycle", Detail: err.Error()}}
-	}
+	var mu sync.Mutex
 	var diags hcl.Diagnostics
-	for _, key := range order {
-		if err := ctx.Err(); err != nil {
-			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Interrupted", Detail: err.Error()})
-		}
+	// Vertices are planned in parallel in dependency order: a vertex is
+	// evaluated only after everything it references is, and independent
+	// cache lookups overlap. A vertex with errors stops its dependents,
+	// so one mistake is reported once rather than cascading.
+	results := e.graph.g.Walk(ctx, dag.WalkOptions{}, func(ctx context.Context, key string) error {
 		v := e.graph.vertices[key]
+		var d hcl.Diagnostics
 		if v.kind != vBlock {
-			diags = append(diags, e.evalVertex(v)...)
-			continue
+			d = e.evalVertex(v)
+		} else if d = e.expand(v); !d.HasErrors() {
+			for _, in := range v.instances {
+				d = append(d, e.planInstance(ctx, in)...)
+			}
 		}
-		if d := e.expand(v); d.HasErrors() {
+		if len(d) > 0 {
+			mu.Lock()
 			diags = append(diags, d...)
-			continue
+			mu.Unlock()
 		}
-		for _, in := range v.instances {
-			diags = append(diags, e.planInstance(ctx, in)...)
+		if d.HasErrors() {
+			return d
+		}
+		return nil
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Interrupted", Detail: err.Error()})
+	}
+	for _, r := range results {
+		if r.Status == dag.Failed && !diags.HasErrors() {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Planning failed", Detail: r.Err.Error()})
 		}
 	}
 	if diags.HasErrors() {
@@ -121,7 +136,7 @@ func (e *Engine) blockedReason(in *instance) string {
 
 func (e *Engine) snapshot() *Plan {
 	p := &Plan{}
-	for _, v := range e.graph.order {
+	for _, v := range e.orderedVertices() {
 		for _, in := range v.instances {
 			pi := PlannedInstance{Addr: in.key(), Kind: v.nodeKind.Name(), Status: in.status, Replace: in.replace, Reason: in.reason}
 			if !in.action.IsZero() {
@@ -138,6 +153,19 @@ func (e *Engine) Outputs() map[string]cty.Value {
 	out := map[string]cty.Value{}
 	for name := range e.root.Pipeline.Outputs {
 		out[name] = e.state.get("output." + name)
+	}
+	return out
+}
+
+// orderedVertices returns the vertices in stable dependency order.
+func (e *Engine) orderedVertices() []*vertex {
+	order, err := e.graph.g.Order()
+	if err != nil {
+		return e.graph.order
+	}
+	out := make([]*vertex, len(order))
+	for i, k := range order {
+		out[i] = e.graph.vertices[k]
 	}
 	return out
 }

@@ -43,7 +43,7 @@ func newRunRecord() *RunRecord {
 
 func (r *RunRecord) finish(e *Engine) {
 	r.Finished = time.Now().UTC()
-	for _, v := range e.graph.order {
+	for _, v := range e.orderedVertices() {
 		for _, in := range v.instances {
 			n := NodeRecord{Addr: in.key(), Kind: v.nodeKind.Name(), Status: in.run, CacheHit: in.run == RunCached,
 				Start: in.start, DurationMS: float64(in.duration.Microseconds()) / 1000}
@@ -71,7 +71,7 @@ func (r *RunRecord) Failed() bool {
 }
 
 func (r *RunRecord) save(c *cache.Cache) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}

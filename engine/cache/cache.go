@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,36 +108,54 @@ func (m *Manifest) Size() int64 {
 // Get returns the entry for action a, or ErrMiss when there is none or it
 // is damaged in any way.
 func (c *Cache) Get(a ActionID) (Entry, error) {
-	name := c.actionFile(a)
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return Entry{}, ErrMiss
-	}
-	e, ok := parseIndex(a, data)
-	if !ok {
-		return Entry{}, ErrMiss
-	}
-	if _, err := c.checkOutput(e.Output, false); err != nil {
-		return Entry{}, ErrMiss
-	}
-	c.touch(name)
-	return e, nil
+	e, _, _, err := c.GetOutput(a)
+	return e, err
 }
 
-func parseIndex(a ActionID, data []byte) (Entry, bool) {
-	f := strings.Fields(string(data))
-	if len(f) != 4 || f[0] != "v1" || f[1] != a.String() || !bytes.HasSuffix(data, []byte("\n")) {
-		return Entry{}, false
-	}
-	out, err := ParseID(f[2])
+// GetOutput is Get that also returns the output's manifest and directory.
+// The index entry carries a copy of the manifest, so a hit costs one file
+// read plus a stat per output file.
+func (c *Cache) GetOutput(a ActionID) (Entry, *Manifest, string, error) {
+	name := c.actionFile(a)
+	data, mtime, err := readFileTime(name)
 	if err != nil {
-		return Entry{}, false
+		return Entry{}, nil, "", ErrMiss
 	}
-	ns, err := strconv.ParseInt(f[3], 10, 64)
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return Entry{}, nil, "", ErrMiss
+	}
+	e, ok := parseIndex(a, data[:nl+1])
+	if !ok {
+		return Entry{}, nil, "", ErrMiss
+	}
+	m, err := c.checkManifest(e.Output, data[nl+1:], false)
 	if err != nil {
-		return Entry{}, false
+		return Entry{}, nil, "", ErrMiss
 	}
-	return Entry{Action: a, Output: out, Time: time.Unix(0, ns)}, true
+	if now := c.now(); now.Sub(mtime) > mtimeInterval {
+		_ = os.Chtimes(name, now, now)
+	}
+	return e, m, c.objectDir(e.Output), nil
+}
+
+// readFileTime reads a file and returns its modification time from the
+// same open file.
+func readFileTime(name string) ([]byte, time.Time, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	data := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, time.Time{}, err
+	}
+	return data, info.ModTime(), nil
 }
 
 // Output returns the manifest and directory of an output, checking that
@@ -154,6 +173,12 @@ func (c *Cache) checkOutput(o OutputID, hashFiles bool) (*Manifest, error) {
 	if err != nil {
 		return nil, ErrMiss
 	}
+	return c.checkManifest(o, data, hashFiles)
+}
+
+// checkManifest parses manifest data that must hash to o and checks the
+// output files it lists.
+func (c *Cache) checkManifest(o OutputID, data []byte, hashFiles bool) (*Manifest, error) {
 	if sha256.Sum256(data) != o {
 		return nil, fmt.Errorf("manifest of %s does not match its hash", o.Short())
 	}
@@ -214,8 +239,8 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 	if err := writeFileAtomic(c.manifestFile(o), data); err != nil {
 		return OutputID{}, fmt.Errorf("cache: %w", err)
 	}
-	entry := fmt.Sprintf("v1 %s %s %d\n", a, o, c.now().UnixNano())
-	if err := writeFileAtomic(c.actionFile(a), []byte(entry)); err != nil {
+	entry := append([]byte(fmt.Sprintf("v1 %s %s %d\n", a, o, c.now().UnixNano())), data...)
+	if err := writeFileAtomic(c.actionFile(a), entry); err != nil {
 		return OutputID{}, fmt.Errorf("cache: %w", err)
 	}
 	return o, nil
@@ -290,4 +315,24 @@ func (c *Cache) Remove(a ActionID) error {
 		return nil
 	}
 	return err
+}
+
+// parseIndex parses the first line of an index entry.
+func parseIndex(a ActionID, data []byte) (Entry, bool) {
+	if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
+		data = data[:nl+1]
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 4 || f[0] != "v1" || f[1] != a.String() || !bytes.HasSuffix(data, []byte("\n")) {
+		return Entry{}, false
+	}
+	out, err := ParseID(f[2])
+	if err != nil {
+		return Entry{}, false
+	}
+	ns, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return Entry{}, false
+	}
+	return Entry{Action: a, Output: out, Time: time.Unix(0, ns)}, true
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -88,11 +89,13 @@ func TestDamageIsMiss(t *testing.T) {
 		"missing file": func(c *Cache, a ActionID, o OutputID) {
 			os.Remove(filepath.Join(c.objectDir(o), "f"))
 		},
-		"edited manifest": func(c *Cache, a ActionID, o OutputID) {
-			os.WriteFile(c.manifestFile(o), []byte(`{"version":1,"files":[]}`), 0o666)
+		"edited manifest copy": func(c *Cache, a ActionID, o OutputID) {
+			data, _ := os.ReadFile(c.actionFile(a))
+			os.WriteFile(c.actionFile(a), bytes.Replace(data, []byte(`"size":7`), []byte(`"size":8`), 1), 0o666)
 		},
-		"missing manifest": func(c *Cache, a ActionID, o OutputID) {
-			os.Remove(c.manifestFile(o))
+		"truncated index": func(c *Cache, a ActionID, o OutputID) {
+			data, _ := os.ReadFile(c.actionFile(a))
+			os.WriteFile(c.actionFile(a), data[:len(data)-3], 0o666)
 		},
 		"partial index": func(c *Cache, a ActionID, o OutputID) {
 			os.WriteFile(c.actionFile(a), []byte("v1 "+a.String()), 0o666)
@@ -116,6 +119,18 @@ func TestDamageIsMiss(t *testing.T) {
 				t.Fatalf("Get after re-Put: %v (outputs %s %s)", err, o, o2)
 			}
 		})
+	}
+}
+
+func TestMissingObjectManifest(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	o := putFiles(t, c, dummyID("a"), map[string]string{"f": "content"})
+	os.Remove(c.manifestFile(o))
+	if _, _, err := c.Output(o); err == nil {
+		t.Fatal("Output with its manifest removed should fail")
+	}
+	if probs, _ := c.Verify(false); len(probs) != 1 {
+		t.Fatalf("verify found %v, want the missing manifest", probs)
 	}
 }
 

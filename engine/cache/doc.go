@@ -9,6 +9,7 @@
 // Layout under the cache root:
 //
 //	actions/ab/<actionid>        index entry: "v1 <action> <output> <unixnano>\n"
+//	                             followed by a copy of the output's manifest
 //	objects/cd/<outputid>.json   manifest (its SHA-256 is the output ID)
 //	objects/cd/<outputid>/       the output files
 //	blobs/ef/<sha256>            downloaded files, keyed by their SHA-256
