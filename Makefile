@@ -51,7 +51,7 @@ fuzz:
 	done
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/...
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/
 
 clean:
 	rm -rf bin

@@ -1,15 +1,13 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // actionID hashes everything that determines an instance's output: the
@@ -24,11 +22,9 @@ func (e *Engine) actionID(ctx context.Context, in *instance) (id cache.ActionID,
 	}
 	h := cache.NewHasher("action", e.opts.DebugHash)
 	fmt.Fprintf(h, "kind %s %s\n", in.v.nodeKind.Name(), in.v.nodeKind.Version())
-	cfg, err := e.relocatableJSON(in.config)
-	if err != nil {
-		return id, false, fmt.Errorf("%s: encoding config: %w", in.key(), err)
-	}
-	fmt.Fprintf(h, "config %s\n", cfg)
+	h.Write([]byte("config "))
+	writeCanonical(h, in.config, e.relocate)
+	h.Write([]byte("\n"))
 	for _, line := range inputs {
 		fmt.Fprintf(h, "input %s\n", line)
 	}
@@ -92,18 +88,13 @@ func (e *Engine) upstreamLocked(v *vertex) []*vertex {
 	return out
 }
 
-// relocatableJSON encodes v canonically with the cache root replaced by a
-// sentinel, so a cache moved to another path keeps its hits. The
-// replacement works on the encoded text, where the root appears
-// JSON-escaped exactly as it does inside any string.
-func (e *Engine) relocatableJSON(v cty.Value) ([]byte, error) {
-	data, err := canonicalJSON(v)
-	if err != nil || e.cache == nil {
-		return data, err
+// relocate replaces the cache root in a configuration string by a
+// sentinel before hashing, so a cache moved to another path keeps its hits.
+func (e *Engine) relocate(s string) string {
+	if e.cache == nil || !strings.Contains(s, e.cache.Dir()) {
+		return s
 	}
-	root, _ := json.Marshal(e.cache.Dir())
-	root = root[1 : len(root)-1] // without the quotes
-	return bytes.ReplaceAll(data, root, []byte(cacheSentinel)), nil
+	return strings.ReplaceAll(s, e.cache.Dir(), cacheSentinel)
 }
 
 // replaceStrings applies fn to every known string inside v.
@@ -115,18 +106,4 @@ func replaceStrings(v cty.Value, fn func(string) string) cty.Value {
 		return v, nil
 	})
 	return out
-}
-
-// canonicalJSON encodes a value with its type; object attributes and map
-// keys are sorted by cty, so equal values encode identically.
-func canonicalJSON(v cty.Value) ([]byte, error) {
-	return json.Marshal(ctyjson.SimpleJSONValue{Value: v})
-}
-
-func decodeValueJSON(data []byte) (cty.Value, error) {
-	var sv ctyjson.SimpleJSONValue
-	if err := json.Unmarshal(data, &sv); err != nil {
-		return cty.NilVal, err
-	}
-	return sv.Value, nil
 }

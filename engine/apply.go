@@ -14,6 +14,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // Apply runs every planned instance that is not cached, in parallel, and
@@ -275,7 +276,7 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 	var out cache.OutputID
 	if err == nil {
 		var data []byte
-		if data, err = canonicalJSON(val); err == nil {
+		if data, err = ctyjson.Marshal(val, in.v.nodeKind.OutputType()); err == nil {
 			out, err = e.cache.Put(in.action, work, data)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
+	// The gatepipe command runs with GC percent 400 (cmd/gatepipe/main.go).
+	old := debug.SetGCPercent(400)
+	b.Cleanup(func() { debug.SetGCPercent(old) })
 	k := nodetest.New()
 	k.NoFiles = true
 	env := &benchEnv{dir: b.TempDir(), kind: k, reg: nodes.NewRegistry(k)}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -204,16 +203,10 @@ func (e *Engine) loadOutput(in *instance, out [32]byte) error {
 }
 
 func (e *Engine) setOutput(in *instance, out [32]byte, m *cache.Manifest, dir string) error {
-	val, err := decodeValueJSON(m.Value)
-	if err != nil {
-		return fmt.Errorf("%s: stored output: %w", in.key(), err)
-	}
-	if bytes.Contains(m.Value, []byte(OutDirSentinel)) {
-		val = replaceStrings(val, func(s string) string { return strings.ReplaceAll(s, OutDirSentinel, dir) })
-	}
 	in.mu.Lock()
 	in.output = out
-	in.value = val
+	in.value = cty.NilVal
+	in.stored = &storedValue{json: m.Value, dir: dir}
 	in.mu.Unlock()
 	return nil
 }

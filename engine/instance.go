@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"strings"
 	"sync"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // PlanStatus is what plan expects for one instance.
@@ -44,6 +47,9 @@ type instance struct {
 
 	mu    sync.Mutex
 	value cty.Value // the block value; known once cached or run
+	// stored, when set, is the value as stored in the cache, decoded into
+	// value on first use: most cached values are never read.
+	stored *storedValue
 
 	// Filled by planning (and again by apply when it was not known).
 	status    PlanStatus
@@ -63,16 +69,40 @@ type instance struct {
 	device   nodes.Assignment
 }
 
+type storedValue struct {
+	json []byte
+	dir  string // replaces OutDirSentinel
+}
+
 func (in *instance) setValue(v cty.Value) {
 	in.mu.Lock()
-	in.value = v
+	in.value, in.stored = v, nil
 	in.mu.Unlock()
 }
 
 func (in *instance) getValue() cty.Value {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.stored != nil {
+		in.value = decodeStored(in.stored, in.v.nodeKind.OutputType())
+		in.stored = nil
+	}
 	return in.value
+}
+
+// decodeStored turns a stored value back into cty, pointing its paths at
+// the output directory. A value that cannot be decoded (a kind changed its
+// output type without bumping its version) becomes unknown, so dependents
+// fail with a clear message instead of using a wrong value.
+func decodeStored(s *storedValue, ty cty.Type) cty.Value {
+	val, err := ctyjson.Unmarshal(s.json, ty)
+	if err != nil {
+		return cty.UnknownVal(ty)
+	}
+	if bytes.Contains(s.json, []byte(OutDirSentinel)) {
+		val = replaceStrings(val, func(str string) string { return strings.ReplaceAll(str, OutDirSentinel, s.dir) })
+	}
+	return val
 }
 
 func (in *instance) key() string { return in.addr.String() }
