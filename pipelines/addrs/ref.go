@@ -11,14 +11,14 @@ type RefKind int
 
 // The things an expression can refer to.
 const (
-	RefVariable RefKind = iota + 1 // var.NAME
-	RefLocal                       // local.NAME
-	RefModuleOutput                // module.CALL.OUTPUT
-	RefBlock                       // KIND.NAME (a node block)
-	RefEach                        // each.key / each.value
-	RefCount                       // count.index
-	RefPath                        // path.module / path.root / path.cwd
-	RefSelf                        // self.ATTR
+	RefVariable     RefKind = iota + 1 // var.NAME
+	RefLocal                           // local.NAME
+	RefModuleOutput                    // module.CALL.OUTPUT
+	RefBlock                           // KIND.NAME (a node block)
+	RefEach                            // each.key / each.value
+	RefCount                           // count.index
+	RefPath                            // path.module / path.root / path.cwd
+	RefSelf                            // self.ATTR
 )
 
 // Reference is one parsed reference found in an expression.
