@@ -40,7 +40,12 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 		}
 	}
 	e.opts.Reporter.Start(total)
-	a := &applier{e: e, slots: newSlots(e.opts.Parallelism, e.opts.Devices), flights: map[cache.ActionID]*flight{}}
+	a := &applier{e: e, slots: newSlots(e.opts.Parallelism, e.opts.Devices), flights: map[cache.ActionID]*flight{}, priority: map[string]int{}}
+	for _, v := range e.orderedVertices() {
+		for _, in := range v.instances {
+			a.priority[in.key()] = len(a.priority)
+		}
+	}
 	results := g.Walk(ctx, dag.WalkOptions{FailFast: e.opts.FailFast}, func(ctx context.Context, key string) error {
 		it := items[key]
 		if it.inst == nil {
@@ -64,8 +69,10 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 				in.run, in.err = RunSkipped, fmt.Errorf("skipped: upstream %s failed", r.Cause)
 				e.opts.Reporter.NodeFinished(in.key(), RunSkipped, 0, in.err)
 			case dag.NotRun:
-				in.run = RunNotRun
-				e.opts.Reporter.NodeFinished(in.key(), RunNotRun, 0, nil)
+				if in.run == "" {
+					in.run = RunNotRun
+					e.opts.Reporter.NodeFinished(in.key(), RunNotRun, 0, nil)
+				}
 			case dag.Failed:
 				if in.run == "" { // failed outside applyInstance's bookkeeping
 					in.run, in.err = RunFailed, r.Err
@@ -150,6 +157,9 @@ func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 type applier struct {
 	e     *Engine
 	slots *slots
+	// priority orders slot requests: the instance's position in the
+	// stable plan order.
+	priority map[string]int
 
 	mu      sync.Mutex
 	flights map[cache.ActionID]*flight
@@ -245,7 +255,7 @@ func (a *applier) runOrReuse(ctx context.Context, in *instance) (cache.OutputID,
 	if err := a.slots.check(in.resources); err != nil {
 		return cache.OutputID{}, fmt.Errorf("%s: %w", in.key(), err)
 	}
-	dev, release, err := a.slots.acquire(ctx, in.resources)
+	dev, release, err := a.slots.acquire(ctx, in.resources, a.priority[in.key()])
 	if err != nil {
 		return cache.OutputID{}, err
 	}
@@ -285,10 +295,11 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%s: cancelled: %w", in.key(), ctx.Err())
-		} else {
-			err = fmt.Errorf("%s: %w", in.key(), err)
+			in.run, in.err = RunNotRun, fmt.Errorf("%s: cancelled after %s", in.key(), in.duration.Round(time.Millisecond))
+			e.opts.Reporter.NodeFinished(in.key(), RunNotRun, in.duration, in.err)
+			return cache.OutputID{}, ctx.Err()
 		}
+		err = fmt.Errorf("%s: %w", in.key(), err)
 		in.run, in.err = RunFailed, err
 		e.opts.Reporter.NodeFinished(in.key(), RunFailed, in.duration, err)
 		log.Debug().Err(err).Msg("node failed")

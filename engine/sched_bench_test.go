@@ -27,7 +27,7 @@ func BenchmarkSchedulingOverhead(b *testing.B) {
 	for range b.N {
 		s := newSlots(8, Devices{CPUs: 8})
 		res := g.Walk(context.Background(), dag.WalkOptions{}, func(ctx context.Context, key string) error {
-			_, release, err := s.acquire(ctx, nodes.Resources{CPUs: 1})
+			_, release, err := s.acquire(ctx, nodes.Resources{CPUs: 1}, 0)
 			if err != nil {
 				return err
 			}

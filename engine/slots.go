@@ -3,26 +3,40 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/gatepipe/gatepipe/nodes"
 )
 
-// slots hands out parallelism and device slots. A node acquires them only
+// slots hands out parallelism and device slots. A node asks for them only
 // after its dependencies are done and releases them when it returns.
+// Free slots go to the waiting request with the lowest priority value
+// that fits (so a node waiting for two GPUs does not hold up one that needs
+// a single CPU), which makes start order follow plan order rather than
+// goroutine scheduling.
 type slots struct {
 	mu       sync.Mutex
-	changed  chan struct{}
 	running  int
 	limit    int
 	cpusFree int
 	cpusAll  int
 	gpuFree  []bool
 	gpuIDs   []string
+	waiting  []*slotRequest
+}
+
+type slotRequest struct {
+	prio  int
+	cpus  int
+	gpus  int
+	grant chan nodes.Assignment
+	taken []int
+	done  bool
 }
 
 func newSlots(par int, dev Devices) *slots {
-	s := &slots{changed: make(chan struct{}), limit: par, cpusFree: dev.CPUs, cpusAll: dev.CPUs, gpuIDs: dev.GPUs}
+	s := &slots{limit: par, cpusFree: dev.CPUs, cpusAll: dev.CPUs, gpuIDs: dev.GPUs}
 	s.gpuFree = make([]bool, len(dev.GPUs))
 	for i := range s.gpuFree {
 		s.gpuFree[i] = true
@@ -38,41 +52,66 @@ func (s *slots) check(r nodes.Resources) error {
 	return nil
 }
 
-// acquire blocks until the request fits, returning the assignment and the
-// function that releases it. CPU requests above the machine's count are
-// capped at the count.
-func (s *slots) acquire(ctx context.Context, r nodes.Resources) (nodes.Assignment, func(), error) {
+// acquire blocks until the request is granted, returning the assignment
+// and the function that releases it. CPU requests above the machine's
+// count are capped at the count. Lower prio values are served first.
+func (s *slots) acquire(ctx context.Context, r nodes.Resources, prio int) (nodes.Assignment, func(), error) {
 	if err := s.check(r); err != nil {
 		return nodes.Assignment{}, nil, err
 	}
-	cpus := min(max(r.CPUs, 0), s.cpusAll)
-	for {
+	req := &slotRequest{prio: prio, cpus: min(max(r.CPUs, 0), s.cpusAll), gpus: r.GPUs, grant: make(chan nodes.Assignment, 1)}
+	s.mu.Lock()
+	s.waiting = append(s.waiting, req)
+	sort.SliceStable(s.waiting, func(i, j int) bool { return s.waiting[i].prio < s.waiting[j].prio })
+	s.dispatchLocked()
+	s.mu.Unlock()
+	select {
+	case a := <-req.grant:
+		var once sync.Once
+		return a, func() { once.Do(func() { s.release(req) }) }, nil
+	case <-ctx.Done():
 		s.mu.Lock()
-		if s.running < s.limit && s.cpusFree >= cpus && s.freeGPUs() >= r.GPUs {
-			s.running++
-			s.cpusFree -= cpus
-			a := nodes.Assignment{CPUs: max(cpus, 1)}
-			var taken []int
-			for i := range s.gpuFree {
-				if len(taken) == r.GPUs {
-					break
-				}
-				if s.gpuFree[i] {
-					s.gpuFree[i] = false
-					taken = append(taken, i)
-					a.GPUs = append(a.GPUs, s.gpuIDs[i])
-				}
-			}
-			s.mu.Unlock()
-			var once sync.Once
-			return a, func() { once.Do(func() { s.release(cpus, taken) }) }, nil
+		defer s.mu.Unlock()
+		if req.done { // granted while we were cancelled: give it back
+			s.releaseLocked(req)
+		} else {
+			s.removeLocked(req)
 		}
-		wait := s.changed
-		s.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nodes.Assignment{}, nil, ctx.Err()
+		return nodes.Assignment{}, nil, ctx.Err()
+	}
+}
+
+func (s *slots) dispatchLocked() {
+	for i := 0; i < len(s.waiting) && s.running < s.limit; {
+		req := s.waiting[i]
+		if s.cpusFree < req.cpus || s.freeGPUs() < req.gpus {
+			i++
+			continue
+		}
+		s.running++
+		s.cpusFree -= req.cpus
+		a := nodes.Assignment{CPUs: max(req.cpus, 1)}
+		for g := range s.gpuFree {
+			if len(req.taken) == req.gpus {
+				break
+			}
+			if s.gpuFree[g] {
+				s.gpuFree[g] = false
+				req.taken = append(req.taken, g)
+				a.GPUs = append(a.GPUs, s.gpuIDs[g])
+			}
+		}
+		req.done = true
+		req.grant <- a
+		s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+	}
+}
+
+func (s *slots) removeLocked(req *slotRequest) {
+	for i, w := range s.waiting {
+		if w == req {
+			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+			return
 		}
 	}
 }
@@ -87,14 +126,17 @@ func (s *slots) freeGPUs() int {
 	return n
 }
 
-func (s *slots) release(cpus int, gpus []int) {
+func (s *slots) release(req *slotRequest) {
 	s.mu.Lock()
-	s.running--
-	s.cpusFree += cpus
-	for _, i := range gpus {
-		s.gpuFree[i] = true
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.releaseLocked(req)
 	s.mu.Unlock()
+}
+
+func (s *slots) releaseLocked(req *slotRequest) {
+	s.running--
+	s.cpusFree += req.cpus
+	for _, g := range req.taken {
+		s.gpuFree[g] = true
+	}
+	s.dispatchLocked()
 }

@@ -112,6 +112,10 @@ func (p *progressView) NodeFinished(addr string, status engine.RunStatus, d time
 		p.log.Error().Str("node", addr).Str("done", counter).Msg("failed: " + firstLine(err))
 	case engine.RunSkipped:
 		p.log.Warn().Str("node", addr).Str("done", counter).Msg(firstLine(err))
+	case engine.RunNotRun:
+		if err != nil {
+			p.log.Warn().Str("node", addr).Str("done", counter).Msg(firstLine(err))
+		}
 	case engine.RunCached:
 		p.log.Debug().Str("node", addr).Str("done", counter).Msg("cached")
 	}

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatepipe/gatepipe/nodes"
+)
+
+func TestSlotsServeInPriorityOrderAndBackfill(t *testing.T) {
+	s := newSlots(1, Devices{CPUs: 4, GPUs: []string{"0", "1"}})
+	ctx := context.Background()
+	_, release, _ := s.acquire(ctx, nodes.Resources{CPUs: 1}, 0) // occupy the only slot
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for _, prio := range []int{5, 2, 9, 1} {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			_, rel, err := s.acquire(ctx, nodes.Resources{CPUs: 1}, p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, p)
+			mu.Unlock()
+			rel()
+		}(prio)
+	}
+	time.Sleep(50 * time.Millisecond) // let all four queue up
+	release()
+	wg.Wait()
+	want := []int{1, 2, 5, 9}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("grant order %v, want %v", order, want)
+		}
+	}
+}
+
+func TestSlotsGiveDistinctGPUs(t *testing.T) {
+	s := newSlots(4, Devices{CPUs: 4, GPUs: []string{"0", "1", "2"}})
+	ctx := context.Background()
+	a, _, _ := s.acquire(ctx, nodes.Resources{GPUs: 2}, 0)
+	b, _, _ := s.acquire(ctx, nodes.Resources{GPUs: 1}, 1)
+	seen := map[string]bool{}
+	for _, g := range append(a.GPUs, b.GPUs...) {
+		if seen[g] {
+			t.Fatalf("GPU %s handed out twice: %v %v", g, a.GPUs, b.GPUs)
+		}
+		seen[g] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("assignments %v %v", a.GPUs, b.GPUs)
+	}
+	if err := s.check(nodes.Resources{GPUs: 4}); err == nil {
+		t.Fatal("a request for more GPUs than exist must fail")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, _, err := s.acquire(cctx, nodes.Resources{GPUs: 1}, 2); err == nil {
+		t.Fatal("acquire should give up when its context ends")
+	}
+	if len(s.waiting) != 0 {
+		t.Fatalf("cancelled request left in the queue: %d", len(s.waiting))
+	}
+}
