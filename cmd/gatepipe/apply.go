@@ -63,7 +63,9 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	}
 	view.setLogger(s.log)
 	start := time.Now()
+	s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
 	plan, diags := s.engine.Plan(ctx)
+	s.log.Debug().Dur("took", time.Since(start)).Msg("planned")
 	s.view.Diagnostics(append(s.warnings, diags...))
 	if diags.HasErrors() {
 		return exitConfigError
@@ -74,13 +76,15 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 			return exitRunFailure
 		}
 	}
+	applyStart := time.Now()
 	rec, err := s.engine.Apply(ctx)
 	view.finish()
+	s.log.Debug().Dur("took", time.Since(applyStart)).Msg("applied")
 	if err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitRunFailure
 	}
-	printSummary(c.stdout, rec, time.Since(start), s.cache.Dir())
+	printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir())
 	if !rec.Failed() {
 		printOutputs(c.stdout, s.engine.Outputs())
 	}

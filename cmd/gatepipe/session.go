@@ -29,6 +29,8 @@ type session struct {
 	log      zerolog.Logger
 	view     diagView
 	warnings hcl.Diagnostics
+	// loadTime is how long parsing and graph building took.
+	loadTime time.Duration
 }
 
 type sessionOptions struct {
@@ -60,6 +62,7 @@ func (c *cli) newLogger(flags *configFlags, out io.Writer) zerolog.Logger {
 // load parses the configuration, opens the cache and builds the engine.
 // On failure it has already printed diagnostics and returns the exit code.
 func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
+	started := time.Now()
 	reg := all.Registry()
 	s := &session{loader: pipelines.NewLoader(stdlib.FS(), reg.Names()), log: c.newLogger(o.flags, o.logOut)}
 	fail := func(diags hcl.Diagnostics) (*session, int) {
@@ -113,6 +116,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 		return fail(diags)
 	}
 	s.engine = e
+	s.loadTime = time.Since(started)
 	s.view = newDiagView(o.flags.logFmt, c.stderr, s.loader.Files())
 	return s, exitOK
 }
