@@ -41,7 +41,8 @@ FUZZ_TARGETS := \
 	./formats/tabular:FuzzRead \
 	./formats/safetensors:FuzzParse \
 	./formats/archive:FuzzExtractTar \
-	./formats/archive:FuzzExtractZip
+	./formats/archive:FuzzExtractZip \
+	./formats/imagefolder:FuzzRead
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -49,3 +49,27 @@ func TestRead(t *testing.T) {
 		t.Fatalf("broken image: %v", err)
 	}
 }
+
+// FuzzRead feeds arbitrary bytes as an image file: decoding may fail with
+// an error naming the file, but must not panic.
+func FuzzRead(f *testing.F) {
+	dir := f.TempDir()
+	writePNG(&testing.T{}, filepath.Join(dir, "seed.png"), color.RGBA{1, 2, 3, 255}, 3, 2)
+	seed, _ := os.ReadFile(filepath.Join(dir, "seed.png"))
+	f.Add(seed, ".png")
+	f.Add([]byte("\xff\xd8\xff\xe0garbage"), ".jpg")
+	root := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, ext string) {
+		if ext != ".png" && ext != ".jpg" {
+			ext = ".png"
+		}
+		os.MkdirAll(filepath.Join(root, "c"), 0o755)
+		p := filepath.Join(root, "c", "x"+ext)
+		os.WriteFile(p, data, 0o644)
+		defer os.Remove(p)
+		imgs, err := Read(root, nil, 3, 4, 4)
+		if err == nil && len(imgs.Pixels) != 3*4*4*len(imgs.Labels) {
+			t.Fatalf("%d pixel bytes for %d images", len(imgs.Pixels), len(imgs.Labels))
+		}
+	})
+}
