@@ -7,6 +7,10 @@
 #   make bench   Go benchmarks (not part of make test)
 
 GO        ?= go
+# EEVEE's scorer uses Go 1.26's experimental SIMD package (simd/archsimd)
+# for AVX2/FMA kernels; without the experiment the same maths runs in
+# portable Go (tested below too).
+export GOEXPERIMENT ?= simd
 BIN       := bin/gatepipe
 FUZZTIME  ?= 4s
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
@@ -32,6 +36,7 @@ test: unit fuzz
 unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	GOEXPERIMENT= $(GO) test -count=1 ./eevee/...
 
 # Each fuzz target runs briefly; failures leave a reproducer in testdata/fuzz.
 FUZZ_TARGETS := \

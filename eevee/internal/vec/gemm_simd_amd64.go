@@ -1,0 +1,228 @@
+//go:build goexperiment.simd && amd64
+
+package vec
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+func init() {
+	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
+		gemmImpl, gemmBTImpl = gemmSIMD, gemmBTSIMD
+	}
+}
+
+// gemmSIMD works on blocks of 4 rows x 16 columns held in 8 accumulators:
+// per k it loads two vectors of B and broadcasts four elements of A, for
+// eight FMAs. Partial blocks use masked loads and stores.
+func gemmSIMD(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb int, m, k, n int) {
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	// Bounds for the unchecked full-block path, checked once.
+	_ = c[(m-1)*ldc+n-1]
+	_ = a[(m-1)*ai+(k-1)*ak]
+	_ = b[(k-1)*ldb+n-1]
+	full := n &^ 15
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		for j := 0; j < full; j += 16 {
+			gemmFull4(unsafe.Pointer(&c[i*ldc+j]), ldc, unsafe.Pointer(&a[i*ai]), ai, ak, unsafe.Pointer(&b[j]), ldb, k)
+		}
+		if full < n {
+			gemmBlock4(c[i*ldc+full:], ldc, a[i*ai:], ai, ak, b[full:], ldb, k, n-full)
+		}
+	}
+	for ; i < m; i++ {
+		for j := 0; j < full; j += 16 {
+			gemmFull1(unsafe.Pointer(&c[i*ldc+j]), unsafe.Pointer(&a[i*ai]), ak, unsafe.Pointer(&b[j]), ldb, k)
+		}
+		if full < n {
+			gemmBlock1(c[i*ldc+full:], a[i*ai:], ak, b[full:], ldb, k, n-full)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func gemmFull1(c unsafe.Pointer, a unsafe.Pointer, ak int, b unsafe.Pointer, ldb int, k int) {
+	const f = 4
+	acc0 := archsimd.LoadFloat32x8((*[8]float32)(c))
+	acc1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(c, 8*f)))
+	pb, pa := b, a
+	sb, sa := uintptr(ldb*f), uintptr(ak*f)
+	for kk := 0; kk < k; kk++ {
+		x := archsimd.BroadcastFloat32x8(*(*float32)(pa))
+		acc0 = archsimd.LoadFloat32x8((*[8]float32)(pb)).MulAdd(x, acc0)
+		acc1 = archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 8*f))).MulAdd(x, acc1)
+		pb = unsafe.Add(pb, sb)
+		pa = unsafe.Add(pa, sa)
+	}
+	acc0.Store((*[8]float32)(c))
+	acc1.Store((*[8]float32)(unsafe.Add(c, 8*f)))
+}
+
+func gemmBlock4(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb int, k, width int) {
+	lo, hi := min(width, 8), max(min(width-8, 8), 0)
+	c0, c1, c2, c3 := c, c[ldc:], c[2*ldc:], c[3*ldc:]
+	acc00, acc01 := archsimd.LoadFloat32x8SlicePart(c0[:lo]), loadPart(c0, 8, hi)
+	acc10, acc11 := archsimd.LoadFloat32x8SlicePart(c1[:lo]), loadPart(c1, 8, hi)
+	acc20, acc21 := archsimd.LoadFloat32x8SlicePart(c2[:lo]), loadPart(c2, 8, hi)
+	acc30, acc31 := archsimd.LoadFloat32x8SlicePart(c3[:lo]), loadPart(c3, 8, hi)
+	for kk := 0; kk < k; kk++ {
+		row := b[kk*ldb:]
+		b0, b1 := archsimd.LoadFloat32x8SlicePart(row[:lo]), loadPart(row, 8, hi)
+		off := kk * ak
+		x := archsimd.BroadcastFloat32x8(a[off])
+		acc00, acc01 = b0.MulAdd(x, acc00), b1.MulAdd(x, acc01)
+		x = archsimd.BroadcastFloat32x8(a[off+ai])
+		acc10, acc11 = b0.MulAdd(x, acc10), b1.MulAdd(x, acc11)
+		x = archsimd.BroadcastFloat32x8(a[off+2*ai])
+		acc20, acc21 = b0.MulAdd(x, acc20), b1.MulAdd(x, acc21)
+		x = archsimd.BroadcastFloat32x8(a[off+3*ai])
+		acc30, acc31 = b0.MulAdd(x, acc30), b1.MulAdd(x, acc31)
+	}
+	acc00.StoreSlicePart(c0[:lo])
+	acc10.StoreSlicePart(c1[:lo])
+	acc20.StoreSlicePart(c2[:lo])
+	acc30.StoreSlicePart(c3[:lo])
+	if hi > 0 {
+		acc01.StoreSlicePart(c0[8 : 8+hi])
+		acc11.StoreSlicePart(c1[8 : 8+hi])
+		acc21.StoreSlicePart(c2[8 : 8+hi])
+		acc31.StoreSlicePart(c3[8 : 8+hi])
+	}
+}
+
+func gemmBlock1(c []float32, a []float32, ak int, b []float32, ldb int, k, width int) {
+	lo, hi := min(width, 8), max(min(width-8, 8), 0)
+	acc0, acc1 := archsimd.LoadFloat32x8SlicePart(c[:lo]), loadPart(c, 8, hi)
+	for kk := 0; kk < k; kk++ {
+		row := b[kk*ldb:]
+		x := archsimd.BroadcastFloat32x8(a[kk*ak])
+		acc0 = archsimd.LoadFloat32x8SlicePart(row[:lo]).MulAdd(x, acc0)
+		acc1 = loadPart(row, 8, hi).MulAdd(x, acc1)
+	}
+	acc0.StoreSlicePart(c[:lo])
+	if hi > 0 {
+		acc1.StoreSlicePart(c[8 : 8+hi])
+	}
+}
+
+// gemmFull4 is gemmBlock4 for a full 4x16 block, with the caller having
+// checked every index it touches.
+func gemmFull4(c unsafe.Pointer, ldc int, a unsafe.Pointer, ai, ak int, b unsafe.Pointer, ldb int, k int) {
+	const f = 4 // sizeof(float32)
+	row := func(p unsafe.Pointer, r, stride, off int) *[8]float32 {
+		return (*[8]float32)(unsafe.Add(p, (r*stride+off)*f))
+	}
+	acc00, acc01 := archsimd.LoadFloat32x8(row(c, 0, ldc, 0)), archsimd.LoadFloat32x8(row(c, 0, ldc, 8))
+	acc10, acc11 := archsimd.LoadFloat32x8(row(c, 1, ldc, 0)), archsimd.LoadFloat32x8(row(c, 1, ldc, 8))
+	acc20, acc21 := archsimd.LoadFloat32x8(row(c, 2, ldc, 0)), archsimd.LoadFloat32x8(row(c, 2, ldc, 8))
+	acc30, acc31 := archsimd.LoadFloat32x8(row(c, 3, ldc, 0)), archsimd.LoadFloat32x8(row(c, 3, ldc, 8))
+	pb, pa := b, a
+	sb, sa := uintptr(ldb*f), uintptr(ak*f)
+	a1, a2, a3 := uintptr(ai*f), uintptr(2*ai*f), uintptr(3*ai*f)
+	for kk := 0; kk < k; kk++ {
+		b0 := archsimd.LoadFloat32x8((*[8]float32)(pb))
+		b1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 8*f)))
+		x := archsimd.BroadcastFloat32x8(*(*float32)(pa))
+		acc00, acc01 = b0.MulAdd(x, acc00), b1.MulAdd(x, acc01)
+		x = archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(pa, a1)))
+		acc10, acc11 = b0.MulAdd(x, acc10), b1.MulAdd(x, acc11)
+		x = archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(pa, a2)))
+		acc20, acc21 = b0.MulAdd(x, acc20), b1.MulAdd(x, acc21)
+		x = archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(pa, a3)))
+		acc30, acc31 = b0.MulAdd(x, acc30), b1.MulAdd(x, acc31)
+		pb = unsafe.Add(pb, sb)
+		pa = unsafe.Add(pa, sa)
+	}
+	acc00.Store(row(c, 0, ldc, 0))
+	acc01.Store(row(c, 0, ldc, 8))
+	acc10.Store(row(c, 1, ldc, 0))
+	acc11.Store(row(c, 1, ldc, 8))
+	acc20.Store(row(c, 2, ldc, 0))
+	acc21.Store(row(c, 2, ldc, 8))
+	acc30.Store(row(c, 3, ldc, 0))
+	acc31.Store(row(c, 3, ldc, 8))
+}
+
+// loadPart loads s[off:off+n] (n <= 8) zero-filled, or zeros when n == 0.
+func loadPart(s []float32, off, n int) archsimd.Float32x8 {
+	if n <= 0 {
+		return archsimd.Float32x8{}
+	}
+	return archsimd.LoadFloat32x8SlicePart(s[off : off+n])
+}
+
+// gemmBTSIMD computes dot products for blocks of 2 rows of A x 4 rows of B
+// in 8 accumulators, then reduces them horizontally.
+func gemmBTSIMD(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, m, k, n int) {
+	var sums [64]float32
+	i := 0
+	for ; i+2 <= m; i += 2 {
+		j := 0
+		for ; j+4 <= n; j += 4 {
+			dot2x4(&sums, a[i*lda:], lda, b[j*ldb:], ldb, k)
+			archsimd.ClearAVXUpperBits()
+			for r := 0; r < 2; r++ {
+				for q := 0; q < 4; q++ {
+					s := sums[(r*4+q)*8:]
+					c[(i+r)*ldc+j+q] += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+				}
+			}
+		}
+		for ; j < n; j++ {
+			c[i*ldc+j] += dotSIMD(a[i*lda:i*lda+k], b[j*ldb:])
+			c[(i+1)*ldc+j] += dotSIMD(a[(i+1)*lda:(i+1)*lda+k], b[j*ldb:])
+		}
+	}
+	for ; i < m; i++ {
+		for j := 0; j < n; j++ {
+			c[i*ldc+j] += dotSIMD(a[i*lda:i*lda+k], b[j*ldb:])
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func dot2x4(out *[64]float32, a []float32, lda int, b []float32, ldb int, k int) {
+	var s00, s01, s02, s03, s10, s11, s12, s13 archsimd.Float32x8
+	_ = a[lda+k-1]
+	_ = b[3*ldb+k-1]
+	const f = 4
+	pa0, pa1 := unsafe.Pointer(&a[0]), unsafe.Pointer(&a[lda])
+	pb0, pb1, pb2, pb3 := unsafe.Pointer(&b[0]), unsafe.Pointer(&b[ldb]), unsafe.Pointer(&b[2*ldb]), unsafe.Pointer(&b[3*ldb])
+	ld := func(p unsafe.Pointer, x int) archsimd.Float32x8 { return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, x*f))) }
+	full := k &^ 7
+	for x := 0; x < full; x += 8 {
+		va0, va1 := ld(pa0, x), ld(pa1, x)
+		vb := ld(pb0, x)
+		s00, s10 = va0.MulAdd(vb, s00), va1.MulAdd(vb, s10)
+		vb = ld(pb1, x)
+		s01, s11 = va0.MulAdd(vb, s01), va1.MulAdd(vb, s11)
+		vb = ld(pb2, x)
+		s02, s12 = va0.MulAdd(vb, s02), va1.MulAdd(vb, s12)
+		vb = ld(pb3, x)
+		s03, s13 = va0.MulAdd(vb, s03), va1.MulAdd(vb, s13)
+	}
+	if full < k {
+		part := func(s []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8SlicePart(s[full:k]) }
+		va0, va1 := part(a), part(a[lda:])
+		vb := part(b)
+		s00, s10 = va0.MulAdd(vb, s00), va1.MulAdd(vb, s10)
+		vb = part(b[ldb:])
+		s01, s11 = va0.MulAdd(vb, s01), va1.MulAdd(vb, s11)
+		vb = part(b[2*ldb:])
+		s02, s12 = va0.MulAdd(vb, s02), va1.MulAdd(vb, s12)
+		vb = part(b[3*ldb:])
+		s03, s13 = va0.MulAdd(vb, s03), va1.MulAdd(vb, s13)
+	}
+	s00.StoreSlice(out[0:])
+	s01.StoreSlice(out[8:])
+	s02.StoreSlice(out[16:])
+	s03.StoreSlice(out[24:])
+	s10.StoreSlice(out[32:])
+	s11.StoreSlice(out[40:])
+	s12.StoreSlice(out[48:])
+	s13.StoreSlice(out[56:])
+}

@@ -1,0 +1,92 @@
+//go:build goexperiment.simd && amd64
+
+package vec
+
+import "simd/archsimd"
+
+func init() {
+	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
+		axpyImpl, dotImpl, axpyDotImpl, adamwImpl = axpySIMD, dotSIMD, axpyDotSIMD, adamwSIMD
+		accelerated = true
+	}
+}
+
+// The kernels keep every scalar out of their vector loops (tails use
+// masked partial loads and stores) and end with VZEROUPPER before any
+// scalar code. Go emits legacy SSE for scalar float32 work; an SSE
+// instruction while the upper halves of the YMM registers are dirty costs a
+// state transition, measured here at about 110 ns per call before this
+// was done.
+
+func axpySIMD(dst []float32, a float32, x []float32) {
+	x = x[:len(dst)]
+	va := archsimd.BroadcastFloat32x8(a)
+	n := len(dst)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		d0 := archsimd.LoadFloat32x8Slice(dst[i:])
+		d1 := archsimd.LoadFloat32x8Slice(dst[i+8:])
+		archsimd.LoadFloat32x8Slice(x[i:]).MulAdd(va, d0).StoreSlice(dst[i:])
+		archsimd.LoadFloat32x8Slice(x[i+8:]).MulAdd(va, d1).StoreSlice(dst[i+8:])
+	}
+	for ; i < n; i += 8 {
+		d := archsimd.LoadFloat32x8SlicePart(dst[i:])
+		archsimd.LoadFloat32x8SlicePart(x[i:]).MulAdd(va, d).StoreSlicePart(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func dotSIMD(x, y []float32) float32 {
+	y = y[:len(x)]
+	var acc0, acc1 archsimd.Float32x8
+	n := len(x)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		acc0 = archsimd.LoadFloat32x8Slice(x[i:]).MulAdd(archsimd.LoadFloat32x8Slice(y[i:]), acc0)
+		acc1 = archsimd.LoadFloat32x8Slice(x[i+8:]).MulAdd(archsimd.LoadFloat32x8Slice(y[i+8:]), acc1)
+	}
+	for ; i < n; i += 8 {
+		acc0 = archsimd.LoadFloat32x8SlicePart(x[i:]).MulAdd(archsimd.LoadFloat32x8SlicePart(y[i:]), acc0)
+	}
+	var b [8]float32
+	acc0.Add(acc1).Store(&b)
+	archsimd.ClearAVXUpperBits()
+	return ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))
+}
+
+func axpyDotSIMD(dst []float32, a float32, x, y []float32) float32 {
+	x, y = x[:len(dst)], y[:len(dst)]
+	va := archsimd.BroadcastFloat32x8(a)
+	var acc archsimd.Float32x8
+	n := len(dst)
+	for i := 0; i < n; i += 8 {
+		xv := archsimd.LoadFloat32x8SlicePart(x[i:])
+		xv.MulAdd(va, archsimd.LoadFloat32x8SlicePart(dst[i:])).StoreSlicePart(dst[i:])
+		acc = xv.MulAdd(archsimd.LoadFloat32x8SlicePart(y[i:]), acc)
+	}
+	var b [8]float32
+	acc.Store(&b)
+	archsimd.ClearAVXUpperBits()
+	return ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))
+}
+
+// adamwConsts are the broadcast constants of one AdamW step, built before
+// the loop so no scalar is live inside it.
+func adamwSIMD(p, g, m, v []float32, decay, stepSize, invBC2, b1, b2, eps float32) {
+	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
+	vb1, vb1c := archsimd.BroadcastFloat32x8(b1), archsimd.BroadcastFloat32x8(1-b1)
+	vb2, vb2c := archsimd.BroadcastFloat32x8(b2), archsimd.BroadcastFloat32x8(1-b2)
+	vdecay, vstep := archsimd.BroadcastFloat32x8(decay), archsimd.BroadcastFloat32x8(stepSize)
+	vinv, veps := archsimd.BroadcastFloat32x8(invBC2), archsimd.BroadcastFloat32x8(eps)
+	n := len(p)
+	for i := 0; i < n; i += 8 {
+		gv := archsimd.LoadFloat32x8SlicePart(g[i:])
+		mv := archsimd.LoadFloat32x8SlicePart(m[i:]).Mul(vb1).Add(gv.Mul(vb1c))
+		vv := archsimd.LoadFloat32x8SlicePart(v[i:]).Mul(vb2).Add(gv.Mul(gv).Mul(vb2c))
+		mv.StoreSlicePart(m[i:])
+		vv.StoreSlicePart(v[i:])
+		denom := vv.Sqrt().MulAdd(vinv, veps)
+		archsimd.LoadFloat32x8SlicePart(p[i:]).Mul(vdecay).Sub(vstep.Mul(mv).Div(denom)).StoreSlicePart(p[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+}
