@@ -192,7 +192,9 @@ func dot2x4(out *[64]float32, a []float32, lda int, b []float32, ldb int, k int)
 	const f = 4
 	pa0, pa1 := unsafe.Pointer(&a[0]), unsafe.Pointer(&a[lda])
 	pb0, pb1, pb2, pb3 := unsafe.Pointer(&b[0]), unsafe.Pointer(&b[ldb]), unsafe.Pointer(&b[2*ldb]), unsafe.Pointer(&b[3*ldb])
-	ld := func(p unsafe.Pointer, x int) archsimd.Float32x8 { return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, x*f))) }
+	ld := func(p unsafe.Pointer, x int) archsimd.Float32x8 {
+		return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, x*f)))
+	}
 	full := k &^ 7
 	for x := 0; x < full; x += 8 {
 		va0, va1 := ld(pa0, x), ld(pa1, x)
