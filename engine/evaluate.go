@@ -79,20 +79,19 @@ func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return e.suggestAttributes(diags)
 	}
-	res, rDiags := e.evalResources(in, ctx)
-	diags = append(diags, rDiags...)
-	if rDiags.HasErrors() {
-		return diags
-	}
-	in.config, in.resources = cfg, res
-	if !cfg.IsWhollyKnown() {
-		return diags
-	}
-	node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir})
-	diags = append(diags, dDiags...)
-	if !dDiags.HasErrors() {
+	in.config, in.node = cfg, nil
+	if cfg.IsWhollyKnown() {
+		node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir})
+		diags = append(diags, dDiags...)
+		if dDiags.HasErrors() {
+			return diags
+		}
 		in.node = node
 	}
+	// Resources come after decoding, so a kind's defaults apply.
+	res, rDiags := e.evalResources(in, ctx)
+	diags = append(diags, rDiags...)
+	in.resources = res
 	return diags
 }
 

@@ -1,6 +1,7 @@
 // Package stdlib embeds gatepipe's standard library: reusable pipeline
-// modules (referenced as source = "stdlib/<dir>") and the GATE paper's
-// data tables (stdlib/data).
+// modules (referenced as source = "stdlib/<dir>": datasets/fashion_mnist,
+// tiers/small, tiers/base, tiers/big) and the GATE paper's data tables
+// (stdlib/data: the results matrix, its summary, the published subsets).
 package stdlib
 
 import (
@@ -8,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed datasets data
+//go:embed datasets data tiers
 var files embed.FS
 
 // FS returns the embedded files, rooted so that "datasets/fashion_mnist"

@@ -5,6 +5,8 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/dataset"
+	"github.com/gatepipe/gatepipe/nodes/search"
+	"github.com/gatepipe/gatepipe/stdlib"
 )
 
 // Registry returns a new registry holding every built-in kind.
@@ -12,5 +14,6 @@ func Registry() *nodes.Registry {
 	return nodes.NewRegistry(
 		command.Kind{},
 		dataset.Kind{},
+		search.Kind{Stdlib: stdlib.FS()},
 	)
 }
