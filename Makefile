@@ -57,7 +57,7 @@ fuzz:
 	done
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/
 
 clean:
 	rm -rf bin

@@ -1,8 +1,14 @@
 package eevee
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // BenchmarkScoreK8 scores random 8-benchmark candidates of the paper
@@ -16,8 +22,89 @@ func BenchmarkScoreK8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	b.ResetTimer()
 	for range b.N {
-		perm := rng.Perm(len(p.Pool))[:8]
-		s.score(perm)
+		s.score(p.randomCombo(rng, 8))
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "candidates/s")
+}
+
+var torchRate = regexp.MustCompile(`= ([0-9.]+) candidates/s`)
+
+// torchCandidatesPerSec runs eevee/reference/score_torch.py with Debian's
+// python3-torch, or returns 0 when PyTorch is not installed.
+func torchCandidatesPerSec(b *testing.B, threads, candidates int) float64 {
+	if exec.Command("/usr/bin/python3", "-c", "import torch").Run() != nil {
+		return 0
+	}
+	out, err := exec.Command("/usr/bin/python3", "reference/score_torch.py", "--matrix", "../stdlib/data/gate_table3.csv",
+		"--k", "8", "--candidates", strconv.Itoa(candidates), "--threads", strconv.Itoa(threads)).CombinedOutput()
+	if err != nil {
+		b.Fatalf("PyTorch reference: %v\n%s", err, out)
+	}
+	m := torchRate.FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("cannot read PyTorch rate from %q", out)
+	}
+	b.Logf("%s", out)
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// BenchmarkVsPyTorch compares candidates scored per second for k = 8 on
+// the paper matrix with the straightforward PyTorch implementation of
+// Algorithm 1 (eevee/reference/score_torch.py, float32 as PyTorch
+// defaults to), at 1 and 2 threads: Go scores candidates on that many
+// goroutines, PyTorch uses that many intra-op threads. Target: >= 20x.
+func BenchmarkVsPyTorch(b *testing.B) {
+	p, err := NewProblem(loadPaper(b), Defaults())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(2, uint64(threads)))
+			var combos [][]int
+			for len(combos) < 200*threads {
+				combos = append(combos, p.randomCombo(rng, 8))
+			}
+			var goRate float64
+			for range b.N {
+				e := p.NewEvaluator(threads)
+				start := time.Now()
+				if _, err := e.Scores(context.Background(), combos); err != nil {
+					b.Fatal(err)
+				}
+				goRate = float64(e.Scored) / time.Since(start).Seconds()
+			}
+			b.ReportMetric(goRate, "go-candidates/s")
+			if torch := torchCandidatesPerSec(b, threads, 20); torch > 0 {
+				b.ReportMetric(torch, "torch-candidates/s")
+				b.ReportMetric(goRate/torch, "speedup")
+			} else {
+				b.Log("python3-torch is not installed: no PyTorch comparison (apt-get install python3-torch)")
+			}
+		})
+	}
+}
+
+// BenchmarkSearchK8 runs a full k = 8 search with the paper's settings
+// (I=1000, W=50, C=10) and G = 10 on every CPU, and reports its wall time.
+func BenchmarkSearchK8(b *testing.B) {
+	o := Defaults()
+	o.Exclude = []string{"cityscapes"}
+	p, err := NewProblem(loadPaper(b), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		e := p.NewEvaluator(0)
+		start := time.Now()
+		res, err := p.Search(context.Background(), e, DefaultSearch(8))
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		b.ReportMetric(took.Seconds(), "search-s")
+		b.ReportMetric(float64(res[0].Scored)/took.Seconds(), "candidates/s")
+		b.Logf("best %v score %.4f, %d candidates scored", res[0].Best().Benchmarks, res[0].Best().Score, res[0].Scored)
+	}
 }

@@ -117,8 +117,9 @@ type Problem struct {
 	colBench  []int
 	colGroup  []int
 	groups    []string
-	// z[model][col] is the z-scored matrix.
-	z       [][]float64
+	// z[model][col] is the z-scored matrix; mean and std undo it.
+	z         [][]float64
+	mean, std []float64
 	weights []float64 // target weights when every column is a target
 	splits  []split
 }
@@ -175,7 +176,7 @@ func NewProblem(m *Matrix, o Options) (*Problem, error) {
 			p.Pool = append(p.Pool, b)
 		}
 	}
-	p.z = zscore(m.Values)
+	p.z, p.mean, p.std = zscore(m.Values)
 	p.weights = p.targetWeights(nil)
 	n := len(m.Models)
 	nTest := int(math.Ceil(o.TestSize * float64(n)))
@@ -251,13 +252,14 @@ func selectColumns(m *Matrix, mode string) *Matrix {
 
 // zscore standardises each column over all models (population standard
 // deviation, as scikit-learn's StandardScaler); constant columns become 0.
-func zscore(v [][]float64) [][]float64 {
+func zscore(v [][]float64) (z [][]float64, means, stds []float64) {
 	n := len(v)
 	cols := len(v[0])
 	out := make([][]float64, n)
 	for i := range out {
 		out[i] = make([]float64, cols)
 	}
+	means, stds = make([]float64, cols), make([]float64, cols)
 	for j := 0; j < cols; j++ {
 		var mean, sq float64
 		for i := 0; i < n; i++ {
@@ -275,8 +277,9 @@ func zscore(v [][]float64) [][]float64 {
 		for i := 0; i < n; i++ {
 			out[i][j] = (v[i][j] - mean) / std
 		}
+		means[j], stds[j] = mean, std
 	}
-	return out
+	return out, means, stds
 }
 
 // targetWeights returns each column's weight in the error (summing to 1);

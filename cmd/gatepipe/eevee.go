@@ -20,7 +20,10 @@ func runEEVEE(ctx context.Context, c *cli, args []string) int {
 
   check-published  score each combination the GATE paper publishes (k = 2..22)
                    and random combinations of the same size, and print the
-                   share of random ones that beat it, per k and on average`
+                   share of random ones that beat it, per k and on average
+  loo              validate prediction from a tier by leave-one-model-out:
+                   each model is held out, predicted from its tier results,
+                   and compared with the truth, against two baselines`
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", usage)
 		if len(args) == 0 {
@@ -28,8 +31,12 @@ func runEEVEE(ctx context.Context, c *cli, args []string) int {
 		}
 		return exitOK
 	}
-	if args[0] != "check-published" {
-		fmt.Fprintf(c.stderr, "gatepipe eevee: unknown subcommand %q.%s\n", args[0], didYouMean(args[0], []string{"check-published"}))
+	switch args[0] {
+	case "check-published":
+	case "loo":
+		return runEEVEELoo(ctx, c, args[1:], usage)
+	default:
+		fmt.Fprintf(c.stderr, "gatepipe eevee: unknown subcommand %q.%s\n", args[0], didYouMean(args[0], []string{"check-published", "loo"}))
 		return exitConfigError
 	}
 	fs := newFlagSet(c, "eevee check-published", usage)
@@ -151,3 +158,39 @@ func loadMatrixFile(p string) (*eevee.Matrix, error) {
 	return eevee.LoadCSV(bytes.NewReader(data), p)
 }
 
+
+func runEEVEELoo(_ context.Context, c *cli, args []string, usage string) int {
+	fs := newFlagSet(c, "eevee loo", usage)
+	matrix := fs.String("matrix", "stdlib/data/gate_table3.csv", "performance matrix (long CSV)")
+	tier := fs.String("tier", "iwildcam,ade20k,clevr-math,acdc,imagenet1k,mini,cubirds,cifar100", "comma-separated tier benchmarks (default: the paper's small tier)")
+	exclude := fs.String("exclude", "cityscapes", "comma-separated benchmarks left out of the candidate pool")
+	seed := fs.Uint64("seed", 0, "seed of the splits and meta-models")
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
+	}
+	m, err := loadMatrixFile(*matrix)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe eevee:", err)
+		return exitRunFailure
+	}
+	o := eevee.Defaults()
+	o.Seed = *seed
+	if *exclude != "" {
+		o.Exclude = strings.Split(*exclude, ",")
+	}
+	rows, err := eevee.LeaveOneModelOut(m, o, strings.Split(*tier, ","))
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe eevee:", err)
+		return exitRunFailure
+	}
+	fmt.Fprintf(c.stdout, "Leave-one-model-out over %d models, predicting %d metrics from the tier %s.\n", len(m.Models), len(m.Columns), *tier)
+	fmt.Fprintln(c.stdout, "Errors in units of each metric's standard deviation over the other models.")
+	fmt.Fprintln(c.stdout)
+	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "method\tMAE\tmedian AE\tRMSE\trank rho\tmetric rho\tposition error")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\n", r.Method, r.MAE, r.MedAE, r.RMSE, r.RankRho, r.MetricRho, r.PositionError)
+	}
+	tw.Flush()
+	return exitOK
+}

@@ -5,6 +5,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/dataset"
+	"github.com/gatepipe/gatepipe/nodes/predict"
 	"github.com/gatepipe/gatepipe/nodes/search"
 	"github.com/gatepipe/gatepipe/stdlib"
 )
@@ -15,5 +16,6 @@ func Registry() *nodes.Registry {
 		command.Kind{},
 		dataset.Kind{},
 		search.Kind{Stdlib: stdlib.FS()},
+		predict.Kind{Stdlib: stdlib.FS()},
 	)
 }

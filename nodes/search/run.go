@@ -44,7 +44,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	p, err := eevee.NewProblem(m, n.opts)
+	p, err := eevee.NewProblem(m, n.Opts)
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -60,7 +60,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		env.Log.Info().Int("k", st.K).Int("generation", st.Generation).Float64("best", st.Best).
 			Float64("median_top", st.Median).Int("scored", st.Scored).Str("rate", fmt.Sprintf("%.1f candidates/s", st.CandidatesPerSec)).Msg("eevee")
 	}
-	rep := Report{Matrix: filepath.Base(n.matrix), Models: len(m.Models), Columns: len(p.Matrix.Columns), Options: n.opts,
+	rep := Report{Matrix: filepath.Base(n.matrix), Models: len(m.Models), Columns: len(p.Matrix.Columns), Options: n.Opts,
 		Search: searchSettings{K: so.K, Initial: so.Initial, Winners: so.Winners, Children: so.Children, Generations: so.Generations, Seed: so.Seed, Workers: workers}}
 	for _, b := range p.Pool {
 		rep.Pool = append(rep.Pool, p.Benchmarks[b])

@@ -34,14 +34,22 @@ func (Kind) Name() string { return "search" }
 // Version is bumped when results for an unchanged config would change.
 func (Kind) Version() string { return "1" }
 
-var spec = hcldec.ObjectSpec{
-	"method":       &hcldec.AttrSpec{Name: "method", Type: cty.String},
+var spec = WithScoring(searchOnly)
+
+var searchOnly = hcldec.ObjectSpec{
+	"method":      &hcldec.AttrSpec{Name: "method", Type: cty.String},
+	"k":           &hcldec.AttrSpec{Name: "k", Type: cty.List(cty.Number), Required: true},
+	"generations": &hcldec.AttrSpec{Name: "generations", Type: cty.Number},
+	"initial":     &hcldec.AttrSpec{Name: "initial", Type: cty.Number},
+	"winners":     &hcldec.AttrSpec{Name: "winners", Type: cty.Number},
+	"children":    &hcldec.AttrSpec{Name: "children", Type: cty.Number},
+	"single":      &hcldec.AttrSpec{Name: "single", Type: cty.Bool},
+}
+
+// ScoringSpec holds the attributes shared by every block that trains
+// EEVEE meta-models (search, predict): the matrix and the scoring options.
+var ScoringSpec = hcldec.ObjectSpec{
 	"matrix":       &hcldec.AttrSpec{Name: "matrix", Type: cty.String, Required: true},
-	"k":            &hcldec.AttrSpec{Name: "k", Type: cty.List(cty.Number), Required: true},
-	"generations":  &hcldec.AttrSpec{Name: "generations", Type: cty.Number},
-	"initial":      &hcldec.AttrSpec{Name: "initial", Type: cty.Number},
-	"winners":      &hcldec.AttrSpec{Name: "winners", Type: cty.Number},
-	"children":     &hcldec.AttrSpec{Name: "children", Type: cty.Number},
 	"seed":         &hcldec.AttrSpec{Name: "seed", Type: cty.Number},
 	"exclude":      &hcldec.AttrSpec{Name: "exclude", Type: cty.List(cty.String)},
 	"missing":      &hcldec.AttrSpec{Name: "missing", Type: cty.String},
@@ -58,7 +66,18 @@ var spec = hcldec.ObjectSpec{
 	"weight_decay": &hcldec.AttrSpec{Name: "weight_decay", Type: cty.Number},
 	"epoch":        &hcldec.AttrSpec{Name: "epoch", Type: cty.String},
 	"inner_val":    &hcldec.AttrSpec{Name: "inner_val", Type: cty.Number},
-	"single":       &hcldec.AttrSpec{Name: "single", Type: cty.Bool},
+}
+
+// WithScoring returns s extended with ScoringSpec.
+func WithScoring(s hcldec.ObjectSpec) hcldec.ObjectSpec {
+	out := hcldec.ObjectSpec{}
+	for k, v := range s {
+		out[k] = v
+	}
+	for k, v := range ScoringSpec {
+		out[k] = v
+	}
+	return out
 }
 
 // Spec returns the block schema.
@@ -74,14 +93,20 @@ func (Kind) OutputType() cty.Type {
 	})
 }
 
+// config holds the search-specific attributes.
 type config struct {
-	Method      *string  `cty:"method"`
+	Method      *string `cty:"method"`
+	K           []int   `cty:"k"`
+	Generations *int    `cty:"generations"`
+	Initial     *int    `cty:"initial"`
+	Winners     *int    `cty:"winners"`
+	Children    *int    `cty:"children"`
+	Single      *bool   `cty:"single"`
+}
+
+// Scoring is the decoded ScoringSpec.
+type Scoring struct {
 	Matrix      string   `cty:"matrix"`
-	K           []int    `cty:"k"`
-	Generations *int     `cty:"generations"`
-	Initial     *int     `cty:"initial"`
-	Winners     *int     `cty:"winners"`
-	Children    *int     `cty:"children"`
 	Seed        *int64   `cty:"seed"`
 	Exclude     []string `cty:"exclude"`
 	Missing     *string  `cty:"missing"`
@@ -98,36 +123,45 @@ type config struct {
 	WeightDecay *float64 `cty:"weight_decay"`
 	Epoch       *string  `cty:"epoch"`
 	InnerVal    *float64 `cty:"inner_val"`
-	Single      *bool    `cty:"single"`
+}
+
+// subObject keeps the attributes of v that names lists.
+func subObject[V any](v cty.Value, names map[string]V) cty.Value {
+	attrs := map[string]cty.Value{}
+	for name := range names {
+		attrs[name] = v.GetAttr(name)
+	}
+	return cty.ObjectVal(attrs)
 }
 
 // Node is a decoded search block.
 type Node struct {
-	kind    Kind
-	matrix  string // resolved path, "stdlib/..." or absolute
-	missing string
-	single  bool
-	opts    eevee.Options
-	search  eevee.SearchOptions
+	Source
+	single bool
+	search eevee.SearchOptions
 }
 
-// Decode validates the configuration and applies the defaults (the GATE
-// authors' scoring; the paper's evolution settings).
-func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	var cfg config
-	if err := gocty.FromCtyValue(v, &cfg); err != nil {
-		return nil, hcl.Diagnostics{decl.Errorf("k", "Invalid search block", "%s", err)}
+// Source is a matrix with the options to score it, shared by search and
+// predict.
+type Source struct {
+	stdlib  fs.FS
+	matrix  string // resolved path, "stdlib/..." or absolute
+	missing string
+	// Opts are the scoring options.
+	Opts eevee.Options
+}
+
+// DecodeScoring reads the ScoringSpec attributes of an evaluated block.
+func DecodeScoring(v cty.Value, decl nodes.Decl, stdlib fs.FS) (Source, hcl.Diagnostics) {
+	var cfg Scoring
+	if err := gocty.FromCtyValue(subObject(v, ScoringSpec), &cfg); err != nil {
+		return Source{}, hcl.Diagnostics{decl.Errorf("matrix", "Invalid scoring options", "%s", err)}
 	}
-	var diags hcl.Diagnostics
-	if cfg.Method != nil && *cfg.Method != "eevee" {
-		diags = append(diags, decl.Errorf("method", "Unsupported search method", "method %q is not supported; the only method is \"eevee\".", *cfg.Method))
+	src := Source{stdlib: stdlib, matrix: cfg.Matrix, missing: "error", Opts: eevee.Defaults()}
+	if !strings.HasPrefix(src.matrix, "stdlib/") && !filepath.IsAbs(src.matrix) {
+		src.matrix = filepath.Join(decl.Dir, src.matrix)
 	}
-	n := &Node{kind: k, missing: "error", single: true, opts: eevee.Defaults(), search: eevee.DefaultSearch(cfg.K...)}
-	n.matrix = cfg.Matrix
-	if !strings.HasPrefix(n.matrix, "stdlib/") && !filepath.IsAbs(n.matrix) {
-		n.matrix = filepath.Join(decl.Dir, n.matrix)
-	}
-	o := &n.opts
+	o := &src.Opts
 	setS := func(dst *string, p *string) {
 		if p != nil {
 			*dst = *p
@@ -143,7 +177,7 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 			*dst = *p
 		}
 	}
-	setS(&n.missing, cfg.Missing)
+	setS(&src.missing, cfg.Missing)
 	setS(&o.Weighting, cfg.Weighting)
 	setS(&o.Targets, cfg.Targets)
 	setS(&o.Columns, cfg.Columns)
@@ -159,24 +193,45 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	if cfg.LayerNorm != nil {
 		o.LayerNorm = *cfg.LayerNorm
 	}
-	if cfg.Single != nil {
-		n.single = *cfg.Single
-	}
 	o.Exclude = cfg.Exclude
 	if cfg.Seed != nil {
 		o.Seed = uint64(*cfg.Seed)
-		n.search.Seed = uint64(*cfg.Seed)
+	}
+	var diags hcl.Diagnostics
+	if err := o.Validate(); err != nil {
+		diags = append(diags, decl.Errorf("weighting", "Invalid scoring option", "%s.", err))
+	}
+	if src.missing != "error" && src.missing != "drop_models" && src.missing != "drop_columns" {
+		diags = append(diags, decl.Errorf("missing", "Invalid missing", "missing must be \"error\", \"drop_models\" or \"drop_columns\", not %q. Missing cells are never filled with a constant.", src.missing))
+	}
+	return src, diags
+}
+
+// Decode validates the configuration and applies the defaults (the GATE
+// authors' scoring; the paper's evolution settings).
+func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	var cfg config
+	if err := gocty.FromCtyValue(subObject(v, searchOnly), &cfg); err != nil {
+		return nil, hcl.Diagnostics{decl.Errorf("k", "Invalid search block", "%s", err)}
+	}
+	src, diags := DecodeScoring(v, decl, k.Stdlib)
+	if cfg.Method != nil && *cfg.Method != "eevee" {
+		diags = append(diags, decl.Errorf("method", "Unsupported search method", "method %q is not supported; the only method is \"eevee\".", *cfg.Method))
+	}
+	n := &Node{Source: src, single: true, search: eevee.DefaultSearch(cfg.K...)}
+	n.search.Seed = src.Opts.Seed
+	if cfg.Single != nil {
+		n.single = *cfg.Single
+	}
+	setI := func(dst *int, p *int) {
+		if p != nil {
+			*dst = *p
+		}
 	}
 	setI(&n.search.Generations, cfg.Generations)
 	setI(&n.search.Initial, cfg.Initial)
 	setI(&n.search.Winners, cfg.Winners)
 	setI(&n.search.Children, cfg.Children)
-	if err := o.Validate(); err != nil {
-		diags = append(diags, decl.Errorf("weighting", "Invalid scoring option", "%s.", err))
-	}
-	if n.missing != "error" && n.missing != "drop_models" && n.missing != "drop_columns" {
-		diags = append(diags, decl.Errorf("missing", "Invalid missing", "missing must be \"error\", \"drop_models\" or \"drop_columns\", not %q. Missing cells are never filled with a constant.", n.missing))
-	}
 	if len(cfg.K) == 0 {
 		diags = append(diags, decl.Errorf("k", "Missing k", "k lists the subset sizes to search, e.g. [8, 15, 21] or range(2, 23)."))
 	}
@@ -195,18 +250,18 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 // DefaultResources: scoring uses every CPU it is given.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1 << 10} }
 
-func (n *Node) readMatrix() ([]byte, error) {
+func (n *Source) readMatrix() ([]byte, error) {
 	if strings.HasPrefix(n.matrix, "stdlib/") {
-		if n.kind.Stdlib == nil {
+		if n.stdlib == nil {
 			return nil, fmt.Errorf("no stdlib embedded to read %s", n.matrix)
 		}
-		return fs.ReadFile(n.kind.Stdlib, strings.TrimPrefix(n.matrix, "stdlib/"))
+		return fs.ReadFile(n.stdlib, strings.TrimPrefix(n.matrix, "stdlib/"))
 	}
 	return os.ReadFile(n.matrix)
 }
 
 // Fingerprint hashes the matrix contents.
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+func (n *Source) Fingerprint(_ context.Context, w io.Writer) error {
 	data, err := n.readMatrix()
 	if err != nil {
 		return fmt.Errorf("matrix: %w", err)
@@ -216,8 +271,11 @@ func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
 	return err
 }
 
+// Matrix returns the matrix reference as configured.
+func (n *Source) Matrix() string { return n.matrix }
+
 // LoadMatrix reads and checks the matrix, applying the missing policy.
-func (n *Node) LoadMatrix() (*eevee.Matrix, error) {
+func (n *Source) LoadMatrix() (*eevee.Matrix, error) {
 	data, err := n.readMatrix()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,240 @@
+// Package predict implements the `predict` block: given an encoder's
+// measured results on a tier's benchmarks, predict its results on the whole
+// pool with EEVEE meta-models trained on the pool matrix (the ensemble over
+// cross-validation splits gives a spread), place it among the pool's
+// models overall and per task group, and validate the predictor by
+// leave-one-model-out against two baselines.
+package predict
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/search"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is the predict block kind.
+type Kind struct{ Stdlib fs.FS }
+
+// Name returns "predict".
+func (Kind) Name() string { return "predict" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+var spec = search.WithScoring(hcldec.ObjectSpec{
+	"tier":     &hcldec.AttrSpec{Name: "tier", Type: cty.List(cty.String), Required: true},
+	"measured": &hcldec.AttrSpec{Name: "measured", Type: cty.String, Required: true},
+	"model":    &hcldec.AttrSpec{Name: "model", Type: cty.String},
+	"validate": &hcldec.AttrSpec{Name: "validate", Type: cty.Bool},
+})
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType is the value other blocks see.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"path":      cty.String,
+		"model":     cty.String,
+		"position":  cty.Number,
+		"of":        cty.Number,
+		"mean_rank": cty.Number,
+		"groups":    cty.Map(cty.Number),
+	})
+}
+
+// Node is a decoded predict block.
+type Node struct {
+	search.Source
+	tier     []string
+	measured string
+	model    string
+	validate bool
+}
+
+// Decode validates the configuration.
+func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	src, diags := search.DecodeScoring(v, decl, k.Stdlib)
+	n := &Node{Source: src, validate: true}
+	for _, b := range v.GetAttr("tier").AsValueSlice() {
+		n.tier = append(n.tier, b.AsString())
+	}
+	if len(n.tier) == 0 {
+		diags = append(diags, decl.Errorf("tier", "Empty tier", "tier lists the benchmarks the encoder was measured on, e.g. module.small.benchmarks."))
+	}
+	n.measured = v.GetAttr("measured").AsString()
+	if !filepath.IsAbs(n.measured) {
+		n.measured = filepath.Join(decl.Dir, n.measured)
+	}
+	if m := v.GetAttr("model"); !m.IsNull() {
+		n.model = m.AsString()
+	}
+	if val := v.GetAttr("validate"); !val.IsNull() {
+		n.validate = val.True()
+	}
+	return n, diags
+}
+
+// Fingerprint hashes the pool matrix and the measured results.
+func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
+	if err := n.Source.Fingerprint(ctx, w); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(n.measured)
+	if err != nil {
+		return fmt.Errorf("measured results: %w", err)
+	}
+	fmt.Fprintf(w, "measured %d\n", len(data))
+	_, err = w.Write(data)
+	return err
+}
+
+// Report is prediction.json.
+type Report struct {
+	Model      string          `json:"model"`
+	Tier       []string        `json:"tier"`
+	Placement  eevee.Placement `json:"placement"`
+	Validation []eevee.LOMORow `json:"leave_one_model_out,omitempty"`
+}
+
+// Run predicts, places and (optionally) validates.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	pool, err := n.LoadMatrix()
+	if err != nil {
+		return cty.NilVal, err
+	}
+	data, err := os.ReadFile(n.measured)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	mine, err := eevee.LoadCSV(bytes.NewReader(data), filepath.Base(n.measured))
+	if err != nil {
+		return cty.NilVal, err
+	}
+	row, name, err := n.measuredRow(pool, mine)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	p, err := eevee.NewProblem(pool, n.Opts)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	tier, err := p.Combo(n.tier)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("tier: %w", err)
+	}
+	env.Progress.Update(0, 0, "predicting")
+	pred, err := p.Predict(tier, row)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	// Place the model with its measured results where it has them and
+	// predicted ones elsewhere.
+	combined := append([]float64(nil), pred.Mean...)
+	for c, v := range row {
+		if !math.IsNaN(v) {
+			combined[c] = v
+		}
+	}
+	rep := Report{Model: name, Tier: n.tier, Placement: p.Place(combined)}
+	if n.validate {
+		env.Progress.Update(0, 0, "leave-one-model-out")
+		if rep.Validation, err = eevee.LeaveOneModelOut(pool, n.Opts, n.tier); err != nil {
+			return cty.NilVal, err
+		}
+	}
+	if err := writePredictions(filepath.Join(env.OutDir, "predictions.csv"), pred, row); err != nil {
+		return cty.NilVal, err
+	}
+	js, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(env.OutDir, "prediction.json"), js, 0o644); err != nil {
+		return cty.NilVal, err
+	}
+	groups := map[string]cty.Value{}
+	for g, pos := range rep.Placement.Groups {
+		groups[g] = cty.NumberFloatVal(pos)
+	}
+	env.Log.Info().Str("model", name).Int("position", rep.Placement.Position).Int("of", rep.Placement.Of).Msg("predicted placement")
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "model": cty.StringVal(name),
+		"position": cty.NumberIntVal(int64(rep.Placement.Position)), "of": cty.NumberIntVal(int64(rep.Placement.Of)),
+		"mean_rank": cty.NumberFloatVal(rep.Placement.MeanRank), "groups": cty.MapVal(groups),
+	}), nil
+}
+
+// measuredRow aligns the measured model's results with the pool's columns
+// (NaN where not measured), matching benchmark:metric exactly.
+func (n *Node) measuredRow(pool, mine *eevee.Matrix) ([]float64, string, error) {
+	mi := 0
+	if n.model != "" {
+		mi = -1
+		for i, m := range mine.Models {
+			if m == n.model {
+				mi = i
+			}
+		}
+		if mi < 0 {
+			return nil, "", fmt.Errorf("%s has no model %q (it has %v)", filepath.Base(n.measured), n.model, mine.Models)
+		}
+	} else if len(mine.Models) > 1 {
+		return nil, "", fmt.Errorf("%s holds %d models; choose one with model = \"...\"", filepath.Base(n.measured), len(mine.Models))
+	}
+	byName := map[string]float64{}
+	for j, c := range mine.Columns {
+		byName[c.Name()] = mine.Values[mi][j]
+	}
+	row := make([]float64, len(pool.Columns))
+	for j, c := range pool.Columns {
+		v, ok := byName[c.Name()]
+		if !ok {
+			v = math.NaN()
+		}
+		row[j] = v
+	}
+	return row, mine.Models[mi], nil
+}
+
+func writePredictions(path string, pred *eevee.Prediction, measured []float64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"category", "benchmark", "metric", "predicted", "spread", "measured", "higher_is_better"})
+	idx := make([]int, len(pred.Columns))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return pred.Columns[idx[a]].Benchmark < pred.Columns[idx[b]].Benchmark })
+	for _, c := range idx {
+		col := pred.Columns[c]
+		m := ""
+		if !math.IsNaN(measured[c]) {
+			m = strconv.FormatFloat(measured[c], 'g', 6, 64)
+		}
+		w.Write([]string{col.Category, col.Benchmark, col.Metric, strconv.FormatFloat(pred.Mean[c], 'g', 6, 64),
+			strconv.FormatFloat(pred.Std[c], 'g', 4, 64), m, strconv.FormatBool(col.HigherIsBetter)})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
