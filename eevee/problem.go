@@ -120,8 +120,8 @@ type Problem struct {
 	// z[model][col] is the z-scored matrix; mean and std undo it.
 	z         [][]float64
 	mean, std []float64
-	weights []float64 // target weights when every column is a target
-	splits  []split
+	weights   []float64 // target weights when every column is a target
+	splits    []split
 }
 
 type split struct {

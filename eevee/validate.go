@@ -35,7 +35,7 @@ func LeaveOneModelOut(m *Matrix, o Options, tier []string) ([]LOMORow, error) {
 	type acc struct {
 		abs, sq, n, rho, posErr float64
 		errs                    []float64
-		predRank, trueRank  []float64
+		predRank, trueRank      []float64
 	}
 	accs := make([]acc, len(methods))
 	for held := range m.Models {

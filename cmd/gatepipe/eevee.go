@@ -158,7 +158,6 @@ func loadMatrixFile(p string) (*eevee.Matrix, error) {
 	return eevee.LoadCSV(bytes.NewReader(data), p)
 }
 
-
 func runEEVEELoo(_ context.Context, c *cli, args []string, usage string) int {
 	fs := newFlagSet(c, "eevee loo", usage)
 	matrix := fs.String("matrix", "stdlib/data/gate_table3.csv", "performance matrix (long CSV)")

@@ -448,3 +448,17 @@ func TestFmt(t *testing.T) {
 		t.Fatalf("syntax error: exit %d", r.code)
 	}
 }
+
+func TestEEVEECommands(t *testing.T) {
+	r := gp(t, t.TempDir(), "eevee", "check-published", "-random", "4", "-k-min", "2", "-k-max", "3", "-seeds", "0")
+	if r.code != 0 || !strings.Contains(r.stdout, "mean") || !strings.Contains(r.stdout, "seed 0") {
+		t.Fatalf("check-published: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = gp(t, t.TempDir(), "eevee", "loo", "-tier", "acdc,clevr-math")
+	if r.code != 0 || !strings.Contains(r.stdout, "eevee meta-model") || !strings.Contains(r.stdout, "pool mean") {
+		t.Fatalf("loo: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := gp(t, t.TempDir(), "eevee", "loo", "-tier", "clev"); r.code != exitRunFailure || !strings.Contains(r.stderr, `"clev"`) {
+		t.Fatalf("unknown tier benchmark: %d %s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,63 @@
+package eevee
+
+import (
+	"math"
+	"testing"
+)
+
+func TestPlaceAndRanks(t *testing.T) {
+	// Three models; column 0 higher is better, column 1 lower is better.
+	m := tiny(3, []string{"A/a/acc", "B/b/loss"}, func(i, j int) float64 { return float64(i) })
+	m.Columns[1].HigherIsBetter = false
+	p, err := NewProblem(m, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Best on acc (3 > 2), worst on loss (3 > 2): ranks 1 and 4.
+	pl := p.Place([]float64{3, 3})
+	if pl.MeanRank != 2.5 || pl.Of != 4 {
+		t.Fatalf("placement %+v", pl)
+	}
+	r := columnRanks([][]float64{{1}, {5}, {5}, {2}}, 0, true)
+	want := []float64{4, 1.5, 1.5, 3}
+	for i := range want {
+		if r[i] != want[i] {
+			t.Fatalf("ranks %v, want %v", r, want)
+		}
+	}
+	if rho := spearman([]float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}); math.Abs(rho-1) > 1e-12 {
+		t.Fatalf("spearman of monotone data = %g", rho)
+	}
+	if rho := spearman([]float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}); math.Abs(rho+1) > 1e-12 {
+		t.Fatalf("spearman of reversed data = %g", rho)
+	}
+}
+
+func TestRankBaselineFollowsTierRank(t *testing.T) {
+	m := tiny(5, []string{"A/a/acc", "B/b/acc"}, func(i, j int) float64 { return float64(10*i + j) })
+	p, _ := NewProblem(m, Defaults())
+	tier, _ := p.Combo([]string{"a"})
+	// Better than every model on the tier -> predicted at the best value.
+	got := p.rankBaseline(tier, []float64{100, math.NaN()})
+	if got[1] != 41 {
+		t.Fatalf("baseline for a top model = %v, want the best b value 41", got)
+	}
+	got = p.rankBaseline(tier, []float64{-5, math.NaN()})
+	if got[1] != 1 {
+		t.Fatalf("baseline for a bottom model = %v, want the worst b value 1", got)
+	}
+}
+
+func TestPredictBeatsThePoolMeanOnThePaperMatrix(t *testing.T) {
+	o := Defaults()
+	o.Exclude = []string{"cityscapes"}
+	rows, err := LeaveOneModelOut(loadPaper(t), o, []string{"iwildcam", "ade20k", "clevr-math", "acdc", "imagenet1k", "mini", "cubirds", "cifar100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, mean := rows[0], rows[1]
+	t.Logf("%+v", rows)
+	if meta.MAE >= mean.MAE || meta.RankRho <= mean.RankRho || meta.PositionError >= mean.PositionError {
+		t.Fatalf("meta-model %+v does not beat the pool mean %+v", meta, mean)
+	}
+}
