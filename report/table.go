@@ -1,0 +1,339 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/eevee"
+)
+
+// Mark is a cell's place in its row: 1, 2, 3 for the best three (by the
+// metric's direction), 0 otherwise.
+type Mark int
+
+// Cell is one value of a table.
+type Cell struct {
+	Value     float64
+	Missing   bool
+	Predicted bool // a predicted, not measured, value
+	Mark      Mark
+}
+
+// Row is one line of a table.
+type Row struct {
+	Label          string
+	HigherIsBetter bool
+	Cells          []Cell
+	// Summary rows (Task Mean, tiers) are set apart in renderings.
+	Summary bool
+	// Note explains a summary row, e.g. "paper".
+	Note string
+	// Integer rows (ranks) print without decimals.
+	Integer bool
+}
+
+// Table is one task family: models as columns, metrics as rows.
+type Table struct {
+	Title  string
+	Models []string
+	Rows   []Row
+}
+
+// Input is what a report is made from.
+type Input struct {
+	Matrix *eevee.Matrix
+	// Predicted marks cells that were predicted (by a predict block)
+	// rather than measured: Predicted[model][column].
+	Predicted map[string]map[int]bool
+	// PaperSummary holds the GATE paper's Task Mean and GATE rows
+	// (category,row,model,value), shown beside computed rows.
+	PaperSummary []SummaryRow
+	// Tiers maps tier names ("Small", "Base", "Big") to benchmark IDs;
+	// "Full" (every benchmark) is always added.
+	Tiers map[string][]string
+}
+
+// SummaryRow is one value of the paper's summary table.
+type SummaryRow struct {
+	Category, Row, Model string
+	Value                float64
+}
+
+// Families returns the task families in matrix order.
+func Families(m *eevee.Matrix) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range m.Columns {
+		if !seen[c.Category] {
+			seen[c.Category] = true
+			out = append(out, c.Category)
+		}
+	}
+	return out
+}
+
+// markRow marks the best three cells of a row, honouring the direction;
+// ties share the better place.
+func markRow(r *Row) {
+	var vals []float64
+	for _, c := range r.Cells {
+		if !c.Missing {
+			vals = append(vals, c.Value)
+		}
+	}
+	sort.Float64s(vals)
+	if r.HigherIsBetter {
+		for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
+			vals[i], vals[j] = vals[j], vals[i]
+		}
+	}
+	var distinct []float64
+	for _, v := range vals {
+		if len(distinct) == 0 || distinct[len(distinct)-1] != v {
+			distinct = append(distinct, v)
+		}
+	}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if c.Missing {
+			continue
+		}
+		for place := 0; place < min(3, len(distinct)); place++ {
+			if c.Value == distinct[place] {
+				c.Mark = Mark(place + 1)
+			}
+		}
+	}
+}
+
+// FamilyTables builds one table per task family, with a computed Task Mean
+// row (mean of the family's higher-is-better metrics; a model missing one
+// of them gets no Task Mean) and, when given, the paper's Task Mean.
+func FamilyTables(in Input) []Table {
+	m := in.Matrix
+	var out []Table
+	for _, fam := range Families(m) {
+		t := Table{Title: fam, Models: m.Models}
+		var hib []int
+		for j, col := range m.Columns {
+			if col.Category != fam {
+				continue
+			}
+			r := Row{Label: col.Name(), HigherIsBetter: col.HigherIsBetter}
+			for i, model := range m.Models {
+				v := m.Values[i][j]
+				r.Cells = append(r.Cells, Cell{Value: v, Missing: math.IsNaN(v), Predicted: in.Predicted[model][j]})
+			}
+			markRow(&r)
+			t.Rows = append(t.Rows, r)
+			if col.HigherIsBetter {
+				hib = append(hib, j)
+			}
+		}
+		if len(hib) > 0 {
+			r := Row{Label: "Task Mean", HigherIsBetter: true, Summary: true, Note: "mean of higher-is-better metrics"}
+			for i := range m.Models {
+				var sum float64
+				missing := false
+				for _, j := range hib {
+					if math.IsNaN(m.Values[i][j]) {
+						missing = true
+					}
+					sum += m.Values[i][j]
+				}
+				r.Cells = append(r.Cells, Cell{Value: sum / float64(len(hib)), Missing: missing})
+			}
+			markRow(&r)
+			t.Rows = append(t.Rows, r)
+		}
+		if paper := summaryRow(in.PaperSummary, fam, "Task Mean", m.Models); paper != nil {
+			paper.Label, paper.Note = "Task Mean (paper)", "as published"
+			t.Rows = append(t.Rows, *paper)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func summaryRow(rows []SummaryRow, category, row string, models []string) *Row {
+	vals := map[string]float64{}
+	for _, s := range rows {
+		if s.Category == category && s.Row == row {
+			vals[s.Model] = s.Value
+		}
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	r := &Row{Label: row, HigherIsBetter: true, Summary: true}
+	for _, mdl := range models {
+		v, ok := vals[mdl]
+		r.Cells = append(r.Cells, Cell{Value: v, Missing: !ok})
+	}
+	markRow(r)
+	return r
+}
+
+// TierTable scores models on each tier. A model's GATE Mean on a tier is
+// the mean, over the task families the tier touches, of the family's mean
+// of higher-is-better metrics on the tier's benchmarks (the Task Mean
+// definition, restricted to the tier); its GATE Rank orders those means.
+// The paper does not state its own formula; on its matrix this one puts
+// the paper's first model first on every tier. A model missing any of the
+// cells a tier averages is incomplete on that tier: it gets neither mean
+// nor rank, and is never averaged over what happens to be there. When the
+// paper's summary is given, its published GATE rows follow.
+func TierTable(in Input) Table {
+	m := in.Matrix
+	t := Table{Title: "GATE tiers", Models: m.Models}
+	for _, name := range tierNames(in.Tiers) {
+		fams := map[string][]int{}
+		var order []string
+		for _, j := range tierColumns(m, name, in.Tiers) {
+			c := m.Columns[j]
+			if !c.HigherIsBetter {
+				continue
+			}
+			if _, ok := fams[c.Category]; !ok {
+				order = append(order, c.Category)
+			}
+			fams[c.Category] = append(fams[c.Category], j)
+		}
+		mean := Row{Label: name + " GATE Mean", HigherIsBetter: true, Summary: true}
+		for i := range m.Models {
+			var total float64
+			missing := len(order) == 0
+			for _, f := range order {
+				var sum float64
+				for _, j := range fams[f] {
+					if math.IsNaN(m.Values[i][j]) {
+						missing = true
+					}
+					sum += m.Values[i][j]
+				}
+				total += sum / float64(len(fams[f]))
+			}
+			mean.Cells = append(mean.Cells, Cell{Value: total / float64(max(len(order), 1)), Missing: missing})
+		}
+		rank := Row{Label: name + " GATE Rank", HigherIsBetter: false, Summary: true, Integer: true}
+		for _, c := range mean.Cells {
+			cell := Cell{Missing: c.Missing}
+			if !c.Missing {
+				cell.Value = 1
+				for _, o := range mean.Cells {
+					if !o.Missing && o.Value > c.Value {
+						cell.Value++
+					}
+				}
+			}
+			rank.Cells = append(rank.Cells, cell)
+		}
+		markRow(&mean)
+		markRow(&rank)
+		t.Rows = append(t.Rows, mean, rank)
+	}
+	for _, row := range []string{"Full GATE Mean", "Full GATE Rank", "Big GATE Mean", "Big GATE Rank", "Base GATE Mean", "Base GATE Rank", "Small GATE Mean", "Small GATE Rank"} {
+		if r := summaryRow(in.PaperSummary, "GATE", row, m.Models); r != nil {
+			if strings.HasSuffix(row, "Rank") {
+				r.HigherIsBetter, r.Integer = false, true
+				for i := range r.Cells {
+					r.Cells[i].Mark = 0
+				}
+				markRow(r)
+			}
+			r.Label, r.Note = row+" (paper)", "as published"
+			t.Rows = append(t.Rows, *r)
+		}
+	}
+	return t
+}
+
+func tierNames(tiers map[string][]string) []string {
+	names := []string{"Full"}
+	for _, n := range []string{"Big", "Base", "Small"} {
+		if _, ok := tiers[n]; ok {
+			names = append(names, n)
+		}
+	}
+	var other []string
+	for n := range tiers {
+		if n != "Full" && n != "Big" && n != "Base" && n != "Small" {
+			other = append(other, n)
+		}
+	}
+	sort.Strings(other)
+	return append(names, other...)
+}
+
+func tierColumns(m *eevee.Matrix, name string, tiers map[string][]string) []int {
+	in := map[string]bool{}
+	for _, b := range tiers[name] {
+		in[b] = true
+	}
+	var cols []int
+	for j, c := range m.Columns {
+		if name == "Full" || in[c.Benchmark] {
+			cols = append(cols, j)
+		}
+	}
+	return cols
+}
+
+// columnRanks returns ranks[col][model] (1 = best; ties share the mean
+// rank; missing cells rank last).
+func columnRanks(m *eevee.Matrix) [][]float64 {
+	out := make([][]float64, len(m.Columns))
+	for j, c := range m.Columns {
+		idx := make([]int, len(m.Models))
+		for i := range idx {
+			idx[i] = i
+		}
+		key := func(i int) float64 {
+			v := m.Values[i][j]
+			if math.IsNaN(v) {
+				return math.Inf(1)
+			}
+			if c.HigherIsBetter {
+				return -v
+			}
+			return v
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return key(idx[a]) < key(idx[b]) })
+		r := make([]float64, len(m.Models))
+		for a := 0; a < len(idx); {
+			b := a
+			for b+1 < len(idx) && key(idx[b+1]) == key(idx[a]) {
+				b++
+			}
+			for k := a; k <= b; k++ {
+				r[idx[k]] = float64(a+b)/2 + 1
+			}
+			a = b + 1
+		}
+		out[j] = r
+	}
+	return out
+}
+
+// format formats a cell of row r.
+func (r Row) format(v float64) string {
+	if r.Integer && v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmtValue(v)
+}
+
+// fmtValue formats a cell value as the paper prints results.
+func fmtValue(v float64) string {
+	switch {
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}

@@ -1,0 +1,121 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/stdlib"
+)
+
+func paper(t testing.TB) Input {
+	in, err := PaperInput(stdlib.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := "testdata/golden/" + name
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		os.WriteFile(path, got, 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from the golden file (UPDATE_GOLDEN=1 rewrites it)", path)
+	}
+}
+
+// TestBestPerRowMatchesTheMatrix checks every marked best cell against an
+// independent argmax/argmin of the paper matrix's row.
+func TestBestPerRowMatchesTheMatrix(t *testing.T) {
+	in := paper(t)
+	m := in.Matrix
+	for _, tab := range FamilyTables(in) {
+		for _, r := range tab.Rows {
+			if r.Summary {
+				continue
+			}
+			j := -1
+			for k, c := range m.Columns {
+				if c.Name() == r.Label {
+					j = k
+				}
+			}
+			best := math.Inf(-1)
+			for i := range m.Models {
+				v := m.Values[i][j]
+				if !m.Columns[j].HigherIsBetter {
+					v = -v
+				}
+				best = math.Max(best, v)
+			}
+			for i, c := range r.Cells {
+				v := m.Values[i][j]
+				if !m.Columns[j].HigherIsBetter {
+					v = -v
+				}
+				if (v == best) != (c.Mark == 1) {
+					t.Fatalf("%s: %s marked %d, value %g, best %g", r.Label, m.Models[i], c.Mark, m.Values[i][j], best)
+				}
+			}
+		}
+	}
+}
+
+// TestTierRanksMatchThePaper: cvnxtv2 is first on every tier, both in the
+// paper's published GATE rows and in the ranks computed here.
+func TestTierRanksMatchThePaper(t *testing.T) {
+	in := paper(t)
+	tab := TierTable(in)
+	models := in.Matrix.Models
+	seen := 0
+	for _, r := range tab.Rows {
+		if !strings.Contains(r.Label, "Rank") {
+			continue
+		}
+		seen++
+		for i, c := range r.Cells {
+			if models[i] == "cvnxtv2" && c.Value != 1 {
+				t.Errorf("%s: cvnxtv2 is %g, want 1", r.Label, c.Value)
+			}
+		}
+	}
+	if seen != 8 { // 4 computed tiers + 4 paper rows
+		t.Fatalf("%d rank rows, want 8", seen)
+	}
+}
+
+func TestTablesGolden(t *testing.T) {
+	in := paper(t)
+	var md, tex bytes.Buffer
+	for _, tab := range append(FamilyTables(in), TierTable(in)) {
+		if err := tab.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		md.WriteString("\n")
+		if err := tab.LaTeX(&tex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "paper_tables.md", md.Bytes())
+	golden(t, "paper_tables.tex", tex.Bytes())
+}
+
+func TestIncompleteTierIsNotAveraged(t *testing.T) {
+	in := paper(t)
+	in.Matrix.Values[0][0] = math.NaN() // cvnxtv2 loses cifar100 Acc@1 (in every tier)
+	tab := TierTable(in)
+	for _, r := range tab.Rows[:8] {
+		if !r.Cells[0].Missing {
+			t.Fatalf("%s: a model missing a tier cell must be incomplete, got %g", r.Label, r.Cells[0].Value)
+		}
+	}
+}
