@@ -1,0 +1,306 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"sort"
+
+	"github.com/gatepipe/gatepipe/eevee"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// okabeIto is a colour-blind-safe qualitative palette.
+var okabeIto = []color.Color{
+	color.RGBA{0xE6, 0x9F, 0x00, 0xff}, color.RGBA{0x56, 0xB4, 0xE9, 0xff}, color.RGBA{0x00, 0x9E, 0x73, 0xff},
+	color.RGBA{0xF0, 0xE4, 0x42, 0xff}, color.RGBA{0x00, 0x72, 0xB2, 0xff}, color.RGBA{0xD5, 0x5E, 0x00, 0xff},
+	color.RGBA{0xCC, 0x79, 0xA7, 0xff}, color.RGBA{0x00, 0x00, 0x00, 0xff},
+}
+
+// Figure is a rendered plot saved as PNG and SVG.
+type Figure struct {
+	Name, Title, Caption string
+	PNG, SVG             string
+}
+
+func save(p *plot.Plot, dir, name string, w, h vg.Length) (Figure, error) {
+	f := Figure{Name: name, Title: p.Title.Text, PNG: filepath.Join(dir, name+".png"), SVG: filepath.Join(dir, name+".svg")}
+	if err := p.Save(w, h, f.PNG); err != nil {
+		return f, fmt.Errorf("figure %s: %w", name, err)
+	}
+	if err := p.Save(w, h, f.SVG); err != nil {
+		return f, fmt.Errorf("figure %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// benchmarkRanks returns, per benchmark (matrix order), each model's mean
+// rank over the benchmark's columns.
+func benchmarkRanks(m *eevee.Matrix) ([]string, [][]float64) {
+	ranks := columnRanks(m)
+	benches := m.Benchmarks()
+	out := make([][]float64, len(benches))
+	for b, name := range benches {
+		out[b] = make([]float64, len(m.Models))
+		n := 0
+		for j, c := range m.Columns {
+			if c.Benchmark != name {
+				continue
+			}
+			n++
+			for i := range m.Models {
+				out[b][i] += ranks[j][i]
+			}
+		}
+		for i := range out[b] {
+			out[b][i] /= float64(n)
+		}
+	}
+	return benches, out
+}
+
+type grid struct {
+	z          [][]float64 // [row][col]
+	rows, cols int
+}
+
+func (g grid) Dims() (c, r int)   { return g.cols, g.rows }
+func (g grid) Z(c, r int) float64 { return g.z[r][c] }
+func (g grid) X(c int) float64    { return float64(c) }
+func (g grid) Y(r int) float64    { return float64(r) }
+
+// RankingHeatmap draws models x benchmarks, brighter = better mean rank,
+// models ordered by mean rank (best at the top) and benchmarks by the
+// Spearman correlation of their model ranking with the reference
+// benchmark's (paper Figs. 9-11; reference imagenet1k there).
+func RankingHeatmap(m *eevee.Matrix, reference, dir string) (Figure, error) {
+	benches, br := benchmarkRanks(m)
+	ref := -1
+	for b, name := range benches {
+		if name == reference {
+			ref = b
+		}
+	}
+	corr := make([]float64, len(benches))
+	for b := range benches {
+		if ref >= 0 {
+			corr[b] = spearmanOf(br[b], br[ref])
+		}
+	}
+	colOrder := make([]int, len(benches))
+	for i := range colOrder {
+		colOrder[i] = i
+	}
+	sort.SliceStable(colOrder, func(a, b int) bool { return corr[colOrder[a]] > corr[colOrder[b]] })
+	meanRank := make([]float64, len(m.Models))
+	for i := range m.Models {
+		for b := range benches {
+			meanRank[i] += br[b][i] / float64(len(benches))
+		}
+	}
+	rowOrder := make([]int, len(m.Models))
+	for i := range rowOrder {
+		rowOrder[i] = i
+	}
+	// Best model last, so it is drawn at the top (y grows upwards).
+	sort.SliceStable(rowOrder, func(a, b int) bool { return meanRank[rowOrder[a]] > meanRank[rowOrder[b]] })
+	g := grid{rows: len(m.Models), cols: len(benches)}
+	for _, i := range rowOrder {
+		row := make([]float64, len(benches))
+		for c, b := range colOrder {
+			row[c] = -br[b][i] // brighter = better: negate ranks
+		}
+		g.z = append(g.z, row)
+	}
+	cm := moreland.Kindlmann()
+	cm.SetMin(-float64(len(m.Models)))
+	cm.SetMax(-1)
+	p := plot.New()
+	p.Title.Text = "Model ranking per benchmark (brighter = better)"
+	if ref >= 0 {
+		p.Title.Text += "; columns by correlation with " + reference
+	}
+	p.Add(plotter.NewHeatMap(g, cm.Palette(255)))
+	var xt, yt []plot.Tick
+	for c, b := range colOrder {
+		xt = append(xt, plot.Tick{Value: float64(c), Label: benches[b]})
+	}
+	for r, i := range rowOrder {
+		yt = append(yt, plot.Tick{Value: float64(r), Label: m.Models[i]})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(xt)
+	p.Y.Tick.Marker = plot.ConstantTicks(yt)
+	p.X.Tick.Label.Rotation = math.Pi / 2
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YCenter
+	p.X.Min, p.X.Max = -0.5, float64(len(benches))-0.5
+	p.Y.Min, p.Y.Max = -0.5, float64(len(m.Models))-0.5
+	return save(p, dir, "ranking_heatmap", vg.Length(len(benches))*0.32*vg.Inch+2.5*vg.Inch, vg.Length(len(m.Models))*0.25*vg.Inch+2.2*vg.Inch)
+}
+
+func spearmanOf(a, b []float64) float64 {
+	rank := func(v []float64) []float64 {
+		mm := &eevee.Matrix{Columns: []eevee.Column{{}}}
+		for _, x := range v {
+			mm.Models = append(mm.Models, "")
+			mm.Values = append(mm.Values, []float64{x})
+		}
+		return columnRanks(mm)[0]
+	}
+	ra, rb := rank(a), rank(b)
+	var ma, mb float64
+	for i := range ra {
+		ma += ra[i] / float64(len(ra))
+		mb += rb[i] / float64(len(rb))
+	}
+	var cov, va, vb float64
+	for i := range ra {
+		cov += (ra[i] - ma) * (rb[i] - mb)
+		va += (ra[i] - ma) * (ra[i] - ma)
+		vb += (rb[i] - mb) * (rb[i] - mb)
+	}
+	if va == 0 || vb == 0 {
+		return 0
+	}
+	return cov / math.Sqrt(va*vb)
+}
+
+// horizontalBars draws labelled horizontal bars, first label at the top.
+func horizontalBars(title, xlabel string, labels []string, values []float64, dir, name string) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	n := len(values)
+	vals := make(plotter.Values, n)
+	for i := range values {
+		vals[i] = values[n-1-i]
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(9))
+	if err != nil {
+		return Figure{}, err
+	}
+	bars.Horizontal = true
+	bars.Color = okabeIto[4]
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	var ticks []plot.Tick
+	for i := range labels {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: labels[n-1-i]})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Add(plotter.NewGrid())
+	return save(p, dir, name, 6*vg.Inch, vg.Length(n)*0.2*vg.Inch+1.5*vg.Inch)
+}
+
+// SinglePredictiveness draws each benchmark's score when used alone to
+// predict the pool (paper Fig. 3); lower is better, best at the top.
+func SinglePredictiveness(single []eevee.Candidate, dir string) (Figure, error) {
+	var labels []string
+	var vals []float64
+	for _, c := range single {
+		labels = append(labels, c.Benchmarks[0])
+		vals = append(vals, c.Score)
+	}
+	return horizontalBars("Single-benchmark predictiveness (EEVEE score, lower is better)", "score", labels, vals, dir, "eevee_single")
+}
+
+// Importance draws the score increase when each member of the best
+// combination is removed (paper Fig. 4).
+func Importance(k int, imp []eevee.Importance, dir string) (Figure, error) {
+	var labels []string
+	var vals []float64
+	for _, i := range imp {
+		labels = append(labels, i.Benchmark)
+		vals = append(vals, i.Increase)
+	}
+	return horizontalBars(fmt.Sprintf("Importance of the members of the best k=%d set", k), "score increase when removed", labels, vals, dir, fmt.Sprintf("eevee_importance_k%d", k))
+}
+
+// TopScoresByK draws, for each k, the distribution of the final top-W
+// scores as a box plot (paper Fig. 5).
+func TopScoresByK(results []eevee.KResult, dir string) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = "Scores of the top candidates against k (lower is better)"
+	p.Y.Label.Text = "score"
+	var ticks []plot.Tick
+	for i, r := range results {
+		vals := make(plotter.Values, len(r.Winners))
+		for j, w := range r.Winners {
+			vals[j] = w.Score
+		}
+		box, err := plotter.NewBoxPlot(vg.Points(18), float64(i), vals)
+		if err != nil {
+			return Figure{}, err
+		}
+		box.FillColor = okabeIto[1]
+		p.Add(box)
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprintf("k=%d", r.K)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Add(plotter.NewGrid())
+	return save(p, dir, "eevee_topk_box", vg.Length(len(results))*0.6*vg.Inch+2.5*vg.Inch, 4*vg.Inch)
+}
+
+// FamilyComparison draws grouped bars of each family's Task Mean for the
+// given models (paper Figs. 12-15).
+func FamilyComparison(tables []Table, models []string, dir, name string) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = "Task Mean per family"
+	p.Y.Label.Text = "Task Mean"
+	var fams []string
+	idx := map[string]int{}
+	var with []Table // families that have a Task Mean
+	for _, t := range tables {
+		for _, r := range t.Rows {
+			if r.Label == "Task Mean" {
+				fams = append(fams, t.Title)
+				with = append(with, t)
+				break
+			}
+		}
+	}
+	tables = with
+	if len(fams) == 0 || len(tables[0].Models) == 0 {
+		return Figure{}, fmt.Errorf("no family has a Task Mean")
+	}
+	top := 0.0
+	for i, m := range tables[0].Models {
+		idx[m] = i
+	}
+	w := vg.Points(8)
+	for k, model := range models {
+		mi, ok := idx[model]
+		if !ok {
+			return Figure{}, fmt.Errorf("model %q is not in the tables", model)
+		}
+		vals := make(plotter.Values, len(tables))
+		for f, t := range tables {
+			for _, r := range t.Rows {
+				if r.Label == "Task Mean" && !r.Cells[mi].Missing {
+					vals[f] = r.Cells[mi].Value
+					top = math.Max(top, vals[f])
+				}
+			}
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return Figure{}, err
+		}
+		bars.Color = okabeIto[k%len(okabeIto)]
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(k-len(models)/2)
+		p.Add(bars)
+		p.Legend.Add(model, bars)
+	}
+	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, top*1.35 // headroom keeps the legend off the bars
+	p.NominalX(fams...)
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign = draw.XRight
+	return save(p, dir, name, vg.Length(len(fams))*vg.Length(len(models))*0.14*vg.Inch+3*vg.Inch, 4.5*vg.Inch)
+}
