@@ -15,7 +15,7 @@ BIN       := bin/gatepipe
 FUZZTIME  ?= 4s
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: build demo test unit fuzz bench deps-demo clean
+.PHONY: build demo test unit fuzz bench deps-demo deps-test clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gatepipe
@@ -31,7 +31,20 @@ deps-demo:
 demo: build deps-demo
 	./$(BIN) apply examples/fashion_mnist
 
-test: unit fuzz
+test: deps-test unit fuzz
+
+# The report's browser test needs Debian's chromium; install it when we can
+# (as root, as CI is), otherwise that one test is skipped and says why.
+deps-test:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "Installing chromium for the report's browser test..."; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+				echo "chromium could not be installed: the browser test will be skipped"; \
+		else \
+			echo "chromium is missing and we are not root: the browser test will be skipped"; \
+		fi; \
+	fi
 
 unit:
 	$(GO) vet ./...
@@ -57,7 +70,7 @@ fuzz:
 	done
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/
 
 clean:
 	rm -rf bin

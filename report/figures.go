@@ -243,7 +243,7 @@ func TopScoresByK(results []eevee.KResult, dir string) (Figure, error) {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Add(plotter.NewGrid())
-	return save(p, dir, "eevee_topk_box", vg.Length(len(results))*0.6*vg.Inch+2.5*vg.Inch, 4*vg.Inch)
+	return save(p, dir, "eevee_topk_box", max(vg.Length(len(results))*0.6*vg.Inch+2.5*vg.Inch, 5.5*vg.Inch), 4*vg.Inch)
 }
 
 // FamilyComparison draws grouped bars of each family's Task Mean for the

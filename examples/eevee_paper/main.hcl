@@ -26,6 +26,19 @@ search "eevee" {
   exclude     = ["cityscapes"]
 }
 
+# Tables and figures of the paper's matrix with this search's EEVEE plots
+# (single-benchmark predictiveness, member importance, top scores per k).
+report "paper" {
+  matrix = "stdlib/data/gate_table3.csv"
+  paper  = true
+  search = search.eevee.path
+  title  = "GATE paper matrix with gatepipe's EEVEE search"
+}
+
+output "report" {
+  value = report.paper.html
+}
+
 output "tiers" {
   description = "Generated tier modules, one directory per k."
   value       = search.eevee.tiers

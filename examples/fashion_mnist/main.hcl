@@ -35,3 +35,16 @@ output "fashion_splits" {
 output "summary" {
   value = command.summary.outputs["summary"]
 }
+
+# The run ends with a report: the GATE paper's results matrix, its tiers and
+# figures, written as a self-contained HTML page. (Once training blocks feed
+# a results matrix, the same block reports on the run's own results.)
+report "gate" {
+  matrix = "stdlib/data/gate_table3.csv"
+  paper  = true
+  title  = "GATE results matrix (paper)"
+}
+
+output "report" {
+  value = report.gate.html
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/dataset"
 	"github.com/gatepipe/gatepipe/nodes/predict"
+	"github.com/gatepipe/gatepipe/nodes/reportnode"
 	"github.com/gatepipe/gatepipe/nodes/search"
 	"github.com/gatepipe/gatepipe/stdlib"
 )
@@ -17,5 +18,6 @@ func Registry() *nodes.Registry {
 		dataset.Kind{},
 		search.Kind{Stdlib: stdlib.FS()},
 		predict.Kind{Stdlib: stdlib.FS()},
+		reportnode.Kind{Stdlib: stdlib.FS()},
 	)
 }

@@ -1,0 +1,183 @@
+// Package reportnode implements the `report` block: tables, figures and a
+// self-contained HTML report from a performance matrix, optionally with an
+// EEVEE search's results and the GATE paper's published summary rows.
+package reportnode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/report"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is the report block kind.
+type Kind struct{ Stdlib fs.FS }
+
+// Name returns "report".
+func (Kind) Name() string { return "report" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+var spec = hcldec.ObjectSpec{
+	"matrix":    &hcldec.AttrSpec{Name: "matrix", Type: cty.String, Required: true},
+	"paper":     &hcldec.AttrSpec{Name: "paper", Type: cty.Bool},
+	"tiers":     &hcldec.AttrSpec{Name: "tiers", Type: cty.Map(cty.List(cty.String))},
+	"search":    &hcldec.AttrSpec{Name: "search", Type: cty.String},
+	"reference": &hcldec.AttrSpec{Name: "reference", Type: cty.String},
+	"compare":   &hcldec.AttrSpec{Name: "compare", Type: cty.List(cty.String)},
+	"title":     &hcldec.AttrSpec{Name: "title", Type: cty.String},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType is the value other blocks see.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{"path": cty.String, "html": cty.String, "markdown": cty.String, "latex": cty.String})
+}
+
+// Node is a decoded report block.
+type Node struct {
+	std     fs.FS
+	matrix  string
+	paper   bool
+	tiers   map[string][]string
+	search  string
+	options report.Options
+}
+
+// Decode validates the configuration.
+func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	n := &Node{std: k.Stdlib, matrix: v.GetAttr("matrix").AsString(), tiers: map[string][]string{}}
+	resolve := func(p string) string {
+		if strings.HasPrefix(p, "stdlib/") || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(decl.Dir, p)
+	}
+	n.matrix = resolve(n.matrix)
+	if a := v.GetAttr("paper"); !a.IsNull() {
+		n.paper = a.True()
+	}
+	if a := v.GetAttr("tiers"); !a.IsNull() {
+		for it := a.ElementIterator(); it.Next(); {
+			key, list := it.Element()
+			for _, b := range list.AsValueSlice() {
+				n.tiers[key.AsString()] = append(n.tiers[key.AsString()], b.AsString())
+			}
+		}
+	}
+	if a := v.GetAttr("search"); !a.IsNull() {
+		n.search = resolve(a.AsString())
+	}
+	if a := v.GetAttr("reference"); !a.IsNull() {
+		n.options.Reference = a.AsString()
+	}
+	if a := v.GetAttr("title"); !a.IsNull() {
+		n.options.Title = a.AsString()
+	}
+	if a := v.GetAttr("compare"); !a.IsNull() {
+		for _, m := range a.AsValueSlice() {
+			n.options.Compare = append(n.options.Compare, m.AsString())
+		}
+	}
+	return n, nil
+}
+
+func (n *Node) read(p string) ([]byte, error) {
+	if strings.HasPrefix(p, "stdlib/") {
+		return fs.ReadFile(n.std, strings.TrimPrefix(p, "stdlib/"))
+	}
+	return os.ReadFile(p)
+}
+
+// Fingerprint hashes the matrix and the search results read.
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+	paths := []string{n.matrix}
+	if n.search != "" {
+		paths = append(paths, filepath.Join(n.search, "search.json"))
+	}
+	for _, p := range paths {
+		data, err := n.read(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s %d\n", filepath.Base(p), len(data))
+		w.Write(data)
+	}
+	return nil
+}
+
+// Input assembles the report input.
+func (n *Node) Input() (report.Input, *report.Search, error) {
+	var in report.Input
+	if n.paper {
+		var err error
+		if in, err = report.PaperInput(n.std); err != nil {
+			return in, nil, err
+		}
+	}
+	data, err := n.read(n.matrix)
+	if err != nil {
+		return in, nil, err
+	}
+	if in.Matrix, err = eevee.LoadCSV(bytes.NewReader(data), filepath.Base(n.matrix)); err != nil {
+		return in, nil, err
+	}
+	if in.Tiers == nil {
+		in.Tiers = map[string][]string{}
+	}
+	names := make([]string, 0, len(n.tiers))
+	for k := range n.tiers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		in.Tiers[k] = n.tiers[k]
+	}
+	var search *report.Search
+	if n.search != "" {
+		data, err := os.ReadFile(filepath.Join(n.search, "search.json"))
+		if err != nil {
+			return in, nil, fmt.Errorf("search results: %w", err)
+		}
+		search = &report.Search{}
+		if err := json.Unmarshal(data, search); err != nil {
+			return in, nil, fmt.Errorf("search results: %w", err)
+		}
+	}
+	return in, search, nil
+}
+
+// Run writes the report.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	in, search, err := n.Input()
+	if err != nil {
+		return cty.NilVal, err
+	}
+	o := n.options
+	o.Meta = append(o.Meta, [2]string{"pipeline node", env.Addr.String()}, [2]string{"matrix", filepath.Base(n.matrix)})
+	out, err := report.Write(env.OutDir, in, search, o)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	env.Log.Info().Str("html", out.HTML).Int("figures", len(out.Figures)).Msg("report written")
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "html": cty.StringVal(out.HTML),
+		"markdown": cty.StringVal(out.Markdown), "latex": cty.StringVal(out.LaTeX),
+	}), nil
+}
