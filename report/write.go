@@ -158,7 +158,9 @@ func bestModels(tiers Table, models []string, n int) []string {
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 
-func slug(s string) string { return strings.Trim(nonWord.ReplaceAllString(strings.ToLower(s), "_"), "_") }
+func slug(s string) string {
+	return strings.Trim(nonWord.ReplaceAllString(strings.ToLower(s), "_"), "_")
+}
 
 const css = `body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1400px;color:#1b1b1b;line-height:1.4}
 h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px solid #ddd}
