@@ -41,9 +41,14 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 	}
 	e.opts.Reporter.Start(total)
 	a := &applier{e: e, slots: newSlots(e.opts.Parallelism, e.opts.Devices), flights: map[cache.ActionID]*flight{}, priority: map[string]int{}}
+	var expected map[string]time.Duration
+	if e.opts.ExpectedDurations != nil && total > 0 && g.Len() > 0 {
+		expected = e.opts.ExpectedDurations()
+	}
+	// Longest expected first (LPT), then plan order.
 	for _, v := range e.orderedVertices() {
 		for _, in := range v.instances {
-			a.priority[in.key()] = len(a.priority)
+			a.priority[in.key()] = len(a.priority) - int(expected[in.key()].Milliseconds())*1_000_000
 		}
 	}
 	results := g.Walk(ctx, dag.WalkOptions{FailFast: e.opts.FailFast}, func(ctx context.Context, key string) error {

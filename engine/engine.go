@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -31,6 +32,10 @@ type Options struct {
 	DebugHash io.Writer
 	// Reporter receives progress events; nil means none.
 	Reporter Reporter
+	// ExpectedDurations, when set, returns how long instances took in
+	// earlier runs, by address; apply calls it only when something will
+	// run, and starts the longest expected work first.
+	ExpectedDurations func() map[string]time.Duration
 }
 
 // Devices are the schedulable resources of this machine.

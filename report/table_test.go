@@ -119,3 +119,40 @@ func TestIncompleteTierIsNotAveraged(t *testing.T) {
 		}
 	}
 }
+
+func TestPredictedColumnIsToldApart(t *testing.T) {
+	in := paper(t)
+	csv := "category,benchmark,metric,predicted,spread,measured,higher_is_better\n" +
+		"Img Class,cifar100,Acc@1,70,1,71.5,true\n" +
+		"Img Class,food101,Acc@1,88,1,,true\n"
+	if err := in.AddPredicted("mine", strings.NewReader(csv)); err != nil {
+		t.Fatal(err)
+	}
+	tab := FamilyTables(in)[0]
+	col := len(tab.Models) - 1
+	if tab.Models[col] != "mine" {
+		t.Fatalf("models %v", tab.Models)
+	}
+	for _, r := range tab.Rows {
+		c := r.Cells[col]
+		switch r.Label {
+		case "cifar100:Acc@1":
+			if c.Predicted || c.Value != 71.5 {
+				t.Errorf("measured cell %+v", c)
+			}
+		case "food101:Acc@1":
+			if !c.Predicted || c.Value != 88 {
+				t.Errorf("predicted cell %+v", c)
+			}
+		case "Task Mean":
+			if !c.Missing {
+				t.Errorf("a model missing Img Class metrics must have no Task Mean, got %+v", c)
+			}
+		}
+	}
+	var md strings.Builder
+	tab.Markdown(&md)
+	if !strings.Contains(md.String(), "88.0*") {
+		t.Error("Markdown does not mark the predicted cell")
+	}
+}

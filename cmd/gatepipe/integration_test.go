@@ -462,3 +462,78 @@ func TestEEVEECommands(t *testing.T) {
 		t.Fatalf("unknown tier benchmark: %d %s", r.code, r.stderr)
 	}
 }
+
+// TestFakeGPUsRunOneExperimentPerGPU: with a fake nvidia-smi reporting 4
+// GPUs, 16 GPU experiments run at most 4 at a time, each child sees
+// exactly one GPU in CUDA_VISIBLE_DEVICES and no two running children
+// share one; a child killed with SIGKILL fails only its own node.
+func TestFakeGPUsRunOneExperimentPerGPU(t *testing.T) {
+	cache, dir, bin := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(bin, "nvidia-smi"), "#!/bin/sh\n"+
+		"echo '0, GPU-0000, Fake GPU, 81559 MiB'\necho '1, GPU-1111, Fake GPU, 81559 MiB'\n"+
+		"echo '2, GPU-2222, Fake GPU, 81559 MiB'\necho '3, GPU-3333, Fake GPU, 81559 MiB'\n")
+	os.Chmod(filepath.Join(bin, "nvidia-smi"), 0o755)
+	logFile := filepath.Join(dir, "gpu.log")
+	writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf(`
+locals {
+  log = %q
+  run = "echo start $CUDA_VISIBLE_DEVICES >> ${local.log}; sleep 0.4; echo end $CUDA_VISIBLE_DEVICES >> ${local.log}"
+}
+command "exp" {
+  count = 16
+  run   = count.index == 5 ? ["sh", "-c", "kill -9 $$"] : ["sh", "-c", "${local.run} # ${count.index}"]
+  resources {
+    gpus = 1
+    cpus = 0
+  }
+}
+`, logFile))
+	cmd := exec.Command(binPath, "apply", "-parallelism", "16", dir)
+	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Env = slicesDelete(cmd.Env, "CUDA_VISIBLE_DEVICES=")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitRunFailure {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "15 ran, 0 cached, 1 failed, 0 skipped") {
+		t.Fatalf("want exactly the killed experiment to fail:\n%s", out)
+	}
+	running := map[string]bool{}
+	peak := 0
+	for _, line := range strings.Split(strings.TrimSpace(readFile(logFile)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("child saw CUDA_VISIBLE_DEVICES %q, want exactly one GPU", strings.Join(f[1:], " "))
+		}
+		gpu := f[1]
+		if gpu != "0" && gpu != "1" && gpu != "2" && gpu != "3" {
+			t.Fatalf("unexpected CUDA_VISIBLE_DEVICES=%q", gpu)
+		}
+		switch f[0] {
+		case "start":
+			if running[gpu] {
+				t.Fatalf("two children ran on GPU %s at once", gpu)
+			}
+			running[gpu] = true
+			peak = max(peak, len(running))
+		case "end":
+			delete(running, gpu)
+		}
+	}
+	if peak != 4 {
+		t.Fatalf("at most %d experiments ran at once, want 4", peak)
+	}
+	if r := gp(t, cache, "devices"); !strings.Contains(r.stdout, "cpu:") {
+		t.Fatalf("devices: %s", r.stdout)
+	}
+}
+
+func slicesDelete(env []string, prefix string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -38,6 +38,7 @@ func commands() []command {
 		{"fmt", "Rewrite .hcl files in canonical style", runFmt},
 		{"cache", "Inspect and trim the cache (ls, du, verify, gc)", runCache},
 		{"runs", "List the run records of earlier applies", runRuns},
+		{"devices", "List the CPUs and GPUs apply schedules on", runDevices},
 		{"report", "Write tables, figures and an HTML report for a results matrix", runReport},
 		{"eevee", "EEVEE tools: check-published scores the paper's published subsets", runEEVEE},
 		{"version", "Print the gatepipe version", runVersion},

@@ -107,6 +107,15 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 			return fail(asDiags(err))
 		}
 		opts.Devices = d
+	} else if o.withCache {
+		d, err := c.defaultDevices(ctx)
+		if err != nil {
+			return fail(asDiags(fmt.Errorf("discovering devices: %w (set devices explicitly with -devices or the gatepipe block)", err)))
+		}
+		opts.Devices = d
+	}
+	if s.cache != nil {
+		opts.ExpectedDurations = expectedDurations(s.cache)
 	}
 	if opts.Parallelism == 0 {
 		opts.Parallelism = settings.Parallelism

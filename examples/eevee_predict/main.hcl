@@ -25,3 +25,15 @@ output "position" {
 output "groups" {
   value = predict.dino.groups
 }
+
+# DINO's predicted results beside the pool's 20 encoders; predicted cells
+# are marked apart from the measured small-tier ones.
+report "dino" {
+  matrix      = "pool_without_dino.csv"
+  predictions = [predict.dino.path]
+  title       = "DINO predicted from smallGATE, beside the GATE pool"
+}
+
+output "report" {
+  value = report.dino.html
+}

@@ -40,6 +40,9 @@ var spec = hcldec.ObjectSpec{
 	"reference": &hcldec.AttrSpec{Name: "reference", Type: cty.String},
 	"compare":   &hcldec.AttrSpec{Name: "compare", Type: cty.List(cty.String)},
 	"title":     &hcldec.AttrSpec{Name: "title", Type: cty.String},
+	// predictions lists predict blocks' output directories: each adds its
+	// model as a column, predicted cells told apart from measured ones.
+	"predictions": &hcldec.AttrSpec{Name: "predictions", Type: cty.List(cty.String)},
 }
 
 // Spec returns the block schema.
@@ -57,6 +60,7 @@ type Node struct {
 	paper   bool
 	tiers   map[string][]string
 	search  string
+	preds   []string
 	options report.Options
 }
 
@@ -90,6 +94,11 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	if a := v.GetAttr("title"); !a.IsNull() {
 		n.options.Title = a.AsString()
 	}
+	if a := v.GetAttr("predictions"); !a.IsNull() {
+		for _, p := range a.AsValueSlice() {
+			n.preds = append(n.preds, resolve(p.AsString()))
+		}
+	}
 	if a := v.GetAttr("compare"); !a.IsNull() {
 		for _, m := range a.AsValueSlice() {
 			n.options.Compare = append(n.options.Compare, m.AsString())
@@ -110,6 +119,9 @@ func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
 	paths := []string{n.matrix}
 	if n.search != "" {
 		paths = append(paths, filepath.Join(n.search, "search.json"))
+	}
+	for _, d := range n.preds {
+		paths = append(paths, filepath.Join(d, "predictions.csv"), filepath.Join(d, "prediction.json"))
 	}
 	for _, p := range paths {
 		data, err := n.read(p)
@@ -148,6 +160,27 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 	sort.Strings(names)
 	for _, k := range names {
 		in.Tiers[k] = n.tiers[k]
+	}
+	for _, dir := range n.preds {
+		var meta struct {
+			Model string `json:"model"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "prediction.json"))
+		if err == nil {
+			err = json.Unmarshal(data, &meta)
+		}
+		if err != nil {
+			return in, nil, fmt.Errorf("predictions %s: %w", dir, err)
+		}
+		f, err := os.Open(filepath.Join(dir, "predictions.csv"))
+		if err != nil {
+			return in, nil, err
+		}
+		err = in.AddPredicted(meta.Model, f)
+		f.Close()
+		if err != nil {
+			return in, nil, fmt.Errorf("predictions %s: %w", dir, err)
+		}
 	}
 	var search *report.Search
 	if n.search != "" {
