@@ -537,3 +537,90 @@ func slicesDelete(env []string, prefix string) []string {
 	}
 	return out
 }
+
+// TestExternalTrainerFeedsResults runs examples/external_trainer's
+// stdlib-only trainer through the trainer protocol on a small generated
+// IDX dataset and checks its metrics reach the results matrix.
+func TestExternalTrainerFeedsResults(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	cache, dir := t.TempDir(), t.TempDir()
+	idx := func(dims []int, data []byte) []byte {
+		var b bytes.Buffer
+		b.Write([]byte{0, 0, 8, byte(len(dims))})
+		for _, d := range dims {
+			b.Write([]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)})
+		}
+		b.Write(data)
+		return b.Bytes()
+	}
+	// Two classes: bright images are class 1, dark ones class 0.
+	mk := func(n int) ([]byte, []byte) {
+		var img, lab []byte
+		for i := 0; i < n; i++ {
+			c := byte(i % 2)
+			for p := 0; p < 16; p++ {
+				img = append(img, 30+c*180+byte((i*7+p)%20))
+			}
+			lab = append(lab, c)
+		}
+		return img, lab
+	}
+	ti, tl := mk(40)
+	vi, vl := mk(20)
+	writeFile(t, filepath.Join(dir, "train-img"), string(idx([]int{40, 4, 4}, ti)))
+	writeFile(t, filepath.Join(dir, "train-lab"), string(idx([]int{40}, tl)))
+	writeFile(t, filepath.Join(dir, "test-img"), string(idx([]int{20, 4, 4}, vi)))
+	writeFile(t, filepath.Join(dir, "test-lab"), string(idx([]int{20}, vl)))
+	trainer, _ := filepath.Abs("../../examples/external_trainer")
+	writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf(`
+dataset "toy" {
+  source {
+    url = "train-img"
+  }
+  source {
+    url = "train-lab"
+  }
+  source {
+    url = "test-img"
+  }
+  source {
+    url = "test-lab"
+  }
+  format = "idx"
+  train  = ["train-img", "train-lab"]
+  test   = ["test-img", "test-lab"]
+}
+command "train" {
+  run = ["python3", "%[1]s/trainer.py"]
+  env = { PYTHONPATH = "%[1]s" }
+  experiment = {
+    model     = "centroid"
+    benchmark = "toy"
+    category  = "Img Class"
+    dataset   = dataset.toy.path
+  }
+}
+results "toy" {
+  metrics = [command.train.metrics]
+}
+output "matrix" {
+  value = results.toy.matrix
+}
+`, trainer))
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var matrix string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, "matrix = ") {
+			matrix = strings.Trim(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "matrix = ")), `"`)
+		}
+	}
+	got := readFile(matrix)
+	if !strings.Contains(got, "Img Class,toy,Acc@1,centroid,100,true") {
+		t.Fatalf("matrix lacks the trainer's Acc@1:\n%s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes/dataset"
 	"github.com/gatepipe/gatepipe/nodes/predict"
 	"github.com/gatepipe/gatepipe/nodes/reportnode"
+	"github.com/gatepipe/gatepipe/nodes/results"
 	"github.com/gatepipe/gatepipe/nodes/search"
 	"github.com/gatepipe/gatepipe/stdlib"
 )
@@ -19,5 +20,6 @@ func Registry() *nodes.Registry {
 		search.Kind{Stdlib: stdlib.FS()},
 		predict.Kind{Stdlib: stdlib.FS()},
 		reportnode.Kind{Stdlib: stdlib.FS()},
+		results.Kind{},
 	)
 }

@@ -7,6 +7,7 @@ package command
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/gocty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // OutDirSentinel is the value of self.out_dir in configuration; it is
@@ -48,18 +50,22 @@ var spec = hcldec.ObjectSpec{
 	"outputs": &hcldec.AttrSpec{Name: "outputs", Type: cty.Map(cty.String)},
 	"dir":     &hcldec.AttrSpec{Name: "dir", Type: cty.String},
 	"timeout": &hcldec.AttrSpec{Name: "timeout", Type: cty.String},
+	// experiment switches on the external-trainer protocol (trainer.go).
+	"experiment": &hcldec.AttrSpec{Name: "experiment", Type: cty.DynamicPseudoType},
 }
 
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
 
 // OutputType: outputs maps each declared output name to its file path;
-// out_dir is the artifact directory; log is the captured output.
+// out_dir is the artifact directory; log is the captured output; metrics
+// is the trainer's metrics.json ("" without the trainer protocol).
 func (Kind) OutputType() cty.Type {
 	return cty.Object(map[string]cty.Type{
 		"outputs": cty.Map(cty.String),
 		"out_dir": cty.String,
 		"log":     cty.String,
+		"metrics": cty.String,
 	})
 }
 
@@ -77,12 +83,17 @@ type Node struct {
 	cfg     config
 	dir     string // module directory
 	timeout time.Duration
+	// experiment is the trainer protocol's config, nil when off.
+	experiment any
 }
 
 // Decode validates the configuration.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	var cfg config
-	if err := gocty.FromCtyValue(v, &cfg); err != nil {
+	exp := v.GetAttr("experiment")
+	attrs := v.AsValueMap()
+	delete(attrs, "experiment")
+	if err := gocty.FromCtyValue(cty.ObjectVal(attrs), &cfg); err != nil {
 		return nil, hcl.Diagnostics{decl.Errorf("run", "Invalid command block", "%s", err)}
 	}
 	var diags hcl.Diagnostics
@@ -96,6 +107,15 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		}
 	}
 	n := &Node{cfg: cfg, dir: decl.Dir}
+	if !exp.IsNull() {
+		data, err := ctyjson.Marshal(exp, exp.Type())
+		if err == nil {
+			err = json.Unmarshal(data, &n.experiment)
+		}
+		if err != nil {
+			diags = append(diags, decl.Errorf("experiment", "Invalid experiment", "experiment must be a JSON-like value: %s.", err))
+		}
+	}
 	if cfg.Timeout != nil {
 		d, err := time.ParseDuration(*cfg.Timeout)
 		if err != nil || d <= 0 {
@@ -199,7 +219,18 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		cmd.Dir = n.resolve(*n.cfg.Dir)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
+	if n.experiment != nil {
+		p, err := writeExperiment(env, n.experiment)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		fctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go followLog(fctx, env)
+		env.Log.Debug().Str("experiment", p).Msg("trainer protocol")
+	}
 	cmd.Env = append(os.Environ(), "GATEPIPE_OUT_DIR="+env.OutDir, "GATEPIPE_NODE="+env.Addr.String(),
+		"GATEPIPE_EXPERIMENT="+filepath.Join(env.OutDir, ExperimentFile),
 		fmt.Sprintf("GATEPIPE_CPUS=%d", env.Devices.CPUs), fmt.Sprintf("OMP_NUM_THREADS=%d", env.Devices.CPUs))
 	if len(env.Devices.GPUs) > 0 {
 		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(env.Devices.GPUs, ","))
@@ -236,10 +267,18 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if len(outs) > 0 {
 		outVal = cty.MapVal(outs)
 	}
+	metrics := ""
+	if n.experiment != nil {
+		metrics = filepath.Join(env.OutDir, MetricsFile)
+		if _, err := ReadMetrics(metrics); err != nil {
+			return cty.NilVal, fmt.Errorf("trainer finished without valid %s (see the protocol in SPEC.md): %w", MetricsFile, err)
+		}
+	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"outputs": outVal,
 		"out_dir": cty.StringVal(env.OutDir),
 		"log":     cty.StringVal(logPath),
+		"metrics": cty.StringVal(metrics),
 	}), nil
 }
 

@@ -1,0 +1,181 @@
+// Package results implements the `results` block: it collects the
+// metrics.json of experiments (external trainers through the command
+// block's trainer protocol, and later built-in training) into one
+// performance matrix — models x benchmark metrics, with higher-is-better
+// flags and missing cells marked — as CSV and JSON, the input of search,
+// predict and report blocks.
+package results
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/command"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is the results block kind.
+type Kind struct{}
+
+// Name returns "results".
+func (Kind) Name() string { return "results" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+var spec = hcldec.ObjectSpec{
+	"metrics": &hcldec.AttrSpec{Name: "metrics", Type: cty.List(cty.String), Required: true},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType is the value other blocks see.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"path": cty.String, "matrix": cty.String, "json": cty.String,
+		"models": cty.List(cty.String), "benchmarks": cty.List(cty.String), "missing": cty.Number,
+	})
+}
+
+// Node is a decoded results block.
+type Node struct{ files []string }
+
+// Decode reads the list of metrics files.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	n := &Node{}
+	for _, f := range v.GetAttr("metrics").AsValueSlice() {
+		n.files = append(n.files, f.AsString())
+	}
+	if len(n.files) == 0 {
+		return nil, hcl.Diagnostics{decl.Errorf("metrics", "No metrics", "metrics lists experiments' metrics.json files, e.g. [for k, c in command.train : c.metrics].")}
+	}
+	return n, nil
+}
+
+// Fingerprint: the metrics files live in the cache and are named by their
+// content already (their paths contain output IDs).
+func (n *Node) Fingerprint(context.Context, io.Writer) error { return nil }
+
+// Cell is one value of the matrix in results.json.
+type Cell struct {
+	Category       string   `json:"category"`
+	Benchmark      string   `json:"benchmark"`
+	Metric         string   `json:"metric"`
+	Model          string   `json:"model"`
+	Value          *float64 `json:"value"` // null when missing
+	HigherIsBetter bool     `json:"higher_is_better"`
+}
+
+// Run builds the matrix.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	type col struct{ category, benchmark, metric string }
+	values := map[string]map[col]float64{}
+	hib := map[col]bool{}
+	var models []string
+	var cols []col
+	seenModel, seenCol := map[string]bool{}, map[col]bool{}
+	for _, f := range n.files {
+		m, err := command.ReadMetrics(f)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		if !seenModel[m.Model] {
+			seenModel[m.Model] = true
+			models = append(models, m.Model)
+			values[m.Model] = map[col]float64{}
+		}
+		names := make([]string, 0, len(m.Metrics))
+		for k := range m.Metrics {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			c := col{m.Category, m.Benchmark, name}
+			if !seenCol[c] {
+				seenCol[c] = true
+				cols = append(cols, c)
+				hib[c] = m.Metrics[name].HigherIsBetter
+			} else if hib[c] != m.Metrics[name].HigherIsBetter {
+				return cty.NilVal, fmt.Errorf("%s: %s:%s changes its higher_is_better flag between experiments", f, m.Benchmark, name)
+			}
+			if _, dup := values[m.Model][c]; dup {
+				return cty.NilVal, fmt.Errorf("%s: model %s has two results for %s:%s", f, m.Model, m.Benchmark, name)
+			}
+			values[m.Model][c] = m.Metrics[name].Value
+		}
+	}
+	sort.SliceStable(cols, func(i, j int) bool {
+		if cols[i].benchmark != cols[j].benchmark {
+			return cols[i].benchmark < cols[j].benchmark
+		}
+		return cols[i].metric < cols[j].metric
+	})
+	csvPath := filepath.Join(env.OutDir, "matrix.csv")
+	f, err := os.Create(csvPath)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"category", "benchmark", "metric", "model", "value", "higher_is_better"})
+	var cells []Cell
+	missing := 0
+	for _, c := range cols {
+		for _, model := range models {
+			v, ok := values[model][c]
+			cell := Cell{Category: c.category, Benchmark: c.benchmark, Metric: c.metric, Model: model, HigherIsBetter: hib[c]}
+			text := ""
+			if ok {
+				cell.Value = &v
+				text = strconv.FormatFloat(v, 'g', -1, 64)
+			} else {
+				missing++
+			}
+			cells = append(cells, cell)
+			w.Write([]string{c.category, c.benchmark, c.metric, model, text, strconv.FormatBool(hib[c])})
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return cty.NilVal, err
+	}
+	f.Close()
+	jsonPath := filepath.Join(env.OutDir, "matrix.json")
+	data, _ := json.MarshalIndent(cells, "", "  ")
+	if err := os.WriteFile(jsonPath, data, 0o644); err != nil {
+		return cty.NilVal, err
+	}
+	list := func(s []string) cty.Value {
+		if len(s) == 0 {
+			return cty.ListValEmpty(cty.String)
+		}
+		vals := make([]cty.Value, len(s))
+		for i, x := range s {
+			vals[i] = cty.StringVal(x)
+		}
+		return cty.ListVal(vals)
+	}
+	var benches []string
+	seenB := map[string]bool{}
+	for _, c := range cols {
+		if !seenB[c.benchmark] {
+			seenB[c.benchmark] = true
+			benches = append(benches, c.benchmark)
+		}
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "matrix": cty.StringVal(csvPath), "json": cty.StringVal(jsonPath),
+		"models": list(models), "benchmarks": list(benches), "missing": cty.NumberIntVal(int64(missing)),
+	}), nil
+}
