@@ -162,6 +162,9 @@ func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 type applier struct {
 	e     *Engine
 	slots *slots
+	// parentLocked: a parent process holds the action's lock (process
+	// isolation), so this child must not take it again.
+	parentLocked bool
 	// priority orders slot requests: the instance's position in the
 	// stable plan order.
 	priority map[string]int
@@ -245,11 +248,13 @@ func (a *applier) runOrReuse(ctx context.Context, in *instance) (cache.OutputID,
 			return in.output, nil
 		}
 	}
-	unlock, err := e.cache.LockAction(ctx, in.action)
-	if err != nil {
-		return cache.OutputID{}, err
+	if !a.parentLocked {
+		unlock, err := e.cache.LockAction(ctx, in.action)
+		if err != nil {
+			return cache.OutputID{}, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	if !in.replace {
 		if hit, err := e.lookupCache(in); err == nil && hit {
 			in.run = RunCached
@@ -270,6 +275,9 @@ func (a *applier) runOrReuse(ctx context.Context, in *instance) (cache.OutputID,
 
 func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (cache.OutputID, error) {
 	e := a.e
+	if e.opts.Spawn != nil && e.opts.Isolate != nil && e.opts.Isolate(in.v.nodeKind) {
+		return a.spawn(ctx, in, dev)
+	}
 	log := e.log.With().Str("node", in.key()).Logger()
 	work, err := e.cache.TempDir(in.v.nodeKind.Name())
 	if err != nil {
@@ -328,4 +336,73 @@ func (e *Engine) storableValue(in *instance, val cty.Value, work string) (cty.Va
 		return cty.NilVal, errors.New("node returned an unknown value")
 	}
 	return replaceStrings(conv, func(s string) string { return strings.ReplaceAll(s, work, OutDirSentinel) }), nil
+}
+
+// spawn runs the instance in a child process and loads what it stored.
+func (a *applier) spawn(ctx context.Context, in *instance, dev nodes.Assignment) (cache.OutputID, error) {
+	e := a.e
+	in.start, in.device = time.Now(), dev
+	e.opts.Reporter.NodeStarted(in.key(), dev)
+	err := e.opts.Spawn(ctx, in.key(), dev)
+	in.duration = time.Since(in.start)
+	if err == nil {
+		var hit bool
+		if hit, err = e.lookupCache(in); err == nil && !hit {
+			err = errors.New("the child process exited successfully but stored no output")
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			in.run, in.err = RunNotRun, fmt.Errorf("%s: cancelled after %s", in.key(), in.duration.Round(time.Millisecond))
+			e.opts.Reporter.NodeFinished(in.key(), RunNotRun, in.duration, in.err)
+			return cache.OutputID{}, ctx.Err()
+		}
+		err = fmt.Errorf("%s: %w", in.key(), err)
+		in.run, in.err = RunFailed, err
+		e.opts.Reporter.NodeFinished(in.key(), RunFailed, in.duration, err)
+		return cache.OutputID{}, err
+	}
+	in.run = RunRan
+	e.opts.Reporter.NodeFinished(in.key(), RunRan, in.duration, nil)
+	return in.output, nil
+}
+
+// ApplyOne runs the planned instance addr in this process: the child side
+// of process isolation, of Slurm jobs and of exported scripts. Its
+// dependencies must be cached already. It is a no-op for an instance that
+// is cached (unless -replace names it).
+func (e *Engine) ApplyOne(ctx context.Context, addr string, parentLocked bool) error {
+	if e.cache == nil {
+		return errors.New("exec needs a cache")
+	}
+	unlock, err := e.cache.LockShared(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var in *instance
+	for _, v := range e.graph.order {
+		for _, cand := range v.instances {
+			if cand.key() == addr {
+				in = cand
+			}
+		}
+	}
+	if in == nil {
+		return fmt.Errorf("the pipeline has no instance %s", addr)
+	}
+	switch in.status {
+	case StatusCached:
+		if !in.replace {
+			return nil
+		}
+	case StatusBlocked:
+		return fmt.Errorf("%s cannot run yet: %s, and those are not in the cache", addr, in.reason)
+	}
+	a := &applier{e: e, slots: newSlots(1, e.opts.Devices), flights: map[cache.ActionID]*flight{}, priority: map[string]int{}, parentLocked: parentLocked}
+	// The parent already holds this node's devices: take exactly them.
+	in.resources.CPUs = min(in.resources.CPUs, e.opts.Devices.CPUs)
+	in.resources.GPUs = min(in.resources.GPUs, len(e.opts.Devices.GPUs))
+	_, err = a.runOrReuse(ctx, in)
+	return err
 }

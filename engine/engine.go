@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,6 +33,11 @@ type Options struct {
 	DebugHash io.Writer
 	// Reporter receives progress events; nil means none.
 	Reporter Reporter
+	// Spawn, when set, runs an instance in a child process (which stores
+	// its output in the cache) instead of in this one; Isolate decides for
+	// which instances.
+	Spawn   func(ctx context.Context, addr string, dev nodes.Assignment) error
+	Isolate func(kind nodes.Kind) bool
 	// ExpectedDurations, when set, returns how long instances took in
 	// earlier runs, by address; apply calls it only when something will
 	// run, and starts the longest expected work first.
@@ -122,3 +128,9 @@ func (e *Engine) replaces(in *instance) bool {
 
 // DOT writes the block-level dependency graph in Graphviz format.
 func (e *Engine) DOT(w io.Writer) error { return e.graph.g.DOT(w) }
+
+// SetSpawner installs process isolation after construction (the CLI needs
+// the loaded session to build the child's command line).
+func (e *Engine) SetSpawner(spawn func(ctx context.Context, addr string, dev nodes.Assignment) error, isolate func(nodes.Kind) bool) {
+	e.opts.Spawn, e.opts.Isolate = spawn, isolate
+}

@@ -68,6 +68,11 @@ func (e *Engine) expand(v *vertex) hcl.Diagnostics {
 			return diags
 		}
 		var n int
+		if val.IsKnown() && !val.IsNull() {
+			if conv, err := convert.Convert(val, cty.Number); err == nil {
+				val = conv // "3" from an untyped -var counts as 3
+			}
+		}
 		if !val.IsKnown() || val.IsNull() || val.Type() != cty.Number || gocty.FromCtyValue(val, &n) != nil || n < 0 {
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid count argument",
 				Detail:  "count must be a whole number of at least 0, known at plan time.",

@@ -80,6 +80,13 @@ type Node interface {
 	Run(ctx context.Context, env *Env) (cty.Value, error)
 }
 
+// Isolated is implemented by kinds whose nodes should run in their own
+// process by default (heavy numeric work), so a crash or an out-of-memory
+// kill takes down only that node.
+type Isolated interface {
+	IsolatedProcess() bool
+}
+
 // ResourceDefaulter is implemented by nodes that need more than one CPU
 // slot when the block sets no resources.
 type ResourceDefaulter interface {

@@ -27,9 +27,15 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop starting nodes after the first failure")
 	fs.BoolVar(&keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	isolationMode := fs.String("isolation", "auto", "run nodes in their own processes: auto (kinds that train), process (every node) or none")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
+	}
+	isolate, err := isolation(*isolationMode)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitConfigError
 	}
 	if !keepGoing {
 		f.failFast = true
@@ -62,6 +68,11 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	view.setLogger(s.log)
+	if isolate != nil {
+		abs, _ := filepath.Abs(path)
+		sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir()}
+		s.engine.SetSpawner(sp.spawn, isolate)
+	}
 	start := time.Now()
 	s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
 	plan, diags := s.engine.Plan(ctx)

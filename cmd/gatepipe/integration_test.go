@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -622,5 +623,65 @@ output "matrix" {
 	got := readFile(matrix)
 	if !strings.Contains(got, "Img Class,toy,Acc@1,centroid,100,true") {
 		t.Fatalf("matrix lacks the trainer's Acc@1:\n%s", got)
+	}
+}
+
+// TestProcessIsolation: nodes run as `gatepipe exec` children store the
+// same outputs as in-process runs, and a child killed with SIGKILL fails
+// only its own node.
+func TestProcessIsolation(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "data.bin"), "some bytes")
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+variable "victims" {
+  default = 2
+}
+dataset "d" {
+  source {
+    url = "data.bin"
+  }
+  format = "raw"
+}
+command "ok" {
+  run = ["sh", "-c", "cat ${dataset.d.path}/data.bin > $GATEPIPE_OUT_DIR/copy"]
+}
+command "victim" {
+  count = var.victims
+  # The second instance kills its parent: the gatepipe exec child when
+  # isolated (only in that case does the test create it).
+  run = count.index == 1 ? ["sh", "-c", "kill -9 $PPID; sleep 5"] : ["true"]
+}
+`)
+	outputs := func(cache string, isolation string, victims string) (map[string]string, result) {
+		r := gp(t, cache, "apply", "-isolation", isolation, "-var", "victims="+victims, dir)
+		recs, _ := filepath.Glob(filepath.Join(cache, "runs", "*.json"))
+		if len(recs) == 0 {
+			t.Fatalf("no run record; apply said %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		var rec struct {
+			Nodes []struct {
+				Addr     string `json:"addr"`
+				OutputID string `json:"output_id"`
+			} `json:"nodes"`
+		}
+		data := readFile(recs[len(recs)-1])
+		if err := json.Unmarshal([]byte(data), &rec); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, n := range rec.Nodes {
+			m[n.Addr] = n.OutputID
+		}
+		return m, r
+	}
+	iso, r := outputs(t.TempDir(), "process", "2")
+	if r.code != exitRunFailure || !strings.Contains(r.stdout, "3 ran, 0 cached, 1 failed") || !strings.Contains(r.stdout, "killed") {
+		t.Fatalf("isolated apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	inproc, _ := outputs(t.TempDir(), "none", "1")
+	for _, addr := range []string{"dataset.d", "command.ok", "command.victim[0]"} {
+		if iso[addr] == "" || iso[addr] != inproc[addr] {
+			t.Errorf("%s: output %q in a child process, %q in process", addr, iso[addr], inproc[addr])
+		}
 	}
 }

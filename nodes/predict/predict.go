@@ -44,6 +44,9 @@ var spec = search.WithScoring(hcldec.ObjectSpec{
 	"validate": &hcldec.AttrSpec{Name: "validate", Type: cty.Bool},
 })
 
+// IsolatedProcess: meta-model training runs in its own process by default.
+func (Kind) IsolatedProcess() bool { return true }
+
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
 

@@ -80,6 +80,9 @@ func WithScoring(s hcldec.ObjectSpec) hcldec.ObjectSpec {
 	return out
 }
 
+// IsolatedProcess: meta-model training runs in its own process by default.
+func (Kind) IsolatedProcess() bool { return true }
+
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
 
