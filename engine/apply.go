@@ -335,7 +335,11 @@ func (e *Engine) storableValue(in *instance, val cty.Value, work string) (cty.Va
 	if !conv.IsWhollyKnown() {
 		return cty.NilVal, errors.New("node returned an unknown value")
 	}
-	return replaceStrings(conv, func(s string) string { return strings.ReplaceAll(s, work, OutDirSentinel) }), nil
+	root := e.cache.Dir()
+	return replaceStrings(conv, func(s string) string {
+		// Work directory first: it lies inside the cache root.
+		return strings.ReplaceAll(strings.ReplaceAll(s, work, OutDirSentinel), root, cacheSentinel)
+	}), nil
 }
 
 // spawn runs the instance in a child process and loads what it stored.

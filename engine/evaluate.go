@@ -205,7 +205,7 @@ func (e *Engine) setOutput(in *instance, out [32]byte, m *cache.Manifest, dir st
 	in.mu.Lock()
 	in.output = out
 	in.value = cty.NilVal
-	in.stored = &storedValue{json: m.Value, dir: dir}
+	in.stored = &storedValue{json: m.Value, dir: dir, root: e.cache.Dir()}
 	in.mu.Unlock()
 	return nil
 }

@@ -72,6 +72,7 @@ type instance struct {
 type storedValue struct {
 	json []byte
 	dir  string // replaces OutDirSentinel
+	root string // replaces cacheSentinel
 }
 
 func (in *instance) setValue(v cty.Value) {
@@ -99,8 +100,10 @@ func decodeStored(s *storedValue, ty cty.Type) cty.Value {
 	if err != nil {
 		return cty.UnknownVal(ty)
 	}
-	if bytes.Contains(s.json, []byte(OutDirSentinel)) {
-		val = replaceStrings(val, func(str string) string { return strings.ReplaceAll(str, OutDirSentinel, s.dir) })
+	if bytes.Contains(s.json, []byte(OutDirSentinel)) || bytes.Contains(s.json, []byte(cacheSentinel)) {
+		val = replaceStrings(val, func(str string) string {
+			return strings.ReplaceAll(strings.ReplaceAll(str, OutDirSentinel, s.dir), cacheSentinel, s.root)
+		})
 	}
 	return val
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
