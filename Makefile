@@ -45,6 +45,12 @@ deps-test:
 			echo "chromium is missing and we are not root: the browser test will be skipped"; \
 		fi; \
 	fi
+	@# The Slurm integration test needs a cluster: start a single-node one.
+	@if [ "$$(id -u)" = 0 ]; then \
+		bash scripts/slurm-localhost.sh start || echo "Slurm could not be started: its integration test will be skipped"; \
+	else \
+		echo "not root: no local Slurm cluster, its integration test will be skipped unless one answers"; \
+	fi
 
 unit:
 	$(GO) vet ./...

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,11 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 			a.priority[in.key()] = len(a.priority) - int(expected[in.key()].Milliseconds())*1_000_000
 		}
 	}
+	if e.submitter != nil {
+		if err := a.submitAll(ctx); err != nil {
+			return nil, err
+		}
+	}
 	results := g.Walk(ctx, dag.WalkOptions{FailFast: e.opts.FailFast}, func(ctx context.Context, key string) error {
 		it := items[key]
 		if it.inst == nil {
@@ -59,8 +65,26 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 			}
 			return nil
 		}
+		if job, ok := a.jobs[it.inst.key()]; ok {
+			return a.waitJob(ctx, it.inst, job)
+		}
 		return a.applyInstance(ctx, it.inst)
 	})
+	if e.submitter != nil {
+		// Jobs still queued: dependents of failures (Slurm kills those with
+		// --kill-on-invalid-dep, this is a safety net) or, after Ctrl-C, all.
+		var left []string
+		for addr, job := range a.jobs {
+			if r := results[addr]; r.Status != dag.Succeeded && r.Status != dag.Failed {
+				left = append(left, job)
+			}
+		}
+		if len(left) > 0 {
+			sort.Strings(left)
+			e.submitter.Cancel(left)
+		}
+		rec.Submitted = len(a.jobs)
+	}
 	for _, v := range e.graph.order {
 		for _, in := range v.instances {
 			r, walked := results[in.key()]
@@ -168,6 +192,8 @@ type applier struct {
 	// priority orders slot requests: the instance's position in the
 	// stable plan order.
 	priority map[string]int
+	// jobs maps instances to their batch jobs when a Submitter is set.
+	jobs map[string]string
 
 	mu      sync.Mutex
 	flights map[cache.ActionID]*flight

@@ -68,6 +68,8 @@ type Engine struct {
 
 	upMu     sync.Mutex
 	upstream map[string][]*vertex
+
+	submitter Submitter
 }
 
 // New builds the graph of a loaded configuration. c may be nil, in which

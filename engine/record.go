@@ -18,6 +18,8 @@ type RunRecord struct {
 	Counts   map[string]int `json:"counts"`
 	Nodes    []NodeRecord   `json:"nodes"`
 	Errors   []string       `json:"errors,omitempty"`
+	// Submitted counts the batch jobs submitted (Slurm executor).
+	Submitted int `json:"submitted,omitempty"`
 }
 
 // NodeRecord is one instance in a run record.

@@ -28,6 +28,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs.BoolVar(&keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
 	isolationMode := fs.String("isolation", "auto", "run nodes in their own processes: auto (kinds that train), process (every node) or none")
+	executor := fs.String("executor", "local", "where nodes run: local, or slurm (each node an sbatch job on a shared cache)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -68,10 +69,23 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	view.setLogger(s.log)
-	if isolate != nil {
-		abs, _ := filepath.Abs(path)
-		sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir()}
-		s.engine.SetSpawner(sp.spawn, isolate)
+	abs, _ := filepath.Abs(path)
+	switch *executor {
+	case "local":
+		if isolate != nil {
+			sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir()}
+			s.engine.SetSpawner(sp.spawn, isolate)
+		}
+	case "slurm":
+		sub, err := newSlurmSubmitter(s.log, abs, &f, s.cache.Dir())
+		if err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe:", err)
+			return exitConfigError
+		}
+		s.engine.SetSubmitter(sub)
+	default:
+		fmt.Fprintf(c.stderr, "gatepipe: -executor must be local or slurm, not %q\n", *executor)
+		return exitConfigError
 	}
 	start := time.Now()
 	s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
@@ -96,6 +110,9 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return exitRunFailure
 	}
 	printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir())
+	if *executor == "slurm" {
+		fmt.Fprintf(c.stdout, "Submitted %d Slurm jobs.\n", rec.Submitted)
+	}
 	if !rec.Failed() {
 		printOutputs(c.stdout, s.engine.Outputs())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -48,6 +49,9 @@ func (c *cli) defaultDevices(ctx context.Context) (engine.Devices, error) {
 		return engine.Devices{}, err
 	}
 	d := engine.Devices{CPUs: inv.CPUs}
+	if n, err := strconv.Atoi(os.Getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
+		d.CPUs = n // inside a Slurm job: the allocation, not the machine
+	}
 	for _, g := range inv.GPUs {
 		d.GPUs = append(d.GPUs, g.ID)
 	}
