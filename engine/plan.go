@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+
+	"github.com/gatepipe/gatepipe/nodes"
 	"sync"
 
 	"fmt"
@@ -166,6 +168,47 @@ func (e *Engine) orderedVertices() []*vertex {
 	out := make([]*vertex, len(order))
 	for i, k := range order {
 		out[i] = e.graph.vertices[k]
+	}
+	return out
+}
+
+// ExportNode is one instance that will or may run, with what it needs and
+// what it waits for: the input of export formats and batch systems.
+type ExportNode struct {
+	Addr      string          `json:"addr"`
+	Kind      string          `json:"kind"`
+	Status    PlanStatus      `json:"status"`
+	ActionID  string          `json:"action_id,omitempty"`
+	Resources nodes.Resources `json:"resources"`
+	// After lists the exported nodes this one must follow.
+	After []string `json:"after,omitempty"`
+}
+
+// Export lists, in dependency order, every planned instance that will run
+// or is blocked; cached ones are left out, as apply would not run them.
+func (e *Engine) Export() []ExportNode {
+	var out []ExportNode
+	exported := map[string]bool{}
+	for _, v := range e.orderedVertices() {
+		for _, in := range v.instances {
+			if in.status == StatusCached && !in.replace {
+				continue
+			}
+			n := ExportNode{Addr: in.key(), Kind: v.nodeKind.Name(), Status: in.status, Resources: in.resources}
+			if !in.action.IsZero() {
+				n.ActionID = in.action.String()
+			}
+			for _, up := range e.upstreamBlocks(v) {
+				for _, ui := range up.instances {
+					if exported[ui.key()] {
+						n.After = append(n.After, ui.key())
+					}
+				}
+			}
+			sort.Strings(n.After)
+			exported[n.Addr] = true
+			out = append(out, n)
+		}
 	}
 	return out
 }

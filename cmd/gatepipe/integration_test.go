@@ -685,3 +685,31 @@ command "victim" {
 		}
 	}
 }
+
+// TestExportShellRunsThePlan: the script `export -format shell` writes,
+// run with bash, leaves every node cached for the next apply.
+func TestExportShellRunsThePlan(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+command "a" {
+  run = ["sh", "-c", "echo a > $GATEPIPE_OUT_DIR/o"]
+}
+command "b" {
+  run = ["sh", "-c", "cat ${command.a.out_dir}/o > $GATEPIPE_OUT_DIR/o"]
+}
+`)
+	script := filepath.Join(t.TempDir(), "plan.sh")
+	if r := gp(t, cache, "export", "-format", "shell", "-o", script, dir); r.code != 0 {
+		t.Fatalf("export: %s%s", r.stdout, r.stderr)
+	}
+	if out, err := exec.Command("bash", script).CombinedOutput(); err != nil {
+		t.Fatalf("running the exported script: %v\n%s", err, out)
+	}
+	if r := gp(t, cache, "apply", dir); r.code != 0 || !strings.Contains(r.stdout, "All 2 node instances were cached") {
+		t.Fatalf("apply after the script: %s%s", r.stdout, r.stderr)
+	}
+	r := gp(t, cache, "export", "-format", "json", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, `"nodes": null`) {
+		t.Fatalf("a fully cached plan should export no nodes:\n%s", r.stdout)
+	}
+}

@@ -39,6 +39,7 @@ func commands() []command {
 		{"cache", "Inspect and trim the cache (ls, du, verify, gc)", runCache},
 		{"runs", "List the run records of earlier applies", runRuns},
 		{"devices", "List the CPUs and GPUs apply schedules on", runDevices},
+		{"export", "Write the plan as shell, Slurm or JSON without running it", runExport},
 		{"exec", "Run one planned instance (used by apply's process isolation and Slurm)", runExec},
 		{"report", "Write tables, figures and an HTML report for a results matrix", runReport},
 		{"eevee", "EEVEE tools: check-published scores the paper's published subsets", runEEVEE},

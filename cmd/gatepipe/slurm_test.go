@@ -86,3 +86,41 @@ command "after_bad" {
 		t.Fatalf("re-apply submitted work: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestExportSlurmScript submits the exported sbatch chain to the cluster
+// and checks that afterwards apply finds everything cached.
+func TestExportSlurmScript(t *testing.T) {
+	slurmReady(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+command "a" {
+  run = ["sh", "-c", "echo a > $GATEPIPE_OUT_DIR/o"]
+}
+command "b" {
+  run = ["sh", "-c", "cat ${command.a.out_dir}/o > $GATEPIPE_OUT_DIR/o"]
+}
+`)
+	script := filepath.Join(t.TempDir(), "plan.sh")
+	if r := gp(t, cache, "export", "-format", "slurm", "-o", script, dir); r.code != 0 {
+		t.Fatalf("export: %s%s", r.stdout, r.stderr)
+	}
+	out, err := exec.Command("bash", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("submitting: %v\n%s", err, out)
+	}
+	var last string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		last = strings.TrimSpace(line[strings.LastIndex(line, " ")+1:])
+	}
+	// Wait for the last job (b) to leave the queue.
+	for i := 0; i < 120; i++ {
+		q, _ := exec.Command("squeue", "-h", "-j", last).Output()
+		if strings.TrimSpace(string(q)) == "" {
+			break
+		}
+		exec.Command("sleep", "0.5").Run()
+	}
+	if r := gp(t, cache, "apply", dir); r.code != 0 || !strings.Contains(r.stdout, "All 2 node instances were cached") {
+		t.Fatalf("apply after the Slurm script: %s%s", r.stdout, r.stderr)
+	}
+}
