@@ -1,0 +1,345 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Data is one split, normalised, with class labels.
+type Data struct {
+	X     []float32 // N * prod(Shape)
+	Y     []int64
+	Shape []int // one example
+}
+
+// Len returns the number of examples.
+func (d *Data) Len() int { return len(d.Y) }
+
+// Recipe is how to train.
+type Recipe struct {
+	LR            float64 `json:"lr"`
+	WeightDecay   float64 `json:"weight_decay"`
+	BatchSize     int     `json:"batch_size"`
+	Iterations    int     `json:"iterations"`
+	ValidateEvery int     `json:"validate_every"`
+	TopK          int     `json:"top_k"`
+	Seed          uint64  `json:"seed"`
+	// Plateau scheduler on the validation loss (mode min).
+	PlateauFactor    float64 `json:"plateau_factor"`
+	PlateauPatience  int     `json:"plateau_patience"`
+	PlateauThreshold float64 `json:"plateau_threshold"`
+}
+
+// LogEntry is one line of the training log.
+type LogEntry struct {
+	Iteration    int                `json:"iteration"`
+	Loss         float64            `json:"loss,omitempty"`
+	LR           float64            `json:"lr"`
+	ImagesPerSec float64            `json:"images_per_sec,omitempty"`
+	Val          map[string]float64 `json:"val,omitempty"`
+	GradNorms    map[string]float64 `json:"grad_norms,omitempty"`
+	EnergyJ      *float64           `json:"energy_joules,omitempty"`
+}
+
+// Result is what training produced.
+type Result struct {
+	// Test metrics of the top-k ensemble.
+	Metrics map[string]float64
+	// Checkpoints are the top-k parameter sets, best first, with their
+	// validation accuracy.
+	Checkpoints []Checkpoint
+	Seconds     float64
+}
+
+// Checkpoint is a kept parameter set.
+type Checkpoint struct {
+	Iteration int
+	ValAcc    float64
+	Values    map[string]float32s
+	Shapes    map[string][]int
+}
+
+type float32s = []float32
+
+// Train fine-tunes enc with a classification head on train, validating on
+// val and testing the top-k ensemble on test. log receives every log entry;
+// progress the iteration count.
+func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
+	start := time.Now()
+	params, err := newParams(enc, trainD.Shape, classes, rec.Seed)
+	if err != nil {
+		return nil, err
+	}
+	b := rec.BatchSize
+	m, err := build(enc, params, trainD.Shape, classes, b, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := G.Grad(m.loss, m.nodes()...); err != nil {
+		return nil, fmt.Errorf("gradients: %w", err)
+	}
+	vm := G.NewTapeMachine(m.g, G.BindDualValues(m.nodes()...))
+	defer vm.Close()
+	opt := newAdamW(m, rec)
+	rng := rand.New(rand.NewPCG(rec.Seed, 0xba7c4))
+	size := 1
+	for _, d := range trainD.Shape {
+		size *= d
+	}
+	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
+	yb := tensor.New(tensor.WithShape(b, classes), tensor.Of(tensor.Float32))
+	lr := rec.LR
+	best, bad := math.Inf(1), 0
+	var kept []Checkpoint
+	energy := newRAPL()
+	lastLog, seen := time.Now(), 0
+	for it := 1; it <= rec.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fillBatch(xb, yb, trainD, rng, b, size, classes)
+		G.Let(m.x, xb)
+		G.Let(m.y, yb)
+		if err := vm.RunAll(); err != nil {
+			return nil, fmt.Errorf("iteration %d: %w", it, err)
+		}
+		loss := float64(m.loss.Value().Data().(float32))
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return nil, fmt.Errorf("training diverged: the loss is %v at iteration %d (lower the learning rate, now %g)", loss, it, lr)
+		}
+		entry := LogEntry{Iteration: it, Loss: loss, LR: lr}
+		if it%100 == 0 || it == 1 {
+			entry.GradNorms = gradNorms(m)
+		}
+		opt.step(lr)
+		vm.Reset()
+		seen += b
+		if progress != nil {
+			progress(int64(it), int64(rec.Iterations))
+		}
+		if it%rec.ValidateEvery == 0 || it == rec.Iterations {
+			entry.ImagesPerSec = float64(seen) / time.Since(lastLog).Seconds()
+			lastLog, seen = time.Now(), 0
+			vals := m.values()
+			metrics, _, err := evaluate(enc, params, classes, val, [](map[string][]float32){vals})
+			if err != nil {
+				return nil, err
+			}
+			entry.Val = metrics
+			entry.EnergyJ = energy.joules()
+			kept = keepTopK(kept, Checkpoint{Iteration: it, ValAcc: metrics["acc1"], Values: vals}, max(rec.TopK, 1))
+			// Plateau scheduler: mode min on the validation loss.
+			if metrics["loss"] < best*(1-rec.PlateauThreshold) {
+				best, bad = metrics["loss"], 0
+			} else if bad++; bad > rec.PlateauPatience {
+				lr *= rec.PlateauFactor
+				bad = 0
+			}
+		}
+		if log != nil && (entry.Val != nil || entry.GradNorms != nil || it%20 == 0) {
+			log(entry)
+		}
+	}
+	var sets []map[string][]float32
+	for _, c := range kept {
+		sets = append(sets, c.Values)
+	}
+	metrics, _, err := evaluate(enc, params, classes, test, sets)
+	if err != nil {
+		return nil, err
+	}
+	shapes := map[string][]int{}
+	for _, p := range params {
+		shapes[p.name] = p.shape
+	}
+	for i := range kept {
+		kept[i].Shapes = shapes
+	}
+	return &Result{Metrics: metrics, Checkpoints: kept, Seconds: time.Since(start).Seconds()}, nil
+}
+
+func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, classes int) {
+	xs := xb.Data().([]float32)
+	ys := yb.Data().([]float32)
+	clear(ys)
+	for i := 0; i < b; i++ {
+		k := rng.IntN(d.Len())
+		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
+		ys[i*classes+int(d.Y[k])] = 1
+	}
+}
+
+func keepTopK(kept []Checkpoint, c Checkpoint, k int) []Checkpoint {
+	kept = append(kept, c)
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].ValAcc > kept[j].ValAcc })
+	if len(kept) > k {
+		kept = kept[:k]
+	}
+	return kept
+}
+
+func gradNorms(m *model) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range m.params {
+		g, err := p.node.Grad()
+		if err != nil {
+			continue
+		}
+		var s float64
+		for _, v := range g.Data().([]float32) {
+			s += float64(v) * float64(v)
+		}
+		out[p.name] = math.Sqrt(s)
+	}
+	return out
+}
+
+// evaluate averages the softmax predictions of each parameter set (the
+// top-k ensemble) over d and returns accuracy@1, @5 and cross-entropy.
+func evaluate(enc EncoderSpec, params []*param, classes int, d *Data, sets []map[string][]float32) (map[string]float64, [][]float32, error) {
+	const b = 250
+	n := d.Len()
+	size := 1
+	for _, s := range d.Shape {
+		size *= s
+	}
+	probs := make([][]float32, n)
+	for i := range probs {
+		probs[i] = make([]float32, classes)
+	}
+	for _, vals := range sets {
+		m, err := build(enc, params, d.Shape, classes, b, vals)
+		if err != nil {
+			return nil, nil, err
+		}
+		vm := G.NewTapeMachine(m.g)
+		xb := tensor.New(tensor.WithShape(append([]int{b}, d.Shape...)...), tensor.Of(tensor.Float32))
+		yb := tensor.New(tensor.WithShape(b, classes), tensor.Of(tensor.Float32))
+		for off := 0; off < n; off += b {
+			xs := xb.Data().([]float32)
+			clear(xs)
+			cnt := min(b, n-off)
+			copy(xs, d.X[off*size:(off+cnt)*size])
+			G.Let(m.x, xb)
+			G.Let(m.y, yb)
+			if err := vm.RunAll(); err != nil {
+				vm.Close()
+				return nil, nil, err
+			}
+			p := m.probs.Value().Data().([]float32)
+			for i := 0; i < cnt; i++ {
+				for c := 0; c < classes; c++ {
+					probs[off+i][c] += p[i*classes+c] / float32(len(sets))
+				}
+			}
+			vm.Reset()
+		}
+		vm.Close()
+	}
+	var acc1, acc5, loss float64
+	for i, p := range probs {
+		y := int(d.Y[i])
+		rank := 0
+		for c := range p {
+			if p[c] > p[y] {
+				rank++
+			}
+		}
+		if rank == 0 {
+			acc1++
+		}
+		if rank < 5 {
+			acc5++
+		}
+		loss -= math.Log(float64(p[y]) + 1e-7)
+	}
+	fn := float64(n)
+	return map[string]float64{"acc1": 100 * acc1 / fn, "acc5": 100 * acc5 / fn, "loss": loss / fn}, probs, nil
+}
+
+// adamW is PyTorch's AdamW over gorgonia's gradients.
+type adamW struct {
+	m      *model
+	wd     float64
+	t      int
+	mom, v map[string][]float32
+}
+
+func newAdamW(m *model, rec Recipe) *adamW {
+	a := &adamW{m: m, wd: rec.WeightDecay, mom: map[string][]float32{}, v: map[string][]float32{}}
+	for _, p := range m.params {
+		n := len(p.node.Value().Data().([]float32))
+		a.mom[p.name], a.v[p.name] = make([]float32, n), make([]float32, n)
+	}
+	return a
+}
+
+func (a *adamW) step(lr float64) {
+	const b1, b2, eps = 0.9, 0.999, 1e-8
+	a.t++
+	bc1 := 1 - math.Pow(b1, float64(a.t))
+	bc2 := math.Sqrt(1 - math.Pow(b2, float64(a.t)))
+	decay := float32(1 - lr*a.wd)
+	step := float32(lr / bc1)
+	for _, p := range a.m.params {
+		w := p.node.Value().Data().([]float32)
+		gv, err := p.node.Grad()
+		if err != nil {
+			continue
+		}
+		g := gv.Data().([]float32)
+		mo, v := a.mom[p.name], a.v[p.name]
+		for i := range w {
+			mo[i] = b1*mo[i] + (1-b1)*g[i]
+			v[i] = b2*v[i] + (1-b2)*g[i]*g[i]
+			w[i] = w[i]*decay - step*mo[i]/(float32(math.Sqrt(float64(v[i]))/bc2)+eps)
+		}
+	}
+}
+
+// rapl reads the package energy counter when the kernel exposes it.
+type rapl struct {
+	path  string
+	start uint64
+}
+
+func newRAPL() *rapl {
+	p := "/sys/class/powercap/intel-rapl:0/energy_uj"
+	r := &rapl{path: p}
+	if v, ok := r.read(); ok {
+		r.start = v
+		return r
+	}
+	return &rapl{}
+}
+
+func (r *rapl) read() (uint64, bool) {
+	if r.path == "" {
+		return 0, false
+	}
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	return v, err == nil
+}
+
+func (r *rapl) joules() *float64 {
+	v, ok := r.read()
+	if !ok || v < r.start {
+		return nil
+	}
+	j := float64(v-r.start) / 1e6
+	return &j
+}

@@ -1,0 +1,76 @@
+package train
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+)
+
+// blobs makes n [1, 8, 8] images of 3 classes: class c brightens row band c.
+func blobs(n int, seed uint64) *Data {
+	r := rand.New(rand.NewPCG(seed, 1))
+	d := &Data{Shape: []int{1, 8, 8}}
+	for i := 0; i < n; i++ {
+		c := i % 3
+		for y := 0; y < 8; y++ {
+			for x := 0; x < 8; x++ {
+				v := float32(r.NormFloat64() * 0.5)
+				if y/3 == c {
+					v += 1.5
+				}
+				d.X = append(d.X, v)
+			}
+		}
+		d.Y = append(d.Y, int64(c))
+	}
+	return d
+}
+
+func TestEncodersLearn(t *testing.T) {
+	for _, enc := range []EncoderSpec{{Arch: "mlp", Hidden: []int{16}}, {Arch: "convnet", Channels: []int{4}, Hidden: []int{16}}} {
+		t.Run(enc.Arch, func(t *testing.T) {
+			rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 60, ValidateEvery: 20, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+			var logged int
+			res, err := Train(context.Background(), enc, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), func(LogEntry) { logged++ }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Metrics["acc1"] < 90 || len(res.Checkpoints) != 2 || logged == 0 {
+				t.Fatalf("metrics %v, %d checkpoints, %d log entries", res.Metrics, len(res.Checkpoints), logged)
+			}
+		})
+	}
+}
+
+func TestSeedsMakeRunsReproducible(t *testing.T) {
+	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
+	rec := Recipe{LR: 0.01, BatchSize: 8, Iterations: 20, ValidateEvery: 10, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, Seed: 7}
+	a, err := Train(context.Background(), enc, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Train(context.Background(), enc, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	if a.Metrics["loss"] != b.Metrics["loss"] {
+		t.Fatalf("same seed, different results: %v vs %v", a.Metrics, b.Metrics)
+	}
+}
+
+func TestDivergenceNamesTheIteration(t *testing.T) {
+	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
+	rec := Recipe{LR: 1e30, BatchSize: 8, Iterations: 50, ValidateEvery: 100, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
+	_, err := Train(context.Background(), enc, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	if err == nil || !contains(err.Error(), "diverged") || !contains(err.Error(), "iteration") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func contains(s, sub string) bool { return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0) }
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
