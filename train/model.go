@@ -101,7 +101,9 @@ func build(enc EncoderSpec, ps []*param, shape []int, classes, b int, values map
 		}
 		t := tensor.New(tensor.WithShape(p.shape...), tensor.WithBacking(append([]float32(nil), data...)))
 		p2 := &param{name: p.name, shape: p.shape, init: p.init}
-		p2.node = G.NodeFromAny(g, t, G.WithName(p.name))
+		// A learnable node (not a constant: the tape must read the values
+		// the optimiser updates in place).
+		p2.node = G.NewTensor(g, tensor.Float32, len(p.shape), G.WithShape(p.shape...), G.WithName(p.name), G.WithValue(t))
 		m.params = append(m.params, p2)
 	}
 	get := func(name string) *G.Node {

@@ -304,6 +304,8 @@ func (a *adamW) step(lr float64) {
 			v[i] = b2*v[i] + (1-b2)*g[i]*g[i]
 			w[i] = w[i]*decay - step*mo[i]/(float32(math.Sqrt(float64(v[i]))/bc2)+eps)
 		}
+		// gorgonia accumulates into gradients: start the next step at zero.
+		clear(g)
 	}
 }
 

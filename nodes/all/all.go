@@ -9,6 +9,8 @@ import (
 	"github.com/gatepipe/gatepipe/nodes/reportnode"
 	"github.com/gatepipe/gatepipe/nodes/results"
 	"github.com/gatepipe/gatepipe/nodes/search"
+	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/nodes/trainnode"
 	"github.com/gatepipe/gatepipe/stdlib"
 )
 
@@ -21,5 +23,7 @@ func Registry() *nodes.Registry {
 		predict.Kind{Stdlib: stdlib.FS()},
 		reportnode.Kind{Stdlib: stdlib.FS()},
 		results.Kind{},
+		specs.Encoder(), specs.Adapter(), specs.Recipe(), specs.Benchmark(),
+		trainnode.Kind{},
 	)
 }

@@ -1,0 +1,160 @@
+// Package specs implements the configuration blocks that describe an
+// experiment — encoder, adapter, recipe, benchmark — whose values a train
+// block combines. Each validates its attributes, applies the defaults and
+// returns them as its value; they run instantly and are cached like any
+// node. (They share one package because each is a schema and a check.)
+package specs
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// kind is a configuration block: spec, defaults and a check.
+type kind struct {
+	name     string
+	attrs    map[string]attr
+	validate func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics
+}
+
+type attr struct {
+	ty  cty.Type
+	def cty.Value // cty.NilVal: required
+}
+
+func (k kind) Name() string    { return k.name }
+func (k kind) Version() string { return "1" }
+
+func (k kind) Spec() hcldec.Spec {
+	s := hcldec.ObjectSpec{}
+	for n, a := range k.attrs {
+		s[n] = &hcldec.AttrSpec{Name: n, Type: a.ty, Required: a.def == cty.NilVal}
+	}
+	return s
+}
+
+func (k kind) OutputType() cty.Type {
+	t := map[string]cty.Type{"name": cty.String}
+	for n, a := range k.attrs {
+		t[n] = a.ty
+	}
+	return cty.Object(t)
+}
+
+type node struct{ value cty.Value }
+
+func (k kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	vals := map[string]cty.Value{"name": cty.StringVal(decl.Addr.Instance.Block.Name)}
+	for n, a := range k.attrs {
+		val := v.GetAttr(n)
+		if val.IsNull() {
+			val = a.def
+		}
+		conv, err := convert.Convert(val, a.ty)
+		if err != nil {
+			return nil, hcl.Diagnostics{decl.Errorf(n, "Invalid value", "%s: %s.", n, err)}
+		}
+		vals[n] = conv
+	}
+	if diags := k.validate(vals, decl); diags.HasErrors() {
+		return nil, diags
+	}
+	return node{cty.ObjectVal(vals)}, nil
+}
+
+func (n node) Fingerprint(context.Context, io.Writer) error { return nil }
+
+func (n node) Run(context.Context, *nodes.Env) (cty.Value, error) { return n.value, nil }
+
+func num(v float64) cty.Value { return cty.NumberFloatVal(v) }
+func list(xs ...int) cty.Value {
+	if len(xs) == 0 {
+		return cty.ListValEmpty(cty.Number)
+	}
+	out := make([]cty.Value, len(xs))
+	for i, x := range xs {
+		out[i] = cty.NumberIntVal(int64(x))
+	}
+	return cty.ListVal(out)
+}
+
+func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnostics {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return hcl.Diagnostics{decl.Errorf(attrName, "Unsupported value", "%s %q is not supported; use %s.", attrName, v, strings.Join(allowed, " or "))}
+}
+
+func positive(decl nodes.Decl, vals map[string]cty.Value, names ...string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, n := range names {
+		f, _ := vals[n].AsBigFloat().Float64()
+		if f <= 0 {
+			diags = append(diags, decl.Errorf(n, "Invalid value", "%s must be positive, not %g.", n, f))
+		}
+	}
+	return diags
+}
+
+// Encoder is the encoder block: a built-in architecture and its sizes.
+func Encoder() nodes.Kind {
+	return kind{name: "encoder", attrs: map[string]attr{
+		"arch":     {ty: cty.String},
+		"channels": {ty: cty.List(cty.Number), def: list(32, 64)},
+		"hidden":   {ty: cty.List(cty.Number), def: list(128)},
+	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
+		return oneOf(decl, "arch", v["arch"].AsString(), "mlp", "convnet")
+	}}
+}
+
+// Adapter is the adapter block: the task head put on the encoder.
+func Adapter() nodes.Kind {
+	return kind{name: "adapter", attrs: map[string]attr{
+		"task": {ty: cty.String, def: cty.StringVal("classification")},
+	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
+		return oneOf(decl, "task", v["task"].AsString(), "classification")
+	}}
+}
+
+// Recipe is the recipe block: optimiser, schedule and checkpointing.
+func Recipe() nodes.Kind {
+	return kind{name: "recipe", attrs: map[string]attr{
+		"optimizer":         {ty: cty.String, def: cty.StringVal("adamw")},
+		"mode":              {ty: cty.String, def: cty.StringVal("finetune")},
+		"lr":                {ty: cty.Number, def: num(1e-3)},
+		"weight_decay":      {ty: cty.Number, def: num(0.01)},
+		"batch_size":        {ty: cty.Number, def: num(128)},
+		"iterations":        {ty: cty.Number, def: num(1000)},
+		"validate_every":    {ty: cty.Number, def: num(200)},
+		"top_k":             {ty: cty.Number, def: num(3)},
+		"seed":              {ty: cty.Number, def: num(0)},
+		"plateau_factor":    {ty: cty.Number, def: num(0.5)},
+		"plateau_patience":  {ty: cty.Number, def: num(3)},
+		"plateau_threshold": {ty: cty.Number, def: num(1e-4)},
+	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
+		diags := oneOf(decl, "optimizer", v["optimizer"].AsString(), "adamw")
+		diags = append(diags, oneOf(decl, "mode", v["mode"].AsString(), "finetune")...)
+		return append(diags, positive(decl, v, "lr", "batch_size", "iterations", "validate_every", "top_k")...)
+	}}
+}
+
+// Benchmark is the benchmark block: a dataset, a task and its metrics.
+func Benchmark() nodes.Kind {
+	return kind{name: "benchmark", attrs: map[string]attr{
+		"dataset":  {ty: cty.String},
+		"task":     {ty: cty.String, def: cty.StringVal("classification")},
+		"category": {ty: cty.String, def: cty.StringVal("Img Class")},
+		"id":       {ty: cty.String, def: cty.StringVal("")},
+	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
+		return oneOf(decl, "task", v["task"].AsString(), "classification")
+	}}
+}

@@ -1,0 +1,226 @@
+// Package trainnode implements the `train` block: one experiment — an
+// encoder with an adapter, trained with a recipe on a benchmark — run with
+// gorgonia (package train). It writes metrics.json in the external-trainer
+// protocol's format (so a results block collects it), log.jsonl, and the
+// top-k checkpoints as safetensors with PyTorch-style names.
+package trainnode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/command"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// Kind is the train block kind.
+type Kind struct{}
+
+// Name returns "train".
+func (Kind) Name() string { return "train" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "3" }
+
+// IsolatedProcess: training runs in its own process by default.
+func (Kind) IsolatedProcess() bool { return true }
+
+var spec = hcldec.ObjectSpec{
+	"encoder":   &hcldec.AttrSpec{Name: "encoder", Type: cty.DynamicPseudoType, Required: true},
+	"adapter":   &hcldec.AttrSpec{Name: "adapter", Type: cty.DynamicPseudoType, Required: true},
+	"recipe":    &hcldec.AttrSpec{Name: "recipe", Type: cty.DynamicPseudoType, Required: true},
+	"benchmark": &hcldec.AttrSpec{Name: "benchmark", Type: cty.DynamicPseudoType, Required: true},
+	"model":     &hcldec.AttrSpec{Name: "model", Type: cty.String},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType is the value other blocks see.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"out_dir": cty.String, "metrics": cty.String, "log": cty.String,
+		"checkpoints": cty.List(cty.String), "acc1": cty.Number,
+	})
+}
+
+// Node is a decoded train block.
+type Node struct {
+	model     string
+	enc       train.EncoderSpec
+	encName   string
+	recipe    train.Recipe
+	dataset   string
+	benchmark string
+	category  string
+}
+
+// Decode reads the referenced encoder, adapter, recipe and benchmark.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	n := &Node{}
+	var diags hcl.Diagnostics
+	get := func(obj, attr string) cty.Value {
+		o := v.GetAttr(obj)
+		if !o.Type().IsObjectType() || !o.Type().HasAttribute(attr) {
+			diags = append(diags, decl.Errorf(obj, "Invalid reference", "%s must be a %s block (as in %s = %s.NAME); it has no %q.", obj, obj, obj, obj, attr))
+			return cty.NilVal
+		}
+		return o.GetAttr(attr)
+	}
+	ints := func(val cty.Value) []int {
+		var out []int
+		if val != cty.NilVal {
+			_ = gocty.FromCtyValue(val, &out)
+		}
+		return out
+	}
+	f := func(val cty.Value) float64 {
+		var x float64
+		if val != cty.NilVal {
+			_ = gocty.FromCtyValue(val, &x)
+		}
+		return x
+	}
+	str := func(val cty.Value) string {
+		if val == cty.NilVal || val.IsNull() {
+			return ""
+		}
+		return val.AsString()
+	}
+	n.enc = train.EncoderSpec{Arch: str(get("encoder", "arch")), Channels: ints(get("encoder", "channels")), Hidden: ints(get("encoder", "hidden"))}
+	n.encName = str(get("encoder", "name"))
+	if task := str(get("adapter", "task")); task != "classification" && task != "" {
+		diags = append(diags, decl.Errorf("adapter", "Unsupported adapter", "adapter task %q cannot be trained yet; classification can.", task))
+	}
+	n.recipe = train.Recipe{
+		LR: f(get("recipe", "lr")), WeightDecay: f(get("recipe", "weight_decay")),
+		BatchSize: int(f(get("recipe", "batch_size"))), Iterations: int(f(get("recipe", "iterations"))),
+		ValidateEvery: int(f(get("recipe", "validate_every"))), TopK: int(f(get("recipe", "top_k"))),
+		Seed: uint64(f(get("recipe", "seed"))), PlateauFactor: f(get("recipe", "plateau_factor")),
+		PlateauPatience: int(f(get("recipe", "plateau_patience"))), PlateauThreshold: f(get("recipe", "plateau_threshold")),
+	}
+	n.dataset = str(get("benchmark", "dataset"))
+	n.benchmark = str(get("benchmark", "id"))
+	if n.benchmark == "" {
+		n.benchmark = str(get("benchmark", "name"))
+	}
+	n.category = str(get("benchmark", "category"))
+	n.model = n.encName
+	if m := v.GetAttr("model"); !m.IsNull() {
+		n.model = m.AsString()
+	}
+	return n, diags
+}
+
+// Fingerprint: every input is in the configuration (the dataset path
+// names its content).
+func (n *Node) Fingerprint(context.Context, io.Writer) error { return nil }
+
+// DefaultResources: one CPU per experiment, so experiments run side by side.
+func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
+
+func load(store, split string, meta *examplestore.Meta) (*train.Data, error) {
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, err
+	}
+	d := &train.Data{Shape: meta.Shape, Y: s.Y.Int64s()}
+	if d.Y == nil {
+		return nil, fmt.Errorf("split %s: labels are not class indices", split)
+	}
+	x := s.X.Float32s()
+	per := len(x) / max(s.Len(), 1)
+	channels := len(meta.Normalize.Mean)
+	for i, v := range x {
+		c := 0
+		if channels > 1 {
+			c = (i % per) / (per / channels)
+		}
+		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
+	}
+	d.X = x
+	return d, nil
+}
+
+// Run trains.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	meta, err := examplestore.ReadMeta(n.dataset)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("benchmark dataset: %w", err)
+	}
+	if meta.Task != "classification" {
+		return cty.NilVal, fmt.Errorf("benchmark dataset is a %s task; train handles classification", meta.Task)
+	}
+	var splits [3]*train.Data
+	for i, name := range []string{"train", "val", "test"} {
+		if _, ok := meta.Splits[name]; !ok {
+			return cty.NilVal, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
+		}
+		if splits[i], err = load(n.dataset, name, meta); err != nil {
+			return cty.NilVal, err
+		}
+	}
+	logPath := filepath.Join(env.OutDir, command.TrainerLogFile)
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	defer lf.Close()
+	enc := json.NewEncoder(lf)
+	res, err := train.Train(ctx, n.enc, meta.NumClasses, n.recipe, splits[0], splits[1], splits[2],
+		func(e train.LogEntry) {
+			enc.Encode(e)
+			if e.Val != nil {
+				env.Log.Info().Int("iteration", e.Iteration).Float64("loss", e.Loss).Float64("val_acc1", e.Val["acc1"]).
+					Float64("lr", e.LR).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
+			}
+		},
+		func(done, total int64) { env.Progress.Update(done, total, "iterations") })
+	if err != nil {
+		return cty.NilVal, err
+	}
+	var ckpts []cty.Value
+	for i, c := range res.Checkpoints {
+		var ts []safetensors.Tensor
+		for name, vals := range c.Values {
+			ts = append(ts, safetensors.F32Tensor(name, c.Shapes[name], vals))
+		}
+		p := filepath.Join(env.OutDir, fmt.Sprintf("checkpoint_%d.safetensors", i))
+		md := map[string]string{"iteration": fmt.Sprint(c.Iteration), "val_acc1": fmt.Sprint(c.ValAcc), "arch": n.enc.Arch}
+		if err := safetensors.WriteFile(p, ts, md); err != nil {
+			return cty.NilVal, err
+		}
+		ckpts = append(ckpts, cty.StringVal(p))
+	}
+	m := command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{
+		"Acc@1": {Value: res.Metrics["acc1"], HigherIsBetter: true},
+		"Acc@5": {Value: res.Metrics["acc5"], HigherIsBetter: true},
+		"Loss":  {Value: res.Metrics["loss"], HigherIsBetter: false},
+	}}
+	metricsPath := filepath.Join(env.OutDir, command.MetricsFile)
+	data, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(metricsPath, data, 0o644); err != nil {
+		return cty.NilVal, err
+	}
+	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Float64("test_acc1", res.Metrics["acc1"]).Msg("trained")
+	ckptList := cty.ListValEmpty(cty.String)
+	if len(ckpts) > 0 {
+		ckptList = cty.ListVal(ckpts)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"out_dir": cty.StringVal(env.OutDir), "metrics": cty.StringVal(metricsPath), "log": cty.StringVal(logPath),
+		"checkpoints": ckptList, "acc1": cty.NumberFloatVal(res.Metrics["acc1"]),
+	}), nil
+}
