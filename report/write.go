@@ -32,6 +32,8 @@ type Options struct {
 	// Meta rows shown in the metadata section (gatepipe version, run
 	// IDs, seeds, durations, devices...).
 	Meta [][2]string
+	// Runs are training experiments to draw curves for.
+	Runs []Run
 }
 
 // Output lists what Write produced.
@@ -123,6 +125,18 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 			}
 		}
 	}
+	for _, r := range o.Runs {
+		f, err := Curves(r, figDir)
+		if err := add(f, err, fmt.Sprintf("%s on %s: test Acc@1 %.2f.", r.Model, r.Benchmark, r.Metrics["Acc@1"])); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.Runs) > 0 {
+		f, err := Throughput(o.Runs, figDir)
+		if err := add(f, err, "Mean training throughput logged at each validation."); err != nil {
+			return nil, err
+		}
+	}
 	page, err := renderHTML(o, tables, tiers, out.Figures, in)
 	if err != nil {
 		return nil, err
@@ -186,6 +200,10 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 	}
 	b.WriteString("<a href=\"#figures\">Figures</a><a href=\"#meta\">Metadata</a></nav>\n")
 	b.WriteString(`<p class="legend"><span style="background:#F5D9A3">best</span><span style="background:#BFE3F7">second</span><span style="background:#B3E0D1">third</span> in each row, by the metric's direction (↓: lower is better). <i>Italic*</i>: predicted, not measured. –: missing.</p>` + "\n")
+	if len(o.Runs) > 0 {
+		b.WriteString("<h2>Experiments</h2>\n")
+		runsHTML(&b, o.Runs)
+	}
 	fmt.Fprintf(&b, "<h2 id=\"tiers-h\">GATE tiers</h2>\n")
 	if err := tiers.HTML(&b, "tiers"); err != nil {
 		return nil, err

@@ -36,3 +36,27 @@ func TestWritePaperReport(t *testing.T) {
 		}
 	}
 }
+
+func TestExperimentsAndCurves(t *testing.T) {
+	runDir := t.TempDir()
+	os.WriteFile(runDir+"/metrics.json", []byte(`{"model":"cnn","benchmark":"toy","category":"Img Class","metrics":{"Acc@1":{"value":91.5,"higher_is_better":true},"Acc@5":{"value":99,"higher_is_better":true},"Loss":{"value":0.3,"higher_is_better":false}}}`), 0o644)
+	os.WriteFile(runDir+"/log.jsonl", []byte(`{"iteration":1,"loss":2.3,"lr":0.001}
+{"iteration":100,"loss":0.9,"lr":0.001,"images_per_sec":512,"val":{"acc1":80,"acc5":98,"loss":0.7},"energy_joules":12.5}
+{"iteration":200,"loss":0.5,"lr":0.0005,"images_per_sec":530,"val":{"acc1":90,"acc5":99,"loss":0.4},"energy_joules":25}
+`), 0o644)
+	run, err := LoadRun(runDir)
+	if err != nil || len(run.Log) != 3 || run.Model != "cnn" {
+		t.Fatalf("LoadRun: %+v %v", run, err)
+	}
+	dir := t.TempDir()
+	out, err := Write(dir, paper(t), nil, Options{Runs: []Run{run}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(out.HTML)
+	for _, want := range []string{`id="experiments"`, `href="#fig-curves_cnn_toy"`, `id="fig-curves_cnn_toy"`, `id="fig-throughput"`, "<td>25</td>"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

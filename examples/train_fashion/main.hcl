@@ -64,3 +64,15 @@ output "test_acc1" {
 output "matrix" {
   value = results.fashion.matrix
 }
+
+# Results table, training curves, throughput and energy for the run.
+report "training" {
+  matrix    = results.fashion.matrix
+  runs      = [for k, t in train.fashion : t.out_dir]
+  reference = "fashion-mnist"
+  title     = "Fashion-MNIST training"
+}
+
+output "report" {
+  value = report.training.html
+}

@@ -43,6 +43,8 @@ var spec = hcldec.ObjectSpec{
 	// predictions lists predict blocks' output directories: each adds its
 	// model as a column, predicted cells told apart from measured ones.
 	"predictions": &hcldec.AttrSpec{Name: "predictions", Type: cty.List(cty.String)},
+	// runs lists train (or trainer) output directories to draw curves for.
+	"runs": &hcldec.AttrSpec{Name: "runs", Type: cty.List(cty.String)},
 }
 
 // Spec returns the block schema.
@@ -61,6 +63,7 @@ type Node struct {
 	tiers   map[string][]string
 	search  string
 	preds   []string
+	runs    []string
 	options report.Options
 }
 
@@ -94,6 +97,11 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	if a := v.GetAttr("title"); !a.IsNull() {
 		n.options.Title = a.AsString()
 	}
+	if a := v.GetAttr("runs"); !a.IsNull() {
+		for _, p := range a.AsValueSlice() {
+			n.runs = append(n.runs, resolve(p.AsString()))
+		}
+	}
 	if a := v.GetAttr("predictions"); !a.IsNull() {
 		for _, p := range a.AsValueSlice() {
 			n.preds = append(n.preds, resolve(p.AsString()))
@@ -122,6 +130,9 @@ func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
 	}
 	for _, d := range n.preds {
 		paths = append(paths, filepath.Join(d, "predictions.csv"), filepath.Join(d, "prediction.json"))
+	}
+	for _, d := range n.runs {
+		paths = append(paths, filepath.Join(d, "metrics.json"))
 	}
 	for _, p := range paths {
 		data, err := n.read(p)
@@ -203,6 +214,13 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	o := n.options
+	for _, dir := range n.runs {
+		r, err := report.LoadRun(dir)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("run %s: %w", dir, err)
+		}
+		o.Runs = append(o.Runs, r)
+	}
 	o.Meta = append(o.Meta, [2]string{"pipeline node", env.Addr.String()}, [2]string{"matrix", filepath.Base(n.matrix)})
 	out, err := report.Write(env.OutDir, in, search, o)
 	if err != nil {
