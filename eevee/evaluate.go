@@ -50,20 +50,20 @@ func Key(combo []int) string {
 func (e *Evaluator) Scores(ctx context.Context, combos [][]int) ([]float64, error) {
 	out := make([]float64, len(combos))
 	keys := make([]string, len(combos))
-	var todo []int
+	var pending []int
 	seen := map[string]bool{}
 	e.mu.Lock()
 	for i, c := range combos {
 		keys[i] = Key(c)
 		if _, ok := e.memo[keys[i]]; !ok && !seen[keys[i]] {
 			seen[keys[i]] = true
-			todo = append(todo, i)
+			pending = append(pending, i)
 		}
 	}
 	e.mu.Unlock()
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < min(e.workers, max(len(todo), 1)); w++ {
+	for w := 0; w < min(e.workers, max(len(pending), 1)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -77,7 +77,7 @@ func (e *Evaluator) Scores(ctx context.Context, combos [][]int) ([]float64, erro
 			}
 		}()
 	}
-	for _, i := range todo {
+	for _, i := range pending {
 		select {
 		case jobs <- i:
 		case <-ctx.Done():

@@ -333,16 +333,8 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 		err = e.loadOutput(in, out)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			in.run, in.err = RunNotRun, fmt.Errorf("%s: cancelled after %s", in.key(), in.duration.Round(time.Millisecond))
-			e.opts.Reporter.NodeFinished(in.key(), RunNotRun, in.duration, in.err)
-			return cache.OutputID{}, ctx.Err()
-		}
-		err = fmt.Errorf("%s: %w", in.key(), err)
-		in.run, in.err = RunFailed, err
-		e.opts.Reporter.NodeFinished(in.key(), RunFailed, in.duration, err)
 		log.Debug().Err(err).Msg("node failed")
-		return cache.OutputID{}, err
+		return cache.OutputID{}, a.fail(ctx, in, err)
 	}
 	in.run = RunRan
 	e.opts.Reporter.NodeFinished(in.key(), RunRan, in.duration, nil)
@@ -382,15 +374,7 @@ func (a *applier) spawn(ctx context.Context, in *instance, dev nodes.Assignment)
 		}
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			in.run, in.err = RunNotRun, fmt.Errorf("%s: cancelled after %s", in.key(), in.duration.Round(time.Millisecond))
-			e.opts.Reporter.NodeFinished(in.key(), RunNotRun, in.duration, in.err)
-			return cache.OutputID{}, ctx.Err()
-		}
-		err = fmt.Errorf("%s: %w", in.key(), err)
-		in.run, in.err = RunFailed, err
-		e.opts.Reporter.NodeFinished(in.key(), RunFailed, in.duration, err)
-		return cache.OutputID{}, err
+		return cache.OutputID{}, a.fail(ctx, in, err)
 	}
 	in.run = RunRan
 	e.opts.Reporter.NodeFinished(in.key(), RunRan, in.duration, nil)
@@ -434,5 +418,20 @@ func (e *Engine) ApplyOne(ctx context.Context, addr string, parentLocked bool) e
 	in.resources.CPUs = min(in.resources.CPUs, e.opts.Devices.CPUs)
 	in.resources.GPUs = min(in.resources.GPUs, len(e.opts.Devices.GPUs))
 	_, err = a.runOrReuse(ctx, in)
+	return err
+}
+
+// fail records a run that ended in error: "not run" when the apply was
+// cancelled, failed otherwise. It returns the error the walk should see.
+func (a *applier) fail(ctx context.Context, in *instance, err error) error {
+	rep := a.e.opts.Reporter
+	if ctx.Err() != nil {
+		in.run, in.err = RunNotRun, fmt.Errorf("%s: cancelled after %s", in.key(), in.duration.Round(time.Millisecond))
+		rep.NodeFinished(in.key(), RunNotRun, in.duration, in.err)
+		return ctx.Err()
+	}
+	err = fmt.Errorf("%s: %w", in.key(), err)
+	in.run, in.err = RunFailed, err
+	rep.NodeFinished(in.key(), RunFailed, in.duration, err)
 	return err
 }
