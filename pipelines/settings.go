@@ -53,7 +53,7 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 }
 
 func literalOf(attr *hcl.Attribute, ty cty.Type) (cty.Value, hcl.Diagnostics) {
-	val, diags := attr.Expr.Value(nil)
+	val, diags := literalValue(attr.Expr)
 	if diags.HasErrors() {
 		for _, d := range diags {
 			d.Detail += " Settings in the gatepipe block must be literal values: they are read before any variable is known."

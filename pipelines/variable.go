@@ -38,7 +38,7 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 		}
 	}
 	if attr, ok := content.Attributes["default"]; ok {
-		val, valDiags := attr.Expr.Value(nil)
+		val, valDiags := literalValue(attr.Expr)
 		diags = append(diags, valDiags...)
 		if !valDiags.HasErrors() {
 			conv, err := convert.Convert(val, v.Type)
@@ -106,7 +106,7 @@ func invalidNameDiag(what, name string, rng hcl.Range) *hcl.Diagnostic {
 
 // literalString decodes an attribute that must be a constant string.
 func literalString(attr *hcl.Attribute, into *string) hcl.Diagnostics {
-	val, diags := attr.Expr.Value(nil)
+	val, diags := literalValue(attr.Expr)
 	if diags.HasErrors() {
 		return diags
 	}

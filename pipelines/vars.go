@@ -96,7 +96,7 @@ func RootVariableValues(p *Pipeline, given map[string]VarValue) (map[string]cty.
 func convertVarValue(v *Variable, g VarValue) (cty.Value, hcl.Diagnostics) {
 	var raw cty.Value
 	if g.Expr != nil {
-		val, diags := g.Expr.Value(nil)
+		val, diags := literalValue(g.Expr)
 		if diags.HasErrors() {
 			return cty.NilVal, diags
 		}
@@ -108,7 +108,7 @@ func convertVarValue(v *Variable, g VarValue) (cty.Value, hcl.Diagnostics) {
 		if diags.HasErrors() {
 			return cty.NilVal, diags
 		}
-		val, diags := expr.Value(nil)
+		val, diags := literalValue(expr)
 		if diags.HasErrors() {
 			return cty.NilVal, diags
 		}
