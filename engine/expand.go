@@ -11,6 +11,11 @@ import (
 	"github.com/zclconf/go-cty/cty/gocty"
 )
 
+// maxCount bounds count so that a typo such as 100000000 is an error at
+// plan time rather than an exhausted machine; 100,000 instances of one
+// block is far beyond any evaluation grid.
+const maxCount = 100_000
+
 // expand evaluates a block's for_each or count and creates its instances.
 func (e *Engine) expand(v *vertex) hcl.Diagnostics {
 	nb := v.block
@@ -76,6 +81,11 @@ func (e *Engine) expand(v *vertex) hcl.Diagnostics {
 		if !val.IsKnown() || val.IsNull() || val.Type() != cty.Number || gocty.FromCtyValue(val, &n) != nil || n < 0 {
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid count argument",
 				Detail:  "count must be a whole number of at least 0, known at plan time.",
+				Subject: nb.Count.Range().Ptr()}}
+		}
+		if n > maxCount {
+			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid count argument",
+				Detail:  fmt.Sprintf("count is %d; at most %d instances of one block are allowed.", n, maxCount),
 				Subject: nb.Count.Range().Ptr()}}
 		}
 		for i := 0; i < n; i++ {

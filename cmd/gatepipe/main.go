@@ -64,6 +64,9 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels work gracefully; restoring the default
+	// handlers then lets a second one stop the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv}
 	code := c.main(ctx, os.Args[1:])
 	stop()
