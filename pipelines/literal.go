@@ -7,7 +7,7 @@ import (
 
 // literalValue evaluates expr with no variables or functions in scope. An
 // expression that is incomplete (the parser recovers from a syntax error
-// with a placeholder) or otherwise not wholly known is an error here, so
+// with an unknown stand-in value) or otherwise not wholly known is an error here, so
 // that no caller ever reads an unknown value.
 func literalValue(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	val, diags := expr.Value(nil)
