@@ -9,7 +9,16 @@ import (
 // FuzzLoadConfig feeds arbitrary text to the loader: it may report
 // diagnostics but must never panic.
 func FuzzLoadConfig(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/fuzz-seeds/*.hcl")
+	// Seed with the real configurations the project ships rather than
+	// copies of them, so the seeds follow the language as it changes.
+	var seeds []string
+	for _, pattern := range []string{"../examples/*/*.hcl", "../stdlib/*/*/*.hcl"} {
+		m, _ := filepath.Glob(pattern)
+		seeds = append(seeds, m...)
+	}
+	if len(seeds) == 0 {
+		f.Fatal("no seed configurations found under ../examples or ../stdlib")
+	}
 	for _, s := range seeds {
 		b, err := os.ReadFile(s)
 		if err == nil {
