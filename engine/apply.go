@@ -316,6 +316,7 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 	env := &nodes.Env{
 		Addr: in.addr, OutDir: work, WorkDir: in.v.mod.Pipeline.Dir, Blobs: e.cache,
 		Devices: dev, Log: log, Progress: nodeProgress{r: e.opts.Reporter, addr: in.key()},
+		ActionID: in.action.String(), Version: e.opts.Version,
 	}
 	val, err := in.node.Run(ctx, env)
 	in.duration = time.Since(in.start)

@@ -42,6 +42,9 @@ type Options struct {
 	// earlier runs, by address; apply calls it only when something will
 	// run, and starts the longest expected work first.
 	ExpectedDurations func() map[string]time.Duration
+	// Version is the gatepipe version, passed to nodes for their run
+	// metadata; it is not part of action IDs (kind versions are).
+	Version string
 }
 
 // Devices are the schedulable resources of this machine.

@@ -116,6 +116,11 @@ type Env struct {
 	Log zerolog.Logger
 	// Progress reports progress of long work; never nil.
 	Progress Progress
+	// ActionID identifies this run's inputs in the cache (hex), and
+	// Version is the gatepipe version; nodes may record both in their
+	// outputs as run metadata.
+	ActionID string
+	Version  string
 }
 
 // Assignment lists the devices a node runs on.

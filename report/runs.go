@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -21,6 +23,8 @@ type Run struct {
 	Benchmark string
 	Metrics   map[string]float64
 	Log       []RunLog
+	// Info is the run's run.json, nil when the run has none.
+	Info *runmeta.Info
 }
 
 // RunLog is the part of a log.jsonl line a report plots.
@@ -50,6 +54,13 @@ func LoadRun(dir string) (Run, error) {
 	r.Model, r.Benchmark = m.Model, m.Benchmark
 	for k, v := range m.Metrics {
 		r.Metrics[k] = v.Value
+	}
+	info, ok, err := runmeta.Read(dir)
+	if err != nil {
+		return r, fmt.Errorf("%s: %s: %w", dir, runmeta.File, err)
+	}
+	if ok {
+		r.Info = &info
 	}
 	f, err := os.Open(filepath.Join(dir, "log.jsonl"))
 	if err != nil {
@@ -148,8 +159,11 @@ func Throughput(runs []Run, dir string) (Figure, error) {
 	return horizontalBars("Training throughput per experiment", "images per second", labels, vals, dir, "throughput")
 }
 
-// energy returns the last logged energy reading, or nil.
+// energy returns the run's energy reading, or nil.
 func (r Run) energy() *float64 {
+	if r.Info != nil && r.Info.EnergyJ != nil {
+		return r.Info.EnergyJ
+	}
 	for i := len(r.Log) - 1; i >= 0; i-- {
 		if r.Log[i].EnergyJ != nil {
 			return r.Log[i].EnergyJ
@@ -166,12 +180,47 @@ func runsHTML(w io.Writer, runs []Run) {
 		if len(r.Log) > 0 {
 			iters = r.Log[len(r.Log)-1].Iteration
 		}
+		if r.Info != nil && r.Info.Iterations > 0 {
+			iters = r.Info.Iterations
+		}
 		energy := "n/a"
 		if e := r.energy(); e != nil {
 			energy = fmt.Sprintf("%.0f", *e)
 		}
 		fmt.Fprintf(w, `<tr><th scope="row">%s</th><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.3f</td><td>%d</td><td>%s</td><td><a href="#fig-curves_%s">curves</a></td></tr>`+"\n",
 			html.EscapeString(r.Model), html.EscapeString(r.Benchmark), r.Metrics["Acc@1"], r.Metrics["Acc@5"], r.Metrics["Loss"], iters, energy, r.id())
+	}
+	fmt.Fprintln(w, "</tbody></table>")
+}
+
+// runMetaHTML writes one row of run metadata per experiment: the seed,
+// action ID, duration, device, throughput, energy and gatepipe version.
+func runMetaHTML(w io.Writer, runs []Run) {
+	fmt.Fprintln(w, `<table class="results" id="run-metadata"><caption>Run metadata</caption><thead><tr><th>experiment</th><th>node</th><th>seed</th><th>action ID</th><th>started (UTC)</th><th>duration</th><th>device</th><th>images/s</th><th>energy (J)</th><th>gatepipe</th></tr></thead><tbody>`)
+	for _, r := range runs {
+		fmt.Fprintf(w, `<tr><th scope="row"><a href="#fig-curves_%s">%s / %s</a></th>`, r.id(), html.EscapeString(r.Model), html.EscapeString(r.Benchmark))
+		i := r.Info
+		if i == nil {
+			fmt.Fprintln(w, `<td colspan="9">no run.json (run by an older gatepipe or outside it)</td></tr>`)
+			continue
+		}
+		seed, energy, ips := "–", "n/a", "–"
+		if i.Seed != nil {
+			seed = fmt.Sprint(*i.Seed)
+		}
+		if i.EnergyJ != nil {
+			energy = fmt.Sprintf("%.0f", *i.EnergyJ)
+		}
+		if i.ImagesPerSec > 0 {
+			ips = fmt.Sprintf("%.0f", i.ImagesPerSec)
+		}
+		action := i.ActionID
+		if len(action) > 16 {
+			action = action[:16]
+		}
+		fmt.Fprintf(w, `<td>%s</td><td>%s</td><td title="%s"><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
+			html.EscapeString(i.Node), seed, html.EscapeString(i.ActionID), html.EscapeString(action), i.Started.UTC().Format("2006-01-02 15:04:05"),
+			(time.Duration(i.Seconds * float64(time.Second))).Round(100*time.Millisecond), html.EscapeString(i.Device), ips, energy, html.EscapeString(i.Gatepipe))
 	}
 	fmt.Fprintln(w, "</tbody></table>")
 }

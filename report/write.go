@@ -233,6 +233,10 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 	for _, kv := range meta {
 		fmt.Fprintf(&b, "<dt>%s</dt><dd>%s</dd>\n", html.EscapeString(kv[0]), html.EscapeString(kv[1]))
 	}
-	b.WriteString("</dl>\n</body></html>\n")
+	b.WriteString("</dl>\n")
+	if len(o.Runs) > 0 {
+		runMetaHTML(&b, o.Runs)
+	}
+	b.WriteString("</body></html>\n")
 	return b.Bytes(), nil
 }

@@ -59,6 +59,10 @@ type Result struct {
 	// validation accuracy.
 	Checkpoints []Checkpoint
 	Seconds     float64
+	// ImagesPerSec is the training throughput (validation excluded).
+	ImagesPerSec float64
+	// EnergyJ is the package energy used (RAPL), nil when unreadable.
+	EnergyJ *float64
 }
 
 // Checkpoint is a kept parameter set.
@@ -103,10 +107,12 @@ func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD
 	var kept []Checkpoint
 	energy := newRAPL()
 	lastLog, seen := time.Now(), 0
+	var stepTime time.Duration
 	for it := 1; it <= rec.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		stepStart := time.Now()
 		fillBatch(xb, yb, trainD, rng, b, size, classes)
 		G.Let(m.x, xb)
 		G.Let(m.y, yb)
@@ -123,6 +129,7 @@ func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD
 		}
 		opt.step(lr)
 		vm.Reset()
+		stepTime += time.Since(stepStart)
 		seen += b
 		if progress != nil {
 			progress(int64(it), int64(rec.Iterations))
@@ -165,7 +172,11 @@ func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD
 	for i := range kept {
 		kept[i].Shapes = shapes
 	}
-	return &Result{Metrics: metrics, Checkpoints: kept, Seconds: time.Since(start).Seconds()}, nil
+	res := &Result{Metrics: metrics, Checkpoints: kept, Seconds: time.Since(start).Seconds(), EnergyJ: energy.joules()}
+	if stepTime > 0 {
+		res.ImagesPerSec = float64(rec.Iterations*b) / stepTime.Seconds()
+	}
+	return res, nil
 }
 
 func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, classes int) {

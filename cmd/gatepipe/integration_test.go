@@ -601,6 +601,7 @@ command "train" {
     benchmark = "toy"
     category  = "Img Class"
     dataset   = dataset.toy.path
+    seed      = 7
   }
 }
 results "toy" {
@@ -623,6 +624,17 @@ output "matrix" {
 	got := readFile(matrix)
 	if !strings.Contains(got, "Img Class,toy,Acc@1,centroid,100,true") {
 		t.Fatalf("matrix lacks the trainer's Acc@1:\n%s", got)
+	}
+	// gatepipe records the run's metadata beside the trainer's metrics.
+	runs, _ := filepath.Glob(filepath.Join(cache, "objects", "*", "*", "run.json"))
+	if len(runs) != 1 {
+		t.Fatalf("want one run.json in the cache, found %v", runs)
+	}
+	info := readFile(runs[0])
+	for _, want := range []string{`"seed": 7`, `"node": "command.train"`, `"action_id": "`, `"device": "cpu x`} {
+		if !strings.Contains(info, want) {
+			t.Errorf("run.json lacks %s:\n%s", want, info)
+		}
 	}
 }
 

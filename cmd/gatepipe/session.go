@@ -97,6 +97,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 		s.cache = cc
 	}
 	opts := o.engine
+	opts.Version = version
 	devs := settings.Devices
 	if o.devicesFlag != "" {
 		devs = strings.Split(o.devicesFlag, ",")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -41,7 +42,7 @@ type Kind struct{}
 func (Kind) Name() string { return "command" }
 
 // Version is bumped when the outputs of an unchanged config would change.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" }
 
 var spec = hcldec.ObjectSpec{
 	"run":     &hcldec.AttrSpec{Name: "run", Type: cty.List(cty.String), Required: true},
@@ -249,6 +250,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	cmd.WaitDelay = 10 * time.Second
 
 	env.Log.Debug().Strs("args", args).Msg("running command")
+	started := time.Now()
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return cty.NilVal, fmt.Errorf("command %q stopped: %w", args[0], ctx.Err())
@@ -272,6 +274,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		metrics = filepath.Join(env.OutDir, MetricsFile)
 		if _, err := ReadMetrics(metrics); err != nil {
 			return cty.NilVal, fmt.Errorf("trainer finished without valid %s (see the protocol in SPEC.md): %w", MetricsFile, err)
+		}
+		info := runmeta.Info{Started: started.UTC(), Seconds: time.Since(started).Seconds(), Seed: experimentSeed(n.experiment)}
+		if err := WriteRunInfo(env, info); err != nil {
+			return cty.NilVal, err
 		}
 	}
 	return cty.ObjectVal(map[string]cty.Value{

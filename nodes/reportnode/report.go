@@ -30,7 +30,7 @@ type Kind struct{ Stdlib fs.FS }
 func (Kind) Name() string { return "report" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" }
 
 var spec = hcldec.ObjectSpec{
 	"matrix":    &hcldec.AttrSpec{Name: "matrix", Type: cty.String, Required: true},
@@ -221,7 +221,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 		o.Runs = append(o.Runs, r)
 	}
-	o.Meta = append(o.Meta, [2]string{"pipeline node", env.Addr.String()}, [2]string{"matrix", filepath.Base(n.matrix)})
+	version := env.Version
+	if version == "" {
+		version = "dev"
+	}
+	o.Meta = append(o.Meta, [2]string{"gatepipe", version}, [2]string{"pipeline node", env.Addr.String()},
+		[2]string{"action ID", env.ActionID}, [2]string{"matrix", filepath.Base(n.matrix)})
 	out, err := report.Write(env.OutDir, in, search, o)
 	if err != nil {
 		return cty.NilVal, err

@@ -13,8 +13,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
@@ -32,7 +34,7 @@ type Kind struct{}
 func (Kind) Name() string { return "train" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "3" }
+func (Kind) Version() string { return "4" }
 
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
@@ -179,6 +181,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	defer lf.Close()
 	enc := json.NewEncoder(lf)
+	started := time.Now()
 	res, err := train.Train(ctx, n.enc, meta.NumClasses, n.recipe, splits[0], splits[1], splits[2],
 		func(e train.LogEntry) {
 			enc.Encode(e)
@@ -212,6 +215,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	metricsPath := filepath.Join(env.OutDir, command.MetricsFile)
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(metricsPath, data, 0o644); err != nil {
+		return cty.NilVal, err
+	}
+	seed := n.recipe.Seed
+	info := runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
+		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ}
+	if err := command.WriteRunInfo(env, info); err != nil {
 		return cty.NilVal, err
 	}
 	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Float64("test_acc1", res.Metrics["acc1"]).Msg("trained")
