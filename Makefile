@@ -12,13 +12,15 @@ GO        ?= go
 # portable Go (tested below too).
 export GOEXPERIMENT ?= simd
 BIN       := bin/gatepipe
+# Recorded in run metadata and reports (`gatepipe version`).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME  ?= 4s
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
 .PHONY: build demo test unit fuzz bench deps-demo deps-test clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/gatepipe
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatepipe
 
 # Real data without internet: Debian packages Fashion-MNIST.
 deps-demo:
