@@ -85,7 +85,7 @@ func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD
 		return nil, err
 	}
 	b := rec.BatchSize
-	m, err := build(enc, params, trainD.Shape, classes, b, nil)
+	m, err := build(enc, params, trainD.Shape, classes, b, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +126,9 @@ func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD
 		entry := LogEntry{Iteration: it, Loss: loss, LR: lr}
 		if it%100 == 0 || it == 1 {
 			entry.GradNorms = gradNorms(m)
+		}
+		if err := m.updateRunningStats(); err != nil {
+			return nil, err
 		}
 		opt.step(lr)
 		vm.Reset()
@@ -229,7 +232,7 @@ func evaluate(enc EncoderSpec, params []*param, classes int, d *Data, sets []map
 		probs[i] = make([]float32, classes)
 	}
 	for _, vals := range sets {
-		m, err := build(enc, params, d.Shape, classes, b, vals)
+		m, err := build(enc, params, d.Shape, classes, b, vals, false)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,0 +1,278 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// param is one tensor of a model's state with its PyTorch-style name:
+// trainable, or a buffer (batch-norm running statistics) that the
+// optimiser leaves alone.
+type param struct {
+	name   string
+	shape  []int
+	init   []float32
+	buffer bool
+	node   *G.Node
+}
+
+// buildError carries a graph-construction error out of the builder's
+// layer methods to build, which recovers it; it never escapes the package.
+type buildError struct{ err error }
+
+// builder constructs one forward graph. The first build of a model runs in
+// declare mode: each layer creates its parameters (PyTorch's default
+// initialisation, from the seed) in the order the forward pass meets them.
+// Later builds take the declared parameters and current values.
+type builder struct {
+	g        *G.ExprGraph
+	declare  bool
+	rng      *rand.Rand
+	declared map[string]*param
+	values   map[string][]float32
+	params   []*param
+	train    bool
+	// bn lists batch-norm layers in training mode, whose running
+	// statistics the training loop updates from the batch statistics.
+	bn []bnStats
+	// out holds the input, logits and targets nodes.
+	out [3]*G.Node
+}
+
+// bnStats links a training-mode batch norm's batch statistics to its
+// running buffers.
+type bnStats struct {
+	mean, variance    *G.Node
+	runMean, runVar   string
+	count             int // elements per channel in the batch
+	momentum, epsilon float64
+}
+
+func (b *builder) must(n *G.Node, err error) *G.Node {
+	if err != nil {
+		panic(buildError{err})
+	}
+	return n
+}
+
+func (b *builder) fail(format string, args ...any) {
+	panic(buildError{fmt.Errorf(format, args...)})
+}
+
+// tensorOf declares or looks up a parameter and returns its graph node.
+func (b *builder) tensorOf(name string, shape []int, buffer bool, init func(n int) []float32) *G.Node {
+	p, ok := b.declared[name]
+	if !ok {
+		if !b.declare {
+			b.fail("parameter %s is not declared", name)
+		}
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		p = &param{name: name, shape: append([]int(nil), shape...), init: init(n), buffer: buffer}
+		b.declared[name] = p
+	} else if !sameShape(p.shape, shape) {
+		b.fail("parameter %s has shape %v, the layer needs %v", name, p.shape, shape)
+	}
+	data := p.init
+	if v, ok := b.values[name]; ok {
+		data = v
+	}
+	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float32(nil), data...)))
+	q := &param{name: name, shape: p.shape, init: p.init, buffer: buffer}
+	if buffer {
+		q.node = G.NewConstant(t, G.WithName(name), G.In(b.g))
+	} else {
+		// A learnable node (not a constant: the tape must read the
+		// values the optimiser updates in place).
+		q.node = G.NewTensor(b.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(t))
+	}
+	b.params = append(b.params, q)
+	return q.node
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// uniform is PyTorch's default for linear and conv layers: U(±1/sqrt(fan_in)).
+func (b *builder) uniform(fanIn int) func(n int) []float32 {
+	return func(n int) []float32 {
+		bound := 1 / math.Sqrt(float64(fanIn))
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32((b.rng.Float64()*2 - 1) * bound)
+		}
+		return v
+	}
+}
+
+func filled(x float32) func(n int) []float32 {
+	return func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = x
+		}
+		return v
+	}
+}
+
+// truncNormal is timm's trunc_normal_(std) within ±2 std.
+func (b *builder) truncNormal(std float64) func(n int) []float32 {
+	return func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			x := b.rng.NormFloat64()
+			for math.Abs(x) > 2 {
+				x = b.rng.NormFloat64()
+			}
+			v[i] = float32(x * std)
+		}
+		return v
+	}
+}
+
+func (b *builder) scalar(x float32) *G.Node { return G.NewConstant(x) }
+
+// sum sums x over the given axes, listed in increasing order, one axis at
+// a time from the last: gorgonia v0.9.18's multi-axis Sum gives wrong
+// results on some 4-D inputs.
+func (b *builder) sum(x *G.Node, axes ...int) *G.Node {
+	for i := len(axes) - 1; i >= 0; i-- {
+		x = b.must(G.Sum(x, axes[i]))
+	}
+	return x
+}
+
+// constant is a fixed tensor in the graph.
+func (b *builder) constant(shape []int, data []float32) *G.Node {
+	return G.NewConstant(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data)), G.In(b.g))
+}
+
+// linear is x W^T + bias for x [M, in]; W [out, in] (PyTorch's layout).
+func (b *builder) linear(x *G.Node, name string, in, out int, bias bool) *G.Node {
+	w := b.tensorOf(name+".weight", []int{out, in}, false, b.uniform(in))
+	y := b.must(G.Mul(x, b.must(G.Transpose(w))))
+	if bias {
+		bv := b.tensorOf(name+".bias", []int{out}, false, b.uniform(in))
+		y = b.must(G.BroadcastAdd(y, bv, nil, []byte{0}))
+	}
+	return y
+}
+
+// conv is a 2-D convolution of x [B, in, H, W] with a square kernel.
+func (b *builder) conv(x *G.Node, name string, in, out, k, stride, pad int, bias bool) *G.Node {
+	w := b.tensorOf(name+".weight", []int{out, in, k, k}, false, b.uniform(in*k*k))
+	y := b.must(G.Conv2d(x, w, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1}))
+	if bias {
+		bv := b.tensorOf(name+".bias", []int{out}, false, b.uniform(in*k*k))
+		y = b.must(G.BroadcastAdd(y, b.must(G.Reshape(bv, tensor.Shape{1, out, 1, 1})), nil, []byte{0, 2, 3}))
+	}
+	return y
+}
+
+// batchNorm is BatchNorm2d over x [B, C, H, W]: batch statistics in
+// training (the running ones updated after each step, momentum 0.1,
+// unbiased variance as PyTorch keeps), running statistics otherwise.
+func (b *builder) batchNorm(x *G.Node, name string, c int) *G.Node {
+	const eps = 1e-5
+	gamma := b.tensorOf(name+".weight", []int{c}, false, filled(1))
+	beta := b.tensorOf(name+".bias", []int{c}, false, filled(0))
+	rm := b.tensorOf(name+".running_mean", []int{c}, true, filled(0))
+	rv := b.tensorOf(name+".running_var", []int{c}, true, filled(1))
+	chan4 := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{1, c, 1, 1})) }
+	bcast := func(op func(a, b *G.Node, l, r []byte) (*G.Node, error), a, v *G.Node) *G.Node {
+		return b.must(op(a, chan4(v), nil, []byte{0, 2, 3}))
+	}
+	var centred, variance *G.Node
+	if b.train {
+		s := x.Shape()
+		count := s[0] * s[2] * s[3]
+		inv := b.scalar(float32(1) / float32(count))
+		mean := b.must(G.HadamardProd(b.sum(x, 0, 2, 3), inv))
+		centred = bcast(G.BroadcastSub, x, mean)
+		variance = b.must(G.HadamardProd(b.sum(b.must(G.Square(centred)), 0, 2, 3), inv))
+		b.bn = append(b.bn, bnStats{mean: mean, variance: variance, runMean: name + ".running_mean", runVar: name + ".running_var",
+			count: count, momentum: 0.1, epsilon: eps})
+	} else {
+		centred, variance = bcast(G.BroadcastSub, x, rm), rv
+	}
+	std := b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(eps)))))
+	y := bcast(G.BroadcastHadamardDiv, centred, std)
+	y = bcast(G.BroadcastHadamardProd, y, gamma)
+	return bcast(G.BroadcastAdd, y, beta)
+}
+
+// layerNorm normalises x [M, D] over its last axis (eps 1e-6, as timm's
+// ViTs use).
+func (b *builder) layerNorm(x *G.Node, name string, d int) *G.Node {
+	const eps = 1e-6
+	gamma := b.tensorOf(name+".weight", []int{d}, false, filled(1))
+	beta := b.tensorOf(name+".bias", []int{d}, false, filled(0))
+	m := x.Shape()[0]
+	col := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{m, 1})) }
+	mean := col(b.must(G.Mean(x, 1)))
+	centred := b.must(G.BroadcastSub(x, mean, nil, []byte{1}))
+	variance := col(b.must(G.Mean(b.must(G.Square(centred)), 1)))
+	std := b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(eps)))))
+	y := b.must(G.BroadcastHadamardDiv(centred, std, nil, []byte{1}))
+	y = b.must(G.BroadcastHadamardProd(y, gamma, nil, []byte{0}))
+	return b.must(G.BroadcastAdd(y, beta, nil, []byte{0}))
+}
+
+// gelu is GELU with the tanh approximation (PyTorch's
+// nn.GELU(approximate="tanh")): gorgonia has no erf.
+func (b *builder) gelu(x *G.Node) *G.Node {
+	inner := b.must(G.HadamardProd(b.must(G.Add(x, b.must(G.HadamardProd(b.must(G.Cube(x)), b.scalar(0.044715))))),
+		b.scalar(float32(math.Sqrt(2/math.Pi)))))
+	t := b.must(G.Add(b.must(G.Tanh(inner)), b.scalar(1)))
+	return b.must(G.HadamardProd(b.must(G.HadamardProd(x, t)), b.scalar(0.5)))
+}
+
+func (b *builder) relu(x *G.Node) *G.Node { return b.must(G.Rectify(x)) }
+
+// softmaxLast is a numerically stable softmax over the last axis of a
+// 3-D tensor.
+func (b *builder) softmaxLast(x *G.Node) *G.Node {
+	s := x.Shape()
+	col := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{s[0], s[1], 1})) }
+	shifted := b.must(G.BroadcastSub(x, col(b.must(G.Max(x, 2))), nil, []byte{2}))
+	e := b.must(G.Exp(shifted))
+	return b.must(G.BroadcastHadamardDiv(e, col(b.must(G.Sum(e, 2))), nil, []byte{2}))
+}
+
+// attention is timm's multi-head self-attention over x [B*N, D] with a
+// fused qkv projection ([3D, D], q rows first) and an output projection.
+func (b *builder) attention(x *G.Node, name string, batch, tokens, dim, heads int) *G.Node {
+	dh := dim / heads
+	w := b.tensorOf(name+".qkv.weight", []int{3 * dim, dim}, false, b.uniform(dim))
+	bias := b.tensorOf(name+".qkv.bias", []int{3 * dim}, false, b.uniform(dim))
+	split := func(i int) *G.Node {
+		wi := b.must(G.Slice(w, G.S(i*dim, (i+1)*dim)))
+		bi := b.must(G.Slice(bias, G.S(i*dim, (i+1)*dim)))
+		y := b.must(G.BroadcastAdd(b.must(G.Mul(x, b.must(G.Transpose(wi)))), bi, nil, []byte{0}))
+		y = b.must(G.Reshape(y, tensor.Shape{batch, tokens, heads, dh}))
+		y = b.must(G.Transpose(y, 0, 2, 1, 3))
+		return b.must(G.Reshape(y, tensor.Shape{batch * heads, tokens, dh}))
+	}
+	q, k, v := split(0), split(1), split(2)
+	scores := b.must(G.HadamardProd(b.must(G.BatchedMatMul(q, k, false, true)), b.scalar(float32(1/math.Sqrt(float64(dh))))))
+	o := b.must(G.BatchedMatMul(b.softmaxLast(scores), v))
+	o = b.must(G.Reshape(o, tensor.Shape{batch, heads, tokens, dh}))
+	o = b.must(G.Transpose(o, 0, 2, 1, 3))
+	o = b.must(G.Reshape(o, tensor.Shape{batch * tokens, dim}))
+	return b.linear(o, name+".proj", dim, dim, true)
+}

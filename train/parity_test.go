@@ -1,0 +1,77 @@
+package train
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+)
+
+// TestPyTorchParity loads each encoder's fixture (a PyTorch state_dict
+// with an input and PyTorch's eval-mode logits, made by
+// testdata/parity/make_parity.py) and checks the gorgonia forward pass
+// matches within 1e-4.
+func TestPyTorchParity(t *testing.T) {
+	for _, arch := range Archs {
+		t.Run(arch, func(t *testing.T) {
+			f, err := safetensors.ReadFile(filepath.Join("testdata", "parity", arch+".safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var enc EncoderSpec
+			if err := json.Unmarshal([]byte(f.Metadata["spec"]), &enc); err != nil {
+				t.Fatal(err)
+			}
+			classes, _ := strconv.Atoi(f.Metadata["classes"])
+			in, want := f.Tensors["parity.input"], f.Tensors["parity.logits"]
+			shape := in.Shape[1:]
+			w, ignored, err := MatchWeights(enc, shape, classes, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ignored) != 2 {
+				t.Errorf("ignored %v, want only the two parity tensors", ignored)
+			}
+			got, err := Logits(enc, shape, classes, w, in.Float32s(), in.Shape[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp := want.Float32s()
+			if len(got) != len(exp) {
+				t.Fatalf("%d logits, want %d", len(got), len(exp))
+			}
+			var worst float64
+			for i := range got {
+				worst = math.Max(worst, math.Abs(float64(got[i]-exp[i])))
+			}
+			if worst > 1e-4 {
+				t.Fatalf("max |gorgonia - pytorch| = %g > 1e-4\ngot  %v\nwant %v", worst, got, exp)
+			}
+			t.Logf("max abs difference %.2g", worst)
+		})
+	}
+}
+
+func TestMatchWeightsNamesWhatIsWrong(t *testing.T) {
+	f, err := safetensors.ReadFile(filepath.Join("testdata", "parity", "convnet.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A wider first conv than the file holds, and a resnet with none of
+	// its tensors.
+	for _, enc := range []EncoderSpec{{Arch: "convnet", Channels: []int{5, 6}, Hidden: []int{12}}, {Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}} {
+		_, _, err := MatchWeights(enc, []int{3, 8, 8}, 5, f)
+		if err == nil {
+			t.Fatalf("%s: no error", enc.Arch)
+		}
+		t.Log(err)
+	}
+	// A different head (10 classes) is not an error: it starts fresh.
+	w, ignored, err := MatchWeights(EncoderSpec{Arch: "convnet", Channels: []int{4, 6}, Hidden: []int{12}}, []int{3, 8, 8}, 10, f)
+	if err != nil || w["head.weight"] != nil || len(ignored) != 4 {
+		t.Fatalf("err %v, head %v, ignored %v", err, w["head.weight"] != nil, ignored)
+	}
+}

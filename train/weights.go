@@ -1,0 +1,111 @@
+package train
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Weights are named parameter values, as in a PyTorch state_dict.
+type Weights map[string][]float32
+
+// Params lists a model's parameter names and shapes in declaration order
+// (encoder first, then head), buffers included.
+func Params(enc EncoderSpec, shape []int, classes int) ([]string, [][]int, error) {
+	ps, err := newParams(enc, shape, classes, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	names, shapes := make([]string, len(ps)), make([][]int, len(ps))
+	for i, p := range ps {
+		names[i], shapes[i] = p.name, p.shape
+	}
+	return names, shapes, nil
+}
+
+// MatchWeights takes from f the tensors of a model's parameters. Every
+// encoder tensor must be there with the right shape; head tensors are used
+// when their shapes fit (a new task's head starts from its initialisation
+// otherwise). Other tensors (num_batches_tracked, a different head) are
+// returned as ignored.
+func MatchWeights(enc EncoderSpec, shape []int, classes int, f *safetensors.File) (w Weights, ignored []string, err error) {
+	ps, err := newParams(enc, shape, classes, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	w = Weights{}
+	used := map[string]bool{}
+	var missing, wrong []string
+	for _, p := range ps {
+		t, ok := f.Tensors[p.name]
+		head := strings.HasPrefix(p.name, "head.")
+		switch {
+		case !ok && head:
+		case !ok:
+			missing = append(missing, p.name)
+		case !sameShape(t.Shape, p.shape) && head:
+		case !sameShape(t.Shape, p.shape):
+			wrong = append(wrong, fmt.Sprintf("%s is %v, the encoder needs %v", p.name, t.Shape, p.shape))
+		case t.DType != safetensors.F32:
+			wrong = append(wrong, fmt.Sprintf("%s is %s, want F32", p.name, t.DType))
+		default:
+			w[p.name] = t.Float32s()
+			used[p.name] = true
+		}
+	}
+	if len(missing) > 0 || len(wrong) > 0 {
+		var parts []string
+		if len(missing) > 0 {
+			parts = append(parts, fmt.Sprintf("missing %d tensors: %s", len(missing), strings.Join(first(missing, 8), ", ")))
+		}
+		if len(wrong) > 0 {
+			parts = append(parts, strings.Join(first(wrong, 8), "; "))
+		}
+		return nil, nil, fmt.Errorf("weights do not fit the %s encoder: %s (SPEC.md lists the tensor names)", enc.Arch, strings.Join(parts, "; "))
+	}
+	for name := range f.Tensors {
+		if !used[name] {
+			ignored = append(ignored, name)
+		}
+	}
+	sort.Strings(ignored)
+	return w, ignored, nil
+}
+
+func first(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// Logits runs the model in evaluation mode on x (batch examples of shape)
+// with the given weights (initialisation from seed 0 where absent) and
+// returns the logits, batch x classes.
+func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, batch int) ([]float32, error) {
+	ps, err := newParams(enc, shape, classes, 0)
+	if err != nil {
+		return nil, err
+	}
+	m, err := build(enc, ps, shape, classes, batch, w, false)
+	if err != nil {
+		return nil, err
+	}
+	vm := G.NewTapeMachine(m.g)
+	defer vm.Close()
+	xt := tensor.New(tensor.WithShape(append([]int{batch}, shape...)...), tensor.WithBacking(append([]float32(nil), x...)))
+	if err := G.Let(m.x, xt); err != nil {
+		return nil, err
+	}
+	if err := G.Let(m.y, tensor.New(tensor.WithShape(batch, classes), tensor.Of(tensor.Float32))); err != nil {
+		return nil, err
+	}
+	if err := vm.RunAll(); err != nil {
+		return nil, err
+	}
+	return append([]float32(nil), m.logitsVal.Data().([]float32)...), nil
+}
