@@ -102,8 +102,7 @@ func build(enc EncoderSpec, ps []*param, shape []int, classes, batch int, values
 	return m, nil
 }
 
-// crossEntropy adds targets y and a numerically stable softmax
-// cross-entropy (mean over the batch) on logits.
+// crossEntropy adds targets y and the loss on logits.
 func crossEntropy(b *builder, logits *G.Node, batch, classes int) (probs, loss *G.Node, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -116,6 +115,14 @@ func crossEntropy(b *builder, logits *G.Node, batch, classes int) (probs, loss *
 	}()
 	y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch, classes), G.WithName("y"))
 	b.out[2] = y
+	probs, loss = crossEntropyOn(b, logits, y, batch)
+	return probs, loss, nil
+}
+
+// crossEntropyOn is a numerically stable softmax cross-entropy of logits
+// against one-hot targets y, averaged over the batch; it also returns the
+// softmax probabilities.
+func crossEntropyOn(b *builder, logits, y *G.Node, batch int) (probs, loss *G.Node) {
 	// Shift by the row maximum, then subtract the log-sum-exp.
 	col := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{batch, 1})) }
 	shifted := b.must(G.BroadcastSub(logits, col(b.must(G.Max(logits, 1))), nil, []byte{1}))
@@ -124,7 +131,7 @@ func crossEntropy(b *builder, logits *G.Node, batch, classes int) (probs, loss *
 	probs = b.must(G.Exp(logp))
 	// -mean over the batch of log p[true class].
 	loss = b.must(G.Neg(b.must(G.HadamardProd(b.must(G.Sum(b.must(G.HadamardProd(logp, y)))), b.scalar(float32(1)/float32(batch))))))
-	return probs, loss, nil
+	return probs, loss
 }
 
 func (m *model) nodes() G.Nodes {
