@@ -75,14 +75,23 @@ type Checkpoint struct {
 
 type float32s = []float32
 
-// Train fine-tunes enc with a classification head on train, validating on
+// Train fine-tunes enc (from init where it names a parameter, else from
+// the seed's initialisation) with a classification head on train, validating on
 // val and testing the top-k ensemble on test. log receives every log entry;
 // progress the iteration count.
-func Train(ctx context.Context, enc EncoderSpec, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
+func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
 	start := time.Now()
 	params, err := newParams(enc, trainD.Shape, classes, rec.Seed)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range params {
+		if v, ok := init[p.name]; ok {
+			if len(v) != len(p.init) {
+				return nil, fmt.Errorf("initial weights %s: %d values, want %d", p.name, len(v), len(p.init))
+			}
+			p.init = append([]float32(nil), v...)
+		}
 	}
 	b := rec.BatchSize
 	m, err := build(enc, params, trainD.Shape, classes, b, nil, true)

@@ -1,9 +1,13 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 )
 
 // blobs makes n [1, 8, 8] images of 3 classes: class c brightens row band c.
@@ -27,11 +31,12 @@ func blobs(n int, seed uint64) *Data {
 }
 
 func TestEncodersLearn(t *testing.T) {
-	for _, enc := range []EncoderSpec{{Arch: "mlp", Hidden: []int{16}}, {Arch: "convnet", Channels: []int{4}, Hidden: []int{16}}} {
+	for _, enc := range []EncoderSpec{{Arch: "mlp", Hidden: []int{16}}, {Arch: "convnet", Channels: []int{4}, Hidden: []int{16}},
+		{Arch: "resnet", Channels: []int{4, 8}, Blocks: []int{1, 1}}, {Arch: "vit", Patch: 4, Dim: 16, Depth: 1, Heads: 2, MLPRatio: 2}} {
 		t.Run(enc.Arch, func(t *testing.T) {
 			rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 60, ValidateEvery: 20, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 			var logged int
-			res, err := Train(context.Background(), enc, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), func(LogEntry) { logged++ }, nil)
+			res, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), func(LogEntry) { logged++ }, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,11 +50,11 @@ func TestEncodersLearn(t *testing.T) {
 func TestSeedsMakeRunsReproducible(t *testing.T) {
 	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
 	rec := Recipe{LR: 0.01, BatchSize: 8, Iterations: 20, ValidateEvery: 10, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, Seed: 7}
-	a, err := Train(context.Background(), enc, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	a, err := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Train(context.Background(), enc, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	b, _ := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
 	if a.Metrics["loss"] != b.Metrics["loss"] {
 		t.Fatalf("same seed, different results: %v vs %v", a.Metrics, b.Metrics)
 	}
@@ -58,7 +63,7 @@ func TestSeedsMakeRunsReproducible(t *testing.T) {
 func TestDivergenceNamesTheIteration(t *testing.T) {
 	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
 	rec := Recipe{LR: 1e30, BatchSize: 8, Iterations: 50, ValidateEvery: 100, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
-	_, err := Train(context.Background(), enc, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	_, err := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
 	if err == nil || !contains(err.Error(), "diverged") || !contains(err.Error(), "iteration") {
 		t.Fatalf("err = %v", err)
 	}
@@ -75,4 +80,45 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestCheckpointsReload: a run's best checkpoint (batch-norm running
+// statistics included) loads back as initial weights through the same
+// safetensors matching as a PyTorch export, and reproduces its accuracy
+// before any further step.
+func TestCheckpointsReload(t *testing.T) {
+	enc := EncoderSpec{Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}
+	rec := Recipe{LR: 0.01, BatchSize: 16, Iterations: 40, ValidateEvery: 20, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
+	res, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for name, v := range res.Checkpoints[0].Values {
+		ts = append(ts, safetensors.F32Tensor(name, res.Checkpoints[0].Shapes[name], v))
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Parse(buf.Bytes(), "checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Tensors["encoder.bn1.running_var"]; !ok {
+		t.Fatal("checkpoint lacks the batch-norm running statistics")
+	}
+	w, _, err := MatchWeights(enc, []int{1, 8, 8}, 3, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := blobs(90, 3)
+	params, _ := newParams(enc, test.Shape, 3, 0)
+	again, _, err := evaluate(enc, params, 3, test, []map[string][]float32{w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(again["loss"]-res.Metrics["loss"]) > 1e-6 {
+		t.Fatalf("reloaded checkpoint: test loss %v, the run reported %v", again["loss"], res.Metrics["loss"])
+	}
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/rs/zerolog"
 )
 
 func runExec(ctx context.Context, c *cli, args []string) int {
@@ -54,6 +59,9 @@ type processSpawner struct {
 	path     string
 	flags    *runFlags
 	cacheDir string
+	// log receives the child's log lines (the node's own messages:
+	// validation metrics, loaded weights...).
+	log zerolog.Logger
 }
 
 func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assignment) error {
@@ -65,7 +73,7 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 	for _, g := range dev.GPUs {
 		devs += ",gpu:" + g
 	}
-	args := []string{"exec", "-cache-dir", p.cacheDir, "-devices", devs, "-parent-holds-lock", "-log-format", "json", "-log-level", "warn"}
+	args := []string{"exec", "-cache-dir", p.cacheDir, "-devices", devs, "-parent-holds-lock", "-log-format", "json", "-log-level", p.flags.logLevel}
 	for _, v := range p.flags.vars {
 		args = append(args, "-var", v)
 	}
@@ -82,11 +90,15 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(dev.GPUs, ","))
 	}
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cmd.Stdout = &stderr
+	fw := &logForwarder{log: p.log, other: &stderr}
+	defer fw.Close()
+	cmd.Stderr = fw
+	cmd.Stdout = fw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	fw.Close()
+	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return fmt.Errorf("its process was killed (signal %d, %s)%s", int(ws.Signal()), ws.Signal(), tail(msg))
@@ -120,4 +132,64 @@ func isolation(mode string) (func(nodes.Kind) bool, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("-isolation must be auto, process or none, not %q", mode)
+}
+
+// logForwarder re-logs a child's JSON log lines through the parent's
+// logger, keeping their level and fields; other output goes to other (for
+// error messages).
+type logForwarder struct {
+	log     zerolog.Logger
+	other   io.Writer
+	partial []byte
+}
+
+func (f *logForwarder) Write(p []byte) (int, error) {
+	f.partial = append(f.partial, p...)
+	for {
+		i := bytes.IndexByte(f.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		f.line(f.partial[:i])
+		f.partial = f.partial[i+1:]
+	}
+}
+
+// Close flushes a last unterminated line.
+func (f *logForwarder) Close() error {
+	if len(f.partial) > 0 {
+		f.line(f.partial)
+		f.partial = nil
+	}
+	return nil
+}
+
+func (f *logForwarder) line(b []byte) {
+	var fields map[string]any
+	if json.Unmarshal(b, &fields) != nil {
+		f.other.Write(append(b, '\n'))
+		return
+	}
+	lvlName, _ := fields[zerolog.LevelFieldName].(string)
+	lvl, err := zerolog.ParseLevel(lvlName)
+	if err != nil || lvlName == "" {
+		f.other.Write(append(b, '\n'))
+		return
+	}
+	msg, _ := fields[zerolog.MessageFieldName].(string)
+	if lvl >= zerolog.ErrorLevel {
+		f.other.Write(append(b, '\n')) // kept for the failure message too
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		if k != zerolog.LevelFieldName && k != zerolog.MessageFieldName && k != zerolog.TimestampFieldName {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	ev := f.log.WithLevel(lvl)
+	for _, k := range keys {
+		ev = ev.Interface(k, fields[k])
+	}
+	ev.Msg(msg)
 }

@@ -542,11 +542,34 @@ func slicesDelete(env []string, prefix string) []string {
 // TestExternalTrainerFeedsResults runs examples/external_trainer's
 // stdlib-only trainer through the trainer protocol on a small generated
 // IDX dataset and checks its metrics reach the results matrix.
-func TestExternalTrainerFeedsResults(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
-	cache, dir := t.TempDir(), t.TempDir()
+// toyDatasetHCL declares the dataset of writeToyIDX's files, with a
+// quarter of the training images held out for validation.
+const toyDatasetHCL = `
+dataset "toy" {
+  source {
+    url = "train-img"
+  }
+  source {
+    url = "train-lab"
+  }
+  source {
+    url = "test-img"
+  }
+  source {
+    url = "test-lab"
+  }
+  format       = "idx"
+  train        = ["train-img", "train-lab"]
+  test         = ["test-img", "test-lab"]
+  val_fraction = 0.25
+}
+`
+
+// writeToyIDX writes a two-class 4x4 image dataset in IDX files
+// (train-img, train-lab: 40 images; test-img, test-lab: 20): bright images
+// are class 1, dark ones class 0.
+func writeToyIDX(t *testing.T, dir string) {
+	t.Helper()
 	idx := func(dims []int, data []byte) []byte {
 		var b bytes.Buffer
 		b.Write([]byte{0, 0, 8, byte(len(dims))})
@@ -556,7 +579,6 @@ func TestExternalTrainerFeedsResults(t *testing.T) {
 		b.Write(data)
 		return b.Bytes()
 	}
-	// Two classes: bright images are class 1, dark ones class 0.
 	mk := func(n int) ([]byte, []byte) {
 		var img, lab []byte
 		for i := 0; i < n; i++ {
@@ -574,25 +596,16 @@ func TestExternalTrainerFeedsResults(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "train-lab"), string(idx([]int{40}, tl)))
 	writeFile(t, filepath.Join(dir, "test-img"), string(idx([]int{20, 4, 4}, vi)))
 	writeFile(t, filepath.Join(dir, "test-lab"), string(idx([]int{20}, vl)))
-	trainer, _ := filepath.Abs("../../examples/external_trainer")
-	writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf(`
-dataset "toy" {
-  source {
-    url = "train-img"
-  }
-  source {
-    url = "train-lab"
-  }
-  source {
-    url = "test-img"
-  }
-  source {
-    url = "test-lab"
-  }
-  format = "idx"
-  train  = ["train-img", "train-lab"]
-  test   = ["test-img", "test-lab"]
 }
+
+func TestExternalTrainerFeedsResults(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	cache, dir := t.TempDir(), t.TempDir()
+	writeToyIDX(t, dir)
+	trainer, _ := filepath.Abs("../../examples/external_trainer")
+	writeFile(t, filepath.Join(dir, "main.hcl"), toyDatasetHCL+fmt.Sprintf(`
 command "train" {
   run = ["python3", "%[1]s/trainer.py"]
   env = { PYTHONPATH = "%[1]s" }

@@ -8,6 +8,7 @@ package specs
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
@@ -30,7 +31,7 @@ type attr struct {
 }
 
 func (k kind) Name() string    { return k.name }
-func (k kind) Version() string { return "1" }
+func (k kind) Version() string { return "2" }
 
 func (k kind) Spec() hcldec.Spec {
 	s := hcldec.ObjectSpec{}
@@ -105,14 +106,47 @@ func positive(decl nodes.Decl, vals map[string]cty.Value, names ...string) hcl.D
 	return diags
 }
 
-// Encoder is the encoder block: a built-in architecture and its sizes.
+// Encoder is the encoder block: a built-in architecture, its sizes and
+// optionally its weights (a safetensors file).
 func Encoder() nodes.Kind {
 	return kind{name: "encoder", attrs: map[string]attr{
 		"arch":     {ty: cty.String},
 		"channels": {ty: cty.List(cty.Number), def: list(32, 64)},
-		"hidden":   {ty: cty.List(cty.Number), def: list(128)},
+		// hidden defaults to [128] for mlp and convnet, [] otherwise.
+		"hidden":    {ty: cty.List(cty.Number), def: cty.NullVal(cty.List(cty.Number))},
+		"blocks":    {ty: cty.List(cty.Number), def: list(2, 2)},
+		"patch":     {ty: cty.Number, def: num(4)},
+		"dim":       {ty: cty.Number, def: num(64)},
+		"depth":     {ty: cty.Number, def: num(4)},
+		"heads":     {ty: cty.Number, def: num(4)},
+		"mlp_ratio": {ty: cty.Number, def: num(4)},
+		"weights":   {ty: cty.String, def: cty.StringVal("")},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		return oneOf(decl, "arch", v["arch"].AsString(), "mlp", "convnet")
+		diags := oneOf(decl, "arch", v["arch"].AsString(), "mlp", "convnet", "resnet", "vit")
+		diags = append(diags, positive(decl, v, "patch", "dim", "depth", "heads", "mlp_ratio")...)
+		arch := v["arch"].AsString()
+		if arch == "resnet" && v["blocks"].LengthInt() != v["channels"].LengthInt() {
+			diags = append(diags, decl.Errorf("blocks", "Invalid value", "a resnet needs one blocks entry per stage: channels has %d, blocks %d.",
+				v["channels"].LengthInt(), v["blocks"].LengthInt()))
+		}
+		if arch == "vit" {
+			d, _ := v["dim"].AsBigFloat().Int64()
+			h, _ := v["heads"].AsBigFloat().Int64()
+			if h > 0 && d%h != 0 {
+				diags = append(diags, decl.Errorf("heads", "Invalid value", "dim (%d) must be a multiple of heads (%d).", d, h))
+			}
+		}
+		if v["hidden"].IsNull() {
+			v["hidden"] = list()
+			if arch == "mlp" || arch == "convnet" {
+				v["hidden"] = list(128)
+			}
+		}
+		// A relative weights path is relative to the encoder's module.
+		if w := v["weights"].AsString(); w != "" && !filepath.IsAbs(w) {
+			v["weights"] = cty.StringVal(filepath.Join(decl.Dir, w))
+		}
+		return diags
 	}}
 }
 

@@ -63,6 +63,7 @@ type Node struct {
 	model     string
 	enc       train.EncoderSpec
 	encName   string
+	weights   string // safetensors file with initial weights, or ""
 	recipe    train.Recipe
 	dataset   string
 	benchmark string
@@ -102,6 +103,14 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		return val.AsString()
 	}
 	n.enc = train.EncoderSpec{Arch: str(get("encoder", "arch")), Channels: ints(get("encoder", "channels")), Hidden: ints(get("encoder", "hidden"))}
+	switch n.enc.Arch {
+	case "resnet":
+		n.enc.Blocks = ints(get("encoder", "blocks"))
+	case "vit":
+		n.enc.Patch, n.enc.Dim, n.enc.Depth = int(f(get("encoder", "patch"))), int(f(get("encoder", "dim"))), int(f(get("encoder", "depth")))
+		n.enc.Heads, n.enc.MLPRatio = int(f(get("encoder", "heads"))), int(f(get("encoder", "mlp_ratio")))
+	}
+	n.weights = str(get("encoder", "weights"))
 	n.encName = str(get("encoder", "name"))
 	if task := str(get("adapter", "task")); task != "classification" && task != "" {
 		diags = append(diags, decl.Errorf("adapter", "Unsupported adapter", "adapter task %q cannot be trained yet; classification can.", task))
@@ -126,9 +135,39 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	return n, diags
 }
 
-// Fingerprint: every input is in the configuration (the dataset path
+// Fingerprint hashes the initial weights file; every other input is in
+// the configuration (the dataset path
 // names its content).
-func (n *Node) Fingerprint(context.Context, io.Writer) error { return nil }
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+	if n.weights == "" {
+		return nil
+	}
+	f, err := os.Open(n.weights)
+	if err != nil {
+		return fmt.Errorf("encoder weights: %w", err)
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// initialWeights reads the encoder's weights file, when set, for the
+// model that classes and shape make.
+func (n *Node) initialWeights(env *nodes.Env, shape []int, classes int) (train.Weights, error) {
+	if n.weights == "" {
+		return nil, nil
+	}
+	f, err := safetensors.ReadFile(n.weights)
+	if err != nil {
+		return nil, fmt.Errorf("encoder weights: %w", err)
+	}
+	w, ignored, err := train.MatchWeights(n.enc, shape, classes, f)
+	if err != nil {
+		return nil, fmt.Errorf("encoder weights %s: %w", n.weights, err)
+	}
+	env.Log.Info().Str("weights", n.weights).Int("tensors", len(w)).Strs("ignored", ignored).Msg("loaded encoder weights")
+	return w, nil
+}
 
 // DefaultResources: one CPU per experiment, so experiments run side by side.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
@@ -180,9 +219,13 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	defer lf.Close()
+	init, err := n.initialWeights(env, splits[0].Shape, meta.NumClasses)
+	if err != nil {
+		return cty.NilVal, err
+	}
 	enc := json.NewEncoder(lf)
 	started := time.Now()
-	res, err := train.Train(ctx, n.enc, meta.NumClasses, n.recipe, splits[0], splits[1], splits[2],
+	res, err := train.Train(ctx, n.enc, init, meta.NumClasses, n.recipe, splits[0], splits[1], splits[2],
 		func(e train.LogEntry) {
 			enc.Encode(e)
 			if e.Val != nil {
