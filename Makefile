@@ -17,10 +17,26 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 FUZZTIME  ?= 4s
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: build demo test unit fuzz bench deps-demo deps-test clean
+# Training multiplies matrices with OpenBLAS (cgo) when Debian's
+# libopenblas-dev is installed (deps-blas installs it as root), else with
+# gonum's Go BLAS. Evaluated when used, so after deps-blas has run.
+TAGS       = $(shell echo '\#include <cblas.h>' | $(CC) -E - >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q libopenblas && echo openblas)
+
+.PHONY: build demo test unit fuzz bench deps-blas deps-demo deps-test clean
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatepipe
+	$(GO) build -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatepipe
+
+deps-blas:
+	@if [ -z "$(TAGS)" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "Installing libopenblas-dev (training's matrix products)..."; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev >/dev/null) || \
+				echo "libopenblas-dev could not be installed: training uses gonum's Go BLAS"; \
+		else \
+			echo "libopenblas-dev is missing and we are not root: training uses gonum's Go BLAS"; \
+		fi; \
+	fi
 
 # Real data without internet: Debian packages Fashion-MNIST.
 deps-demo:
@@ -30,10 +46,10 @@ deps-demo:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq dataset-fashion-mnist; \
 	fi
 
-demo: build deps-demo
+demo: deps-blas build deps-demo
 	./$(BIN) apply examples/fashion_mnist
 
-test: deps-test unit fuzz
+test: deps-blas deps-test unit fuzz
 
 # The report's browser test needs Debian's chromium; install it when we can
 # (as root, as CI is), otherwise that one test is skipped and says why.
@@ -56,7 +72,9 @@ deps-test:
 
 unit:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m ./...
+	@echo "BLAS build tags: '$(TAGS)'"
+	$(GO) test -tags "$(TAGS)" -count=1 -timeout 40m ./...
+	$(GO) test -count=1 ./train/cblas/
 	GOEXPERIMENT= $(GO) test -short -count=1 ./eevee/...
 
 # Each fuzz target runs briefly; failures leave a reproducer in testdata/fuzz.
@@ -77,8 +95,8 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 	done
 
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/
+bench: deps-blas
+	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/
 
 clean:
 	rm -rf bin

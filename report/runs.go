@@ -196,12 +196,12 @@ func runsHTML(w io.Writer, runs []Run) {
 // runMetaHTML writes one row of run metadata per experiment: the seed,
 // action ID, duration, device, throughput, energy and gatepipe version.
 func runMetaHTML(w io.Writer, runs []Run) {
-	fmt.Fprintln(w, `<table class="results" id="run-metadata"><caption>Run metadata</caption><thead><tr><th>experiment</th><th>node</th><th>seed</th><th>action ID</th><th>started (UTC)</th><th>duration</th><th>device</th><th>images/s</th><th>energy (J)</th><th>gatepipe</th></tr></thead><tbody>`)
+	fmt.Fprintln(w, `<table class="results" id="run-metadata"><caption>Run metadata</caption><thead><tr><th>experiment</th><th>node</th><th>seed</th><th>action ID</th><th>started (UTC)</th><th>duration</th><th>device</th><th>images/s</th><th>energy (J)</th><th>peak memory</th><th>gatepipe</th></tr></thead><tbody>`)
 	for _, r := range runs {
 		fmt.Fprintf(w, `<tr><th scope="row"><a href="#fig-curves_%s">%s / %s</a></th>`, r.id(), html.EscapeString(r.Model), html.EscapeString(r.Benchmark))
 		i := r.Info
 		if i == nil {
-			fmt.Fprintln(w, `<td colspan="9">no run.json (run by an older gatepipe or outside it)</td></tr>`)
+			fmt.Fprintln(w, `<td colspan="10">no run.json (run by an older gatepipe or outside it)</td></tr>`)
 			continue
 		}
 		seed, energy, ips := "–", "n/a", "–"
@@ -214,13 +214,17 @@ func runMetaHTML(w io.Writer, runs []Run) {
 		if i.ImagesPerSec > 0 {
 			ips = fmt.Sprintf("%.0f", i.ImagesPerSec)
 		}
+		mem := "–"
+		if i.PeakRSSBytes > 0 {
+			mem = fmt.Sprintf("%.0f MiB", float64(i.PeakRSSBytes)/(1<<20))
+		}
 		action := i.ActionID
 		if len(action) > 16 {
 			action = action[:16]
 		}
-		fmt.Fprintf(w, `<td>%s</td><td>%s</td><td title="%s"><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
+		fmt.Fprintf(w, `<td>%s</td><td>%s</td><td title="%s"><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
 			html.EscapeString(i.Node), seed, html.EscapeString(i.ActionID), html.EscapeString(action), i.Started.UTC().Format("2006-01-02 15:04:05"),
-			(time.Duration(i.Seconds * float64(time.Second))).Round(100*time.Millisecond), html.EscapeString(i.Device), ips, energy, html.EscapeString(i.Gatepipe))
+			(time.Duration(i.Seconds * float64(time.Second))).Round(100*time.Millisecond), html.EscapeString(i.Device), ips, energy, mem, html.EscapeString(i.Gatepipe))
 	}
 	fmt.Fprintln(w, "</tbody></table>")
 }

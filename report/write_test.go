@@ -44,7 +44,7 @@ func TestExperimentsAndCurves(t *testing.T) {
 {"iteration":100,"loss":0.9,"lr":0.001,"images_per_sec":512,"val":{"acc1":80,"acc5":98,"loss":0.7},"energy_joules":12.5}
 {"iteration":200,"loss":0.5,"lr":0.0005,"images_per_sec":530,"val":{"acc1":90,"acc5":99,"loss":0.4},"energy_joules":25}
 `), 0o644)
-	os.WriteFile(runDir+"/run.json", []byte(`{"gatepipe":"v9.9","node":"train.cnn[\"toy\"]","action_id":"0123456789abcdef0123","seed":42,"started":"2026-11-21T10:00:00Z","seconds":75.25,"device":"cpu x2","iterations":200,"images_per_sec":521.4,"energy_joules":31}`), 0o644)
+	os.WriteFile(runDir+"/run.json", []byte(`{"gatepipe":"v9.9","node":"train.cnn[\"toy\"]","action_id":"0123456789abcdef0123","seed":42,"started":"2026-11-21T10:00:00Z","seconds":75.25,"device":"cpu x2","iterations":200,"images_per_sec":521.4,"energy_joules":31,"peak_rss_bytes":157286400}`), 0o644)
 	run, err := LoadRun(runDir)
 	if err != nil || len(run.Log) != 3 || run.Model != "cnn" || run.Info == nil {
 		t.Fatalf("LoadRun: %+v %v", run, err)
@@ -56,7 +56,7 @@ func TestExperimentsAndCurves(t *testing.T) {
 	}
 	page, _ := os.ReadFile(out.HTML)
 	for _, want := range []string{`id="experiments"`, `href="#fig-curves_cnn_toy"`, `id="fig-curves_cnn_toy"`, `id="fig-throughput"`, "<td>31</td>",
-		`id="run-metadata"`, "<td>42</td>", "<code>0123456789abcdef</code>", "1m15.3s", "<td>cpu x2</td>", "<td>521</td>", "<td>v9.9</td>", "2026-11-21 10:00:00"} {
+		`id="run-metadata"`, "<td>42</td>", "<code>0123456789abcdef</code>", "1m15.3s", "<td>cpu x2</td>", "<td>521</td>", "<td>v9.9</td>", "<td>150 MiB</td>", "2026-11-21 10:00:00"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report lacks %q", want)
 		}

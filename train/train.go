@@ -9,11 +9,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/gatepipe/gatepipe/train/cblas"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
+
+// blasOnce installs the fastest BLAS this build has (package cblas) the
+// first time a model trains.
+var blasOnce sync.Once
 
 // Data is one split, normalised, with class labels.
 type Data struct {
@@ -80,6 +86,7 @@ type float32s = []float32
 // val and testing the top-k ensemble on test. log receives every log entry;
 // progress the iteration count.
 func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
+	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
 	params, err := newParams(enc, trainD.Shape, classes, rec.Seed)
 	if err != nil {

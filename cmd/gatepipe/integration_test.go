@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatepipe/gatepipe/train/cblas"
 )
 
 var binPath string
@@ -30,7 +32,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binPath = filepath.Join(dir, "gatepipe")
-	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+	// The same BLAS as this test binary (make test passes -tags openblas
+	// when OpenBLAS is installed).
+	tags := ""
+	if cblas.Name == "openblas" {
+		tags = "openblas"
+	}
+	if out, err := exec.Command("go", "build", "-tags", tags, "-o", binPath, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building gatepipe: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/gatepipe/gatepipe/train/cblas"
 )
 
 // version is set at link time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func runVersion(_ context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision and the Go version.")
+	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision, the Go version and the BLAS\ntraining uses (openblas when built with -tags openblas, else gonum).")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -23,6 +25,6 @@ func runVersion(_ context.Context, c *cli, args []string) int {
 			}
 		}
 	}
-	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, cblas.Name)
 	return exitOK
 }

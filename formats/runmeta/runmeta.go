@@ -27,6 +27,11 @@ type Info struct {
 	Iterations   int      `json:"iterations,omitempty"`
 	ImagesPerSec float64  `json:"images_per_sec,omitempty"`
 	EnergyJ      *float64 `json:"energy_joules,omitempty"`
+	// PeakRSSBytes is the peak resident memory of the process that ran
+	// the node (its own when isolated, the default for training).
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
+	// BLAS is the matrix-product library training used.
+	BLAS string `json:"blas,omitempty"`
 }
 
 // Write writes info to dir's File.

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
@@ -21,6 +22,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/train"
+	"github.com/gatepipe/gatepipe/train/cblas"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -262,7 +264,11 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	seed := n.recipe.Seed
 	info := runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
-		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ}
+		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.Name}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		info.PeakRSSBytes = ru.Maxrss * 1024 // kilobytes on Linux
+	}
 	if err := command.WriteRunInfo(env, info); err != nil {
 		return cty.NilVal, err
 	}

@@ -1,0 +1,71 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// referenceConvNet is the benchmark model:
+// conv(1->32,3x3)-relu-maxpool-conv(32->64,3x3)-relu-maxpool-
+// fc(3136->128)-relu-fc(10).
+var referenceConvNet = EncoderSpec{Arch: "convnet", Channels: []int{32, 64}, Hidden: []int{128}}
+
+func randomImages(n int, seed uint64) *Data {
+	r := rand.New(rand.NewPCG(seed, 9))
+	d := &Data{Shape: []int{1, 28, 28}, X: make([]float32, n*28*28), Y: make([]int64, n)}
+	for i := range d.X {
+		d.X[i] = float32(r.NormFloat64())
+	}
+	for i := range d.Y {
+		d.Y[i] = int64(r.IntN(10))
+	}
+	return d
+}
+
+// pytorchThroughput runs train/reference/throughput_torch.py with Debian's
+// python3-torch, or returns 0 when PyTorch is not installed.
+func pytorchThroughput(b *testing.B, threads, iters int) float64 {
+	if exec.Command("/usr/bin/python3", "-c", "import torch").Run() != nil {
+		b.Log("python3-torch is not installed: no PyTorch comparison (apt-get install python3-torch)")
+		return 0
+	}
+	out, err := exec.Command("/usr/bin/python3", "reference/throughput_torch.py", "--threads", strconv.Itoa(threads), "--iters", strconv.Itoa(iters)).Output()
+	if err != nil {
+		b.Fatalf("throughput_torch.py: %v", err)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		b.Fatalf("throughput_torch.py printed %q", out)
+	}
+	return v
+}
+
+// BenchmarkTrainThroughput measures training images/s of the reference
+// convnet (batch 128, float32, AdamW) with GOMAXPROCS threads, and the same
+// model in PyTorch with as many threads, and reports the ratio.
+func BenchmarkTrainThroughput(b *testing.B) {
+	threads := runtime.GOMAXPROCS(0)
+	const iters = 30
+	rec := Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 128, Iterations: iters, ValidateEvery: iters, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
+	trainD, small := randomImages(1024, 1), randomImages(128, 2)
+	var ips float64
+	for i := 0; i < b.N; i++ {
+		res, err := Train(context.Background(), referenceConvNet, nil, 10, rec, trainD, small, small, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ips = res.ImagesPerSec
+	}
+	b.ReportMetric(ips, "images/s")
+	if torch := pytorchThroughput(b, threads, iters); torch > 0 {
+		b.ReportMetric(torch, "pytorch-images/s")
+		b.ReportMetric(ips/torch, "x-pytorch")
+		fmt.Printf("train throughput, %d threads: gatepipe %.0f images/s, PyTorch %.0f images/s, ratio %.2f\n", threads, ips, torch, ips/torch)
+	}
+}
