@@ -9,8 +9,7 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// model is a built graph: an encoder, a linear classification head and the
-// cross-entropy loss.
+// model is a built graph: an encoder, a linear head and the task's loss.
 type model struct {
 	g      *G.ExprGraph
 	x      *G.Node // input
@@ -68,7 +67,7 @@ func (b *builder) run(enc EncoderSpec, shape []int, classes, batch int) (err err
 // build creates a graph for a batch of size batch over the given
 // parameters (their current values when set, else their init values); in
 // training mode batch norms use batch statistics.
-func build(enc EncoderSpec, ps []*param, shape []int, classes, batch int, values map[string][]float32, training bool) (*model, error) {
+func build(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch int, values map[string][]float32, training bool) (*model, error) {
 	b := &builder{declared: map[string]*param{}, values: values, train: training}
 	for _, p := range ps {
 		b.declared[p.name] = p
@@ -92,7 +91,7 @@ func build(enc EncoderSpec, ps []*param, shape []int, classes, batch int, values
 		return nil, errors.New("train: the graph did not use every declared parameter")
 	}
 	var err error
-	if m.probs, m.loss, err = crossEntropy(b, m.logits, batch, classes); err != nil {
+	if m.probs, m.loss, err = addHead(b, task, m.logits, batch, classes); err != nil {
 		return nil, err
 	}
 	m.y = b.out[2]
@@ -102,8 +101,9 @@ func build(enc EncoderSpec, ps []*param, shape []int, classes, batch int, values
 	return m, nil
 }
 
-// crossEntropy adds targets y and the loss on logits.
-func crossEntropy(b *builder, logits *G.Node, batch, classes int) (probs, loss *G.Node, err error) {
+// addHead adds targets y and the task's prediction and loss on the head's
+// outputs.
+func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, loss *G.Node, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			be, ok := r.(buildError)
@@ -115,7 +115,7 @@ func crossEntropy(b *builder, logits *G.Node, batch, classes int) (probs, loss *
 	}()
 	y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch, classes), G.WithName("y"))
 	b.out[2] = y
-	probs, loss = crossEntropyOn(b, logits, y, batch)
+	probs, loss = headLoss(b, task, logits, y, batch)
 	return probs, loss, nil
 }
 

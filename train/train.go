@@ -21,15 +21,36 @@ import (
 // first time a model trains.
 var blasOnce sync.Once
 
-// Data is one split, normalised, with class labels.
+// Data is one split, normalised, with its targets.
 type Data struct {
 	X     []float32 // N * prod(Shape)
-	Y     []int64
-	Shape []int // one example
+	Shape []int     // one example
+	// Task is the head to train (default Classification).
+	Task Task
+	// Y holds class indices (classification); T the targets of the other
+	// tasks, N * outputs.
+	Y []int64
+	T []float32
+}
+
+func (d *Data) task() Task {
+	if d.Task == "" {
+		return Classification
+	}
+	return d.Task
 }
 
 // Len returns the number of examples.
-func (d *Data) Len() int { return len(d.Y) }
+func (d *Data) Len() int {
+	if d.Y != nil {
+		return len(d.Y)
+	}
+	size := 1
+	for _, s := range d.Shape {
+		size *= s
+	}
+	return len(d.X) / size
+}
 
 // Recipe is how to train.
 type Recipe struct {
@@ -74,9 +95,11 @@ type Result struct {
 // Checkpoint is a kept parameter set.
 type Checkpoint struct {
 	Iteration int
-	ValAcc    float64
-	Values    map[string]float32s
-	Shapes    map[string][]int
+	// ValScore is the validation number checkpoints are ranked by
+	// (accuracy, macro AP, or minus the MAE).
+	ValScore float64
+	Values   map[string]float32s
+	Shapes   map[string][]int
 }
 
 type float32s = []float32
@@ -101,7 +124,12 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		}
 	}
 	b := rec.BatchSize
-	m, err := build(enc, params, trainD.Shape, classes, b, nil, true)
+	task := trainD.task()
+	var std *standardizer
+	if task == Regression {
+		std = newStandardizer(trainD, classes)
+	}
+	m, err := build(enc, task, params, trainD.Shape, classes, b, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +145,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		size *= d
 	}
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
-	yb := tensor.New(tensor.WithShape(b, classes), tensor.Of(tensor.Float32))
+	yb := newTargets(b, classes)
 	lr := rec.LR
 	best, bad := math.Inf(1), 0
 	var kept []Checkpoint
@@ -129,7 +157,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			return nil, err
 		}
 		stepStart := time.Now()
-		fillBatch(xb, yb, trainD, rng, b, size, classes)
+		fillBatch(xb, yb, trainD, rng, b, size, classes, std)
 		G.Let(m.x, xb)
 		G.Let(m.y, yb)
 		if err := vm.RunAll(); err != nil {
@@ -157,13 +185,13 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			entry.ImagesPerSec = float64(seen) / time.Since(lastLog).Seconds()
 			lastLog, seen = time.Now(), 0
 			vals := m.values()
-			metrics, _, err := evaluate(enc, params, classes, val, [](map[string][]float32){vals})
+			metrics, _, err := evaluate(enc, params, classes, val, [](map[string][]float32){vals}, std)
 			if err != nil {
 				return nil, err
 			}
 			entry.Val = metrics
 			entry.EnergyJ = energy.joules()
-			kept = keepTopK(kept, Checkpoint{Iteration: it, ValAcc: metrics["acc1"], Values: vals}, max(rec.TopK, 1))
+			kept = keepTopK(kept, Checkpoint{Iteration: it, ValScore: selectionScore(task, metrics), Values: vals}, max(rec.TopK, 1))
 			// Plateau scheduler: mode min on the validation loss.
 			if metrics["loss"] < best*(1-rec.PlateauThreshold) {
 				best, bad = metrics["loss"], 0
@@ -180,7 +208,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	for _, c := range kept {
 		sets = append(sets, c.Values)
 	}
-	metrics, _, err := evaluate(enc, params, classes, test, sets)
+	metrics, _, err := evaluate(enc, params, classes, test, sets, std)
 	if err != nil {
 		return nil, err
 	}
@@ -198,20 +226,20 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	return res, nil
 }
 
-func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, classes int) {
+func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs int, std *standardizer) {
 	xs := xb.Data().([]float32)
 	ys := yb.Data().([]float32)
-	clear(ys)
+	n := d.Len()
 	for i := 0; i < b; i++ {
-		k := rng.IntN(d.Len())
+		k := rng.IntN(n)
 		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
-		ys[i*classes+int(d.Y[k])] = 1
+		d.targetRow(ys[i*outputs:(i+1)*outputs], k, std)
 	}
 }
 
 func keepTopK(kept []Checkpoint, c Checkpoint, k int) []Checkpoint {
 	kept = append(kept, c)
-	sort.SliceStable(kept, func(i, j int) bool { return kept[i].ValAcc > kept[j].ValAcc })
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].ValScore > kept[j].ValScore })
 	if len(kept) > k {
 		kept = kept[:k]
 	}
@@ -234,27 +262,29 @@ func gradNorms(m *model) map[string]float64 {
 	return out
 }
 
-// evaluate averages the softmax predictions of each parameter set (the
-// top-k ensemble) over d and returns accuracy@1, @5 and cross-entropy.
-func evaluate(enc EncoderSpec, params []*param, classes int, d *Data, sets []map[string][]float32) (map[string]float64, [][]float32, error) {
+// evaluate averages the predictions of each parameter set (the top-k
+// ensemble: softmax probabilities, sigmoid outputs or regression values in
+// target units) over d and returns the task's metrics and the predictions.
+func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map[string][]float32, std *standardizer) (map[string]float64, [][]float32, error) {
 	const b = 250
+	task := d.task()
 	n := d.Len()
 	size := 1
 	for _, s := range d.Shape {
 		size *= s
 	}
-	probs := make([][]float32, n)
-	for i := range probs {
-		probs[i] = make([]float32, classes)
+	pred := make([][]float32, n)
+	for i := range pred {
+		pred[i] = make([]float32, outputs)
 	}
 	for _, vals := range sets {
-		m, err := build(enc, params, d.Shape, classes, b, vals, false)
+		m, err := build(enc, task, params, d.Shape, outputs, b, vals, false)
 		if err != nil {
 			return nil, nil, err
 		}
 		vm := G.NewTapeMachine(m.g)
 		xb := tensor.New(tensor.WithShape(append([]int{b}, d.Shape...)...), tensor.Of(tensor.Float32))
-		yb := tensor.New(tensor.WithShape(b, classes), tensor.Of(tensor.Float32))
+		yb := newTargets(b, outputs)
 		for off := 0; off < n; off += b {
 			xs := xb.Data().([]float32)
 			clear(xs)
@@ -268,33 +298,19 @@ func evaluate(enc EncoderSpec, params []*param, classes int, d *Data, sets []map
 			}
 			p := m.probs.Value().Data().([]float32)
 			for i := 0; i < cnt; i++ {
-				for c := 0; c < classes; c++ {
-					probs[off+i][c] += p[i*classes+c] / float32(len(sets))
+				for c := 0; c < outputs; c++ {
+					v := p[i*outputs+c]
+					if std != nil {
+						v = float32(float64(v)*std.std[c] + std.mean[c])
+					}
+					pred[off+i][c] += v / float32(len(sets))
 				}
 			}
 			vm.Reset()
 		}
 		vm.Close()
 	}
-	var acc1, acc5, loss float64
-	for i, p := range probs {
-		y := int(d.Y[i])
-		rank := 0
-		for c := range p {
-			if p[c] > p[y] {
-				rank++
-			}
-		}
-		if rank == 0 {
-			acc1++
-		}
-		if rank < 5 {
-			acc5++
-		}
-		loss -= math.Log(float64(p[y]) + 1e-7)
-	}
-	fn := float64(n)
-	return map[string]float64{"acc1": 100 * acc1 / fn, "acc5": 100 * acc5 / fn, "loss": loss / fn}, probs, nil
+	return metrics(task, d, pred), pred, nil
 }
 
 // adamW is PyTorch's AdamW over gorgonia's gradients.

@@ -114,7 +114,7 @@ func TestCheckpointsReload(t *testing.T) {
 	}
 	test := blobs(90, 3)
 	params, _ := newParams(enc, test.Shape, 3, 0)
-	again, _, err := evaluate(enc, params, 3, test, []map[string][]float32{w})
+	again, _, err := evaluate(enc, params, 3, test, []map[string][]float32{w}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, b
 	if err != nil {
 		return nil, err
 	}
-	m, err := build(enc, ps, shape, classes, batch, w, false)
+	m, err := build(enc, Classification, ps, shape, classes, batch, w, false)
 	if err != nil {
 		return nil, err
 	}

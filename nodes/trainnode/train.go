@@ -246,7 +246,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			ts = append(ts, safetensors.F32Tensor(name, c.Shapes[name], vals))
 		}
 		p := filepath.Join(env.OutDir, fmt.Sprintf("checkpoint_%d.safetensors", i))
-		md := map[string]string{"iteration": fmt.Sprint(c.Iteration), "val_acc1": fmt.Sprint(c.ValAcc), "arch": n.enc.Arch}
+		md := map[string]string{"iteration": fmt.Sprint(c.Iteration), "val_score": fmt.Sprint(c.ValScore), "arch": n.enc.Arch}
 		if err := safetensors.WriteFile(p, ts, md); err != nil {
 			return cty.NilVal, err
 		}

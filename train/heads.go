@@ -1,0 +1,255 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Task is what a head predicts from the encoder's features.
+type Task string
+
+// Tasks with a built-in head.
+const (
+	// Classification: a linear head and softmax cross-entropy over
+	// classes; Data.Y holds class indices.
+	Classification Task = "classification"
+	// MultiLabel: a linear head with a sigmoid per label and binary
+	// cross-entropy (medical style); Data.T holds 0/1 per label.
+	MultiLabel Task = "multilabel"
+	// Regression: a linear head and mean squared error on standardised
+	// targets; Data.T holds the targets.
+	Regression Task = "regression"
+)
+
+// Tasks lists the tasks Train handles.
+var Tasks = []Task{Classification, MultiLabel, Regression}
+
+// headLoss adds the task's prediction (probabilities, sigmoid outputs or
+// values) and loss (mean over the batch) on the head's outputs z [B, K]
+// against targets y [B, K].
+func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Node) {
+	switch task {
+	case MultiLabel:
+		// Stable binary cross-entropy with logits:
+		// max(z, 0) - z*y + log(1 + exp(-|z|)).
+		l := b.must(G.Sub(b.relu(z), b.must(G.HadamardProd(z, y))))
+		l = b.must(G.Add(l, b.must(G.Log1p(b.must(G.Exp(b.must(G.Neg(b.must(G.Abs(z))))))))))
+		loss = b.must(G.HadamardProd(b.must(G.Sum(l)), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
+		return b.must(G.Sigmoid(z)), loss
+	case Regression:
+		d := b.must(G.Sub(z, y))
+		loss = b.must(G.HadamardProd(b.must(G.Sum(b.must(G.Square(d)))), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
+		return z, loss
+	default:
+		return crossEntropyOn(b, z, y, batch)
+	}
+}
+
+// targetRow writes example k's target row (one-hot, labels or
+// standardised values) into dst.
+func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
+	switch d.task() {
+	case Classification:
+		clear(dst)
+		dst[d.Y[k]] = 1
+	default:
+		copy(dst, d.T[k*len(dst):(k+1)*len(dst)])
+		if std != nil {
+			for j := range dst {
+				dst[j] = float32((float64(dst[j]) - std.mean[j]) / std.std[j])
+			}
+		}
+	}
+}
+
+// standardizer holds the training targets' mean and std per output, for
+// regression (the head predicts standardised targets).
+type standardizer struct{ mean, std []float64 }
+
+func newStandardizer(d *Data, outputs int) *standardizer {
+	s := &standardizer{mean: make([]float64, outputs), std: make([]float64, outputs)}
+	n := d.Len()
+	for j := 0; j < outputs; j++ {
+		var sum, sq float64
+		for i := 0; i < n; i++ {
+			v := float64(d.T[i*outputs+j])
+			sum += v
+			sq += v * v
+		}
+		m := sum / float64(n)
+		s.mean[j] = m
+		s.std[j] = math.Sqrt(math.Max(sq/float64(n)-m*m, 0))
+		if s.std[j] < 1e-8 {
+			s.std[j] = 1
+		}
+	}
+	return s
+}
+
+// metrics computes a task's metrics from predictions (ensemble averages;
+// regression values already in target units).
+func metrics(task Task, d *Data, pred [][]float32) map[string]float64 {
+	switch task {
+	case MultiLabel:
+		return multiLabelMetrics(d, pred)
+	case Regression:
+		return regressionMetrics(d, pred)
+	default:
+		return classificationMetrics(d, pred)
+	}
+}
+
+func classificationMetrics(d *Data, probs [][]float32) map[string]float64 {
+	var acc1, acc5, loss float64
+	for i, p := range probs {
+		y := int(d.Y[i])
+		rank := 0
+		for c := range p {
+			if p[c] > p[y] {
+				rank++
+			}
+		}
+		if rank == 0 {
+			acc1++
+		}
+		if rank < 5 {
+			acc5++
+		}
+		loss -= math.Log(float64(p[y]) + 1e-7)
+	}
+	n := float64(len(probs))
+	return map[string]float64{"acc1": 100 * acc1 / n, "acc5": 100 * acc5 / n, "loss": loss / n}
+}
+
+func regressionMetrics(d *Data, pred [][]float32) map[string]float64 {
+	var mae, mse float64
+	k := 0
+	for i, p := range pred {
+		for j, v := range p {
+			e := float64(v) - float64(d.T[i*len(p)+j])
+			mae += math.Abs(e)
+			mse += e * e
+			k++
+		}
+	}
+	return map[string]float64{"mae": mae / float64(k), "mse": mse / float64(k), "loss": mse / float64(k)}
+}
+
+// multiLabelMetrics: macro average precision and ROC-AUC over labels with
+// at least one positive and one negative (in %, as the paper prints), the
+// Brier score, the binary cross-entropy, and per-label AP as "aps/<j>".
+func multiLabelMetrics(d *Data, prob [][]float32) map[string]float64 {
+	out := map[string]float64{}
+	if len(prob) == 0 {
+		return out
+	}
+	labels := len(prob[0])
+	var apSum, aucSum, brier, bce float64
+	counted := 0
+	for j := 0; j < labels; j++ {
+		scores := make([]float64, len(prob))
+		truth := make([]bool, len(prob))
+		for i := range prob {
+			p := float64(prob[i][j])
+			y := float64(d.T[i*labels+j])
+			scores[i], truth[i] = p, y > 0.5
+			brier += (p - y) * (p - y)
+			p = math.Min(math.Max(p, 1e-7), 1-1e-7)
+			bce -= y*math.Log(p) + (1-y)*math.Log(1-p)
+		}
+		ap, auc, ok := averagePrecision(scores, truth)
+		if ok {
+			apSum += ap
+			aucSum += auc
+			counted++
+			out[fmt.Sprintf("aps/%d", j)] = 100 * ap
+		}
+	}
+	n := float64(len(prob) * labels)
+	out["brier"], out["loss"] = brier/n, bce/n
+	if counted > 0 {
+		out["aps"], out["auc"] = 100*apSum/float64(counted), 100*aucSum/float64(counted)
+	}
+	return out
+}
+
+// averagePrecision returns the average precision (sklearn's definition:
+// precision at each positive, ranked by score, ties broken by order) and
+// the ROC-AUC (Mann-Whitney with tied scores counted half); ok is false
+// when the labels are all one class.
+func averagePrecision(scores []float64, truth []bool) (ap, auc float64, ok bool) {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	pos := 0
+	for _, t := range truth {
+		if t {
+			pos++
+		}
+	}
+	neg := len(truth) - pos
+	if pos == 0 || neg == 0 {
+		return 0, 0, false
+	}
+	// AP over groups of tied scores, as sklearn does.
+	tp, fp := 0, 0
+	prevRecall := 0.0
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
+			if truth[idx[j]] {
+				tp++
+			} else {
+				fp++
+			}
+			j++
+		}
+		recall := float64(tp) / float64(pos)
+		ap += (recall - prevRecall) * float64(tp) / float64(tp+fp)
+		prevRecall = recall
+		i = j
+	}
+	// AUC: for each positive, the negatives ranked below it (ties half).
+	var wins float64
+	negBelow := 0
+	for i := len(idx) - 1; i >= 0; {
+		j := i
+		tiedPos, tiedNeg := 0, 0
+		for j >= 0 && scores[idx[j]] == scores[idx[i]] {
+			if truth[idx[j]] {
+				tiedPos++
+			} else {
+				tiedNeg++
+			}
+			j--
+		}
+		wins += float64(tiedPos) * (float64(negBelow) + 0.5*float64(tiedNeg))
+		negBelow += tiedNeg
+		i = j
+	}
+	return ap, wins / float64(pos*neg), true
+}
+
+// selectionScore is the validation number checkpoints are ranked by,
+// higher is better: accuracy, macro AP, or minus the MAE.
+func selectionScore(task Task, m map[string]float64) float64 {
+	switch task {
+	case MultiLabel:
+		return m["aps"]
+	case Regression:
+		return -m["mae"]
+	default:
+		return m["acc1"]
+	}
+}
+
+// newTargets allocates the batch's target tensor.
+func newTargets(b, outputs int) *tensor.Dense {
+	return tensor.New(tensor.WithShape(b, outputs), tensor.Of(tensor.Float32))
+}

@@ -1,0 +1,101 @@
+package train
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// bands makes n [1, 8, 8] images where each of three row bands is bright
+// with probability 1/2: multi-label targets say which are, regression
+// targets count them.
+func bands(n int, seed uint64, task Task) *Data {
+	r := rand.New(rand.NewPCG(seed, 4))
+	d := &Data{Shape: []int{1, 8, 8}, Task: task}
+	for i := 0; i < n; i++ {
+		on := [3]bool{r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(2) == 0}
+		count := 0
+		for y := 0; y < 8; y++ {
+			for x := 0; x < 8; x++ {
+				v := float32(r.NormFloat64() * 0.3)
+				if y/3 < 3 && on[y/3] {
+					v += 1.5
+				}
+				d.X = append(d.X, v)
+			}
+		}
+		for _, b := range on {
+			if b {
+				count++
+			}
+			if task == MultiLabel {
+				d.T = append(d.T, map[bool]float32{true: 1, false: 0}[b])
+			}
+		}
+		if task == Regression {
+			d.T = append(d.T, float32(count))
+		}
+	}
+	return d
+}
+
+func TestTasksLearn(t *testing.T) {
+	rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 150, ValidateEvery: 50, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}}
+	res, err := Train(context.Background(), enc, nil, 3, rec, bands(200, 1, MultiLabel), bands(60, 2, MultiLabel), bands(120, 3, MultiLabel), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metrics["aps"] < 95 || res.Metrics["auc"] < 95 || res.Metrics["brier"] > 0.05 || res.Metrics["aps/2"] == 0 {
+		t.Errorf("multi-label: %v", res.Metrics)
+	}
+	res, err = Train(context.Background(), enc, nil, 1, rec, bands(200, 1, Regression), bands(60, 2, Regression), bands(120, 3, Regression), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Predicting the mean count (1.5) gives an MAE near 0.75.
+	if res.Metrics["mae"] > 0.3 || math.Abs(res.Metrics["mse"]-res.Metrics["loss"]) > 1e-12 {
+		t.Errorf("regression: %v", res.Metrics)
+	}
+}
+
+// TestAveragePrecisionAndAUC against values computed by hand (and by
+// sklearn's average_precision_score / roc_auc_score).
+func TestAveragePrecisionAndAUC(t *testing.T) {
+	for _, c := range []struct {
+		scores  []float64
+		truth   []bool
+		ap, auc float64
+	}{
+		// Ranked: + - + -: AP = (1/1 + 2/3) / 2; AUC: 3 of 4 pairs.
+		{[]float64{0.9, 0.8, 0.7, 0.1}, []bool{true, false, true, false}, (1 + 2.0/3) / 2, 0.75},
+		{[]float64{0.9, 0.8, 0.7, 0.1}, []bool{true, true, false, false}, 1, 1},
+		// All tied: AP = prevalence, AUC = 0.5.
+		{[]float64{0.5, 0.5, 0.5, 0.5}, []bool{true, false, false, false}, 0.25, 0.5},
+		// sklearn: average_precision_score([0,1,1,0,1],[.1,.4,.35,.8,.9]) = 0.8055...
+		{[]float64{0.1, 0.4, 0.35, 0.8, 0.9}, []bool{false, true, true, false, true}, (1 + 2.0/3 + 3.0/4) / 3, 4.0 / 6},
+	} {
+		ap, auc, ok := averagePrecision(c.scores, c.truth)
+		if !ok || math.Abs(ap-c.ap) > 1e-12 || math.Abs(auc-c.auc) > 1e-12 {
+			t.Errorf("%v %v: ap %v auc %v, want %v %v", c.scores, c.truth, ap, auc, c.ap, c.auc)
+		}
+	}
+	if _, _, ok := averagePrecision([]float64{1, 2}, []bool{true, true}); ok {
+		t.Error("a label with no negatives has no AP")
+	}
+}
+
+func TestHeadGradients(t *testing.T) {
+	for _, task := range []Task{MultiLabel, Regression} {
+		t.Run(string(task), func(t *testing.T) {
+			gradCase{shape: []int{3, 4}, seed: 5, layer: func(b *builder, x *G.Node) *G.Node {
+				z := b.linear(x, "head", 4, 2, true)
+				_, loss := headLoss(b, task, z, b.constant([]int{3, 2}, []float32{1, 0, 0, 1, 1, 1}), 3)
+				return loss
+			}}.check(t)
+		})
+	}
+}
