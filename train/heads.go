@@ -141,7 +141,8 @@ func regressionMetrics(d *Data, pred [][]float32) map[string]float64 {
 
 // multiLabelMetrics: macro average precision and ROC-AUC over labels with
 // at least one positive and one negative (in %, as the paper prints), the
-// Brier score, the binary cross-entropy, and per-label AP as "aps/<j>".
+// Brier score, the binary cross-entropy, and per label "aps/<j>",
+// "auc/<j>" and "bs/<j>".
 func multiLabelMetrics(d *Data, prob [][]float32) map[string]float64 {
 	out := map[string]float64{}
 	if len(prob) == 0 {
@@ -153,20 +154,24 @@ func multiLabelMetrics(d *Data, prob [][]float32) map[string]float64 {
 	for j := 0; j < labels; j++ {
 		scores := make([]float64, len(prob))
 		truth := make([]bool, len(prob))
+		var bs float64
 		for i := range prob {
 			p := float64(prob[i][j])
 			y := float64(d.T[i*labels+j])
 			scores[i], truth[i] = p, y > 0.5
-			brier += (p - y) * (p - y)
+			bs += (p - y) * (p - y)
 			p = math.Min(math.Max(p, 1e-7), 1-1e-7)
 			bce -= y*math.Log(p) + (1-y)*math.Log(1-p)
 		}
+		brier += bs
+		out[fmt.Sprintf("bs/%d", j)] = bs / float64(len(prob))
 		ap, auc, ok := averagePrecision(scores, truth)
 		if ok {
 			apSum += ap
 			aucSum += auc
 			counted++
 			out[fmt.Sprintf("aps/%d", j)] = 100 * ap
+			out[fmt.Sprintf("auc/%d", j)] = 100 * auc
 		}
 	}
 	n := float64(len(prob) * labels)
@@ -252,4 +257,45 @@ func selectionScore(task Task, m map[string]float64) float64 {
 // newTargets allocates the batch's target tensor.
 func newTargets(b, outputs int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(b, outputs), tensor.Of(tensor.Float32))
+}
+
+// Metric is a named result with its direction.
+type Metric struct {
+	Name           string
+	Value          float64
+	HigherIsBetter bool
+}
+
+// PaperMetrics names a task's metrics as the GATE results matrix does
+// (Acc@1, APS Macro, "0 AUC", MAE Score...).
+func PaperMetrics(task Task, m map[string]float64) []Metric {
+	var out []Metric
+	add := func(name, key string, higher bool) {
+		if v, ok := m[key]; ok {
+			out = append(out, Metric{name, v, higher})
+		}
+	}
+	switch task {
+	case MultiLabel:
+		add("APS Macro", "aps", true)
+		add("AUC Macro", "auc", true)
+		add("BS Macro", "brier", false)
+		add("Loss", "loss", false)
+		for j := 0; ; j++ {
+			if _, ok := m[fmt.Sprintf("bs/%d", j)]; !ok {
+				break
+			}
+			add(fmt.Sprintf("%d APS", j), fmt.Sprintf("aps/%d", j), true)
+			add(fmt.Sprintf("%d AUC", j), fmt.Sprintf("auc/%d", j), true)
+			add(fmt.Sprintf("%d BS", j), fmt.Sprintf("bs/%d", j), false)
+		}
+	case Regression:
+		add("MAE Score", "mae", false)
+		add("MSE Loss", "mse", false)
+	default:
+		add("Acc@1", "acc1", true)
+		add("Acc@5", "acc5", true)
+		add("Loss", "loss", false)
+	}
+	return out
 }

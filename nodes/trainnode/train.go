@@ -36,7 +36,7 @@ type Kind struct{}
 func (Kind) Name() string { return "train" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "4" }
+func (Kind) Version() string { return "5" }
 
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
@@ -56,7 +56,7 @@ func (Kind) Spec() hcldec.Spec { return spec }
 func (Kind) OutputType() cty.Type {
 	return cty.Object(map[string]cty.Type{
 		"out_dir": cty.String, "metrics": cty.String, "log": cty.String,
-		"checkpoints": cty.List(cty.String), "acc1": cty.Number,
+		"checkpoints": cty.List(cty.String), "acc1": cty.Number, "test": cty.Map(cty.Number),
 	})
 }
 
@@ -66,6 +66,7 @@ type Node struct {
 	enc       train.EncoderSpec
 	encName   string
 	weights   string // safetensors file with initial weights, or ""
+	task      train.Task
 	recipe    train.Recipe
 	dataset   string
 	benchmark string
@@ -114,8 +115,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	n.weights = str(get("encoder", "weights"))
 	n.encName = str(get("encoder", "name"))
-	if task := str(get("adapter", "task")); task != "classification" && task != "" {
-		diags = append(diags, decl.Errorf("adapter", "Unsupported adapter", "adapter task %q cannot be trained yet; classification can.", task))
+	n.task = train.Task(str(get("adapter", "task")))
+	if n.task == "" {
+		n.task = train.Classification
 	}
 	n.recipe = train.Recipe{
 		LR: f(get("recipe", "lr")), WeightDecay: f(get("recipe", "weight_decay")),
@@ -174,14 +176,38 @@ func (n *Node) initialWeights(env *nodes.Env, shape []int, classes int) (train.W
 // DefaultResources: one CPU per experiment, so experiments run side by side.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
 
-func load(store, split string, meta *examplestore.Meta) (*train.Data, error) {
+// datasetTask maps an example store's task to the head that trains on it.
+func datasetTask(meta *examplestore.Meta) (train.Task, error) {
+	switch meta.Task {
+	case "classification":
+		return train.Classification, nil
+	case "multilabel":
+		return train.MultiLabel, nil
+	case "regression":
+		return train.Regression, nil
+	}
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel and regression", meta.Task)
+}
+
+func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
 	s, err := examplestore.ReadSplit(store, split)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	d := &train.Data{Shape: meta.Shape, Y: s.Y.Int64s()}
-	if d.Y == nil {
-		return nil, fmt.Errorf("split %s: labels are not class indices", split)
+	d := &train.Data{Shape: meta.Shape, Task: task}
+	outputs := meta.NumClasses
+	if task == train.Classification {
+		if d.Y = s.Y.Int64s(); d.Y == nil {
+			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
+		}
+	} else {
+		if d.T = s.Y.Float32s(); d.T == nil {
+			return nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
+		}
+		outputs = 1
+		if len(s.Y.Shape) == 2 {
+			outputs = s.Y.Shape[1]
+		}
 	}
 	x := s.X.Float32s()
 	per := len(x) / max(s.Len(), 1)
@@ -194,7 +220,7 @@ func load(store, split string, meta *examplestore.Meta) (*train.Data, error) {
 		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
 	}
 	d.X = x
-	return d, nil
+	return d, outputs, nil
 }
 
 // Run trains.
@@ -203,15 +229,20 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("benchmark dataset: %w", err)
 	}
-	if meta.Task != "classification" {
-		return cty.NilVal, fmt.Errorf("benchmark dataset is a %s task; train handles classification", meta.Task)
+	task, err := datasetTask(meta)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if task != n.task {
+		return cty.NilVal, fmt.Errorf("the adapter's task is %s but the benchmark dataset is a %s task", n.task, task)
 	}
 	var splits [3]*train.Data
+	var outputs int
 	for i, name := range []string{"train", "val", "test"} {
 		if _, ok := meta.Splits[name]; !ok {
 			return cty.NilVal, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
 		}
-		if splits[i], err = load(n.dataset, name, meta); err != nil {
+		if splits[i], outputs, err = load(n.dataset, name, meta, task); err != nil {
 			return cty.NilVal, err
 		}
 	}
@@ -221,18 +252,23 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	defer lf.Close()
-	init, err := n.initialWeights(env, splits[0].Shape, meta.NumClasses)
+	init, err := n.initialWeights(env, splits[0].Shape, outputs)
 	if err != nil {
 		return cty.NilVal, err
 	}
 	enc := json.NewEncoder(lf)
 	started := time.Now()
-	res, err := train.Train(ctx, n.enc, init, meta.NumClasses, n.recipe, splits[0], splits[1], splits[2],
+	res, err := train.Train(ctx, n.enc, init, outputs, n.recipe, splits[0], splits[1], splits[2],
 		func(e train.LogEntry) {
 			enc.Encode(e)
 			if e.Val != nil {
-				env.Log.Info().Int("iteration", e.Iteration).Float64("loss", e.Loss).Float64("val_acc1", e.Val["acc1"]).
-					Float64("lr", e.LR).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
+				ev := env.Log.Info().Int("iteration", e.Iteration).Float64("loss", e.Loss)
+				for _, k := range []string{"acc1", "aps", "auc", "mae"} {
+					if v, ok := e.Val[k]; ok {
+						ev = ev.Float64("val_"+k, v)
+					}
+				}
+				ev.Float64("lr", e.LR).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
 			}
 		},
 		func(done, total int64) { env.Progress.Update(done, total, "iterations") })
@@ -252,11 +288,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 		ckpts = append(ckpts, cty.StringVal(p))
 	}
-	m := command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{
-		"Acc@1": {Value: res.Metrics["acc1"], HigherIsBetter: true},
-		"Acc@5": {Value: res.Metrics["acc5"], HigherIsBetter: true},
-		"Loss":  {Value: res.Metrics["loss"], HigherIsBetter: false},
-	}}
+	m := command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{}}
+	for _, pm := range train.PaperMetrics(task, res.Metrics) {
+		m.Metrics[pm.Name] = command.Metric{Value: pm.Value, HigherIsBetter: pm.HigherIsBetter}
+	}
 	metricsPath := filepath.Join(env.OutDir, command.MetricsFile)
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(metricsPath, data, 0o644); err != nil {
@@ -272,13 +307,25 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err := command.WriteRunInfo(env, info); err != nil {
 		return cty.NilVal, err
 	}
-	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Float64("test_acc1", res.Metrics["acc1"]).Msg("trained")
+	test := map[string]cty.Value{}
+	for name, v := range m.Metrics {
+		test[name] = cty.NumberFloatVal(v.Value)
+	}
+	testVal := cty.MapValEmpty(cty.Number)
+	if len(test) > 0 {
+		testVal = cty.MapVal(test)
+	}
+	acc1 := cty.NullVal(cty.Number)
+	if task == train.Classification {
+		acc1 = cty.NumberFloatVal(res.Metrics["acc1"])
+	}
+	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Interface("test", res.Metrics).Msg("trained")
 	ckptList := cty.ListValEmpty(cty.String)
 	if len(ckpts) > 0 {
 		ckptList = cty.ListVal(ckpts)
 	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"out_dir": cty.StringVal(env.OutDir), "metrics": cty.StringVal(metricsPath), "log": cty.StringVal(logPath),
-		"checkpoints": ckptList, "acc1": cty.NumberFloatVal(res.Metrics["acc1"]),
+		"checkpoints": ckptList, "acc1": acc1, "test": testVal,
 	}), nil
 }
