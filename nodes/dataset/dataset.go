@@ -32,10 +32,18 @@ func (Kind) Name() string { return "dataset" }
 func (Kind) Version() string { return "1" }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "raw"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
-	"source": &hcldec.BlockListSpec{TypeName: "source", MinItems: 1, Nested: hcldec.ObjectSpec{
+	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
+		"task":        &hcldec.AttrSpec{Name: "task", Type: cty.String, Required: true},
+		"train":       &hcldec.AttrSpec{Name: "train", Type: cty.Number, Required: true},
+		"test":        &hcldec.AttrSpec{Name: "test", Type: cty.Number, Required: true},
+		"size":        &hcldec.AttrSpec{Name: "size", Type: cty.Number},
+		"max_objects": &hcldec.AttrSpec{Name: "max_objects", Type: cty.Number},
+		"seed":        &hcldec.AttrSpec{Name: "seed", Type: cty.Number},
+	}},
+	"source": &hcldec.BlockListSpec{TypeName: "source", Nested: hcldec.ObjectSpec{
 		"url":      &hcldec.AttrSpec{Name: "url", Type: cty.String, Required: true},
 		"sha256":   &hcldec.AttrSpec{Name: "sha256", Type: cty.String},
 		"insecure": &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool},
@@ -82,22 +90,32 @@ type sourceConfig struct {
 	Name     *string `cty:"name"`
 }
 
+type generatorConfig struct {
+	Task       string  `cty:"task"`
+	Train      int     `cty:"train"`
+	Test       int     `cty:"test"`
+	Size       *int    `cty:"size"`
+	MaxObjects *int    `cty:"max_objects"`
+	Seed       *uint64 `cty:"seed"`
+}
+
 type config struct {
-	Source       []sourceConfig `cty:"source"`
-	Format       string         `cty:"format"`
-	Train        []string       `cty:"train"`
-	Test         []string       `cty:"test"`
-	ValFraction  *float64       `cty:"val_fraction"`
-	TestFraction *float64       `cty:"test_fraction"`
-	SplitSeed    *int64         `cty:"split_seed"`
-	MaxTrain     *int           `cty:"max_train"`
-	LabelColumn  *string        `cty:"label_column"`
-	Task         *string        `cty:"task"`
-	ImageSize    []int          `cty:"image_size"`
-	Channels     *int           `cty:"channels"`
-	Normalize    *string        `cty:"normalize"`
-	CifarLabel   *string        `cty:"cifar_label"`
-	ClassNames   []string       `cty:"class_names"`
+	Generator    *generatorConfig `cty:"generator"`
+	Source       []sourceConfig   `cty:"source"`
+	Format       string           `cty:"format"`
+	Train        []string         `cty:"train"`
+	Test         []string         `cty:"test"`
+	ValFraction  *float64         `cty:"val_fraction"`
+	TestFraction *float64         `cty:"test_fraction"`
+	SplitSeed    *int64           `cty:"split_seed"`
+	MaxTrain     *int             `cty:"max_train"`
+	LabelColumn  *string          `cty:"label_column"`
+	Task         *string          `cty:"task"`
+	ImageSize    []int            `cty:"image_size"`
+	Channels     *int             `cty:"channels"`
+	Normalize    *string          `cty:"normalize"`
+	CifarLabel   *string          `cty:"cifar_label"`
+	ClassNames   []string         `cty:"class_names"`
 }
 
 // source is one validated source.
@@ -148,7 +166,14 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		}
 		n.sources = append(n.sources, s)
 	}
-	if cfg.Format != "raw" && len(cfg.Train) == 0 {
+	if cfg.Format == "generated" {
+		diags = append(diags, n.decodeGenerator(decl)...)
+	} else if len(cfg.Source) == 0 {
+		diags = append(diags, decl.Errorf("format", "Missing source", "A %q dataset needs at least one source block (format = \"generated\" uses a generator block instead).", cfg.Format))
+	} else if cfg.Generator != nil {
+		diags = append(diags, decl.Errorf("format", "Generator without format", "A generator block needs format = \"generated\"."))
+	}
+	if cfg.Format != "raw" && cfg.Format != "generated" && len(cfg.Train) == 0 {
 		diags = append(diags, decl.Errorf("train", "Missing training files",
 			"Format %q needs train = [...]: the files (or, for image_folder, the directory) inside the fetched sources that hold the training data.", cfg.Format))
 	}
@@ -188,6 +213,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		n.task = *cfg.Task
 		if n.task != "classification" && n.task != "regression" {
 			diags = append(diags, decl.Errorf("task", "Invalid task", "task must be \"classification\" or \"regression\", not %q.", n.task))
+		}
+		if cfg.Format == "generated" {
+			diags = append(diags, decl.Errorf("task", "Task of a generated dataset", "A generated dataset's task follows from its generator's task; remove task."))
 		}
 	}
 	if cfg.Format == "image_folder" && len(cfg.ImageSize) != 2 {

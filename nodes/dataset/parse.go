@@ -24,7 +24,8 @@ type examples struct {
 	u8       []byte
 	f32      []float32
 	y        []int64   // classification
-	yf       []float32 // regression
+	yf       []float32 // regression or multi-label targets
+	targets  int       // yf values per example (0 means 1, a [N] tensor)
 	classes  []string
 	features []string
 }
@@ -39,7 +40,7 @@ func (e *examples) exampleSize() int {
 
 func (e *examples) len() int {
 	if e.yf != nil {
-		return len(e.yf)
+		return len(e.yf) / max(e.targets, 1)
 	}
 	return len(e.y)
 }
@@ -63,11 +64,16 @@ func (e *examples) subset(idx []int) *examplestore.Split {
 		s.X = safetensors.F32Tensor("x", shape, data)
 	}
 	if e.yf != nil {
-		ys := make([]float32, len(idx))
-		for k, i := range idx {
-			ys[k] = e.yf[i]
+		w := max(e.targets, 1)
+		ys := make([]float32, 0, len(idx)*w)
+		for _, i := range idx {
+			ys = append(ys, e.yf[i*w:(i+1)*w]...)
 		}
-		s.Y = safetensors.F32Tensor("y", []int{len(idx)}, ys)
+		shape := []int{len(idx)}
+		if e.targets > 0 {
+			shape = append(shape, w)
+		}
+		s.Y = safetensors.F32Tensor("y", shape, ys)
 	} else {
 		ys := make([]int64, len(idx))
 		for k, i := range idx {

@@ -80,11 +80,16 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 
 	env.Progress.Update(0, 0, "parsing")
-	train, err := n.parse(rawDir, n.cfg.Train, nil)
-	if err != nil {
+	var train, test *examples
+	var err error
+	if n.cfg.Format == "generated" {
+		env.Progress.Update(0, 0, "generating")
+		if train, test, err = n.generate(); err != nil {
+			return cty.NilVal, err
+		}
+	} else if train, err = n.parse(rawDir, n.cfg.Train, nil); err != nil {
 		return cty.NilVal, fmt.Errorf("train data: %w", err)
 	}
-	var test *examples
 	if len(n.cfg.Test) > 0 {
 		if test, err = n.parse(rawDir, n.cfg.Test, train.classes); err != nil {
 			return cty.NilVal, fmt.Errorf("test data: %w", err)

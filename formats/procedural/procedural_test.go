@@ -1,0 +1,82 @@
+package procedural
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestGenerateIsSeededAndLabelled(t *testing.T) {
+	for _, task := range Tasks {
+		t.Run(task, func(t *testing.T) {
+			c := Config{Task: task, N: 50, Size: 24, Seed: 3}
+			a, err := Generate(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := Generate(c)
+			if !bytes.Equal(a.Pixels, b.Pixels) {
+				t.Fatal("the same seed rendered different pixels")
+			}
+			c.Stream = 1
+			other, _ := Generate(c)
+			if bytes.Equal(a.Pixels, other.Pixels) {
+				t.Fatal("another stream rendered the same pixels")
+			}
+			if len(a.Pixels) != 50*3*24*24 {
+				t.Fatalf("%d bytes", len(a.Pixels))
+			}
+			switch a.Task {
+			case "classification":
+				if len(a.Labels) != 50 || len(a.Classes) != 12 {
+					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
+				}
+			default:
+				if len(a.Targets) != 50*a.Width {
+					t.Fatalf("%d targets of width %d", len(a.Targets), a.Width)
+				}
+			}
+		})
+	}
+}
+
+// TestTargetsMatchPixels: the colour of a one-object scene's label is the
+// colour found in its pixels, and counts grow with coloured area.
+func TestTargetsMatchPixels(t *testing.T) {
+	s, _ := Generate(Config{Task: "shape", N: 30, Size: 32, Seed: 1})
+	plane := 32 * 32
+	for i, lab := range s.Labels {
+		img := s.Pixels[i*3*plane : (i+1)*3*plane]
+		var sum [3]int
+		for p := 0; p < plane; p++ {
+			if int(img[p])+int(img[plane+p])+int(img[2*plane+p]) > 300 {
+				for c := 0; c < 3; c++ {
+					sum[c] += int(img[c*plane+p])
+				}
+			}
+		}
+		colour := int(lab) / len(Shapes)
+		want := rgb[colour]
+		best, bestDist := -1, 1e18
+		for k, c := range rgb {
+			var d float64
+			for ch := 0; ch < 3; ch++ {
+				diff := float64(sum[ch]) - c[ch]*float64(sum[0]+sum[1]+sum[2])/(c[0]+c[1]+c[2])
+				d += diff * diff
+			}
+			if d < bestDist {
+				best, bestDist = k, d
+			}
+		}
+		if best != colour {
+			t.Errorf("example %d: label colour %s (%v), pixels look %s", i, Colours[colour], want, Colours[best])
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{{Task: "video", N: 1, Size: 16}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
+		if _, err := Generate(c); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}

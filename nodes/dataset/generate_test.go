@@ -1,0 +1,72 @@
+package dataset
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+)
+
+func TestGeneratedDatasets(t *testing.T) {
+	for _, c := range []struct {
+		task, storeTask string
+		yShape          []int
+	}{
+		{"shape", "classification", []int{90}},
+		{"count", "regression", []int{90, 1}},
+		{"colours", "multilabel", []int{90, 4}},
+	} {
+		t.Run(c.task, func(t *testing.T) {
+			n, diags := decode(t, t.TempDir(), `
+format = "generated"
+generator {
+  task  = "`+c.task+`"
+  train = 100
+  test  = 40
+  size  = 16
+  seed  = 2
+}
+val_fraction = 0.1
+`)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			v, out := run(t, n)
+			if v.GetAttr("task").AsString() != c.storeTask {
+				t.Fatalf("task %s", v.GetAttr("task").AsString())
+			}
+			meta, err := examplestore.ReadMeta(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if meta.Splits["train"] != 90 || meta.Splits["val"] != 10 || meta.Splits["test"] != 40 {
+				t.Fatalf("splits %v", meta.Splits)
+			}
+			s, err := examplestore.ReadSplit(out, "train")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(s.Y.Shape) != fmt.Sprint(c.yShape) {
+				t.Fatalf("y shape %v, want %v", s.Y.Shape, c.yShape)
+			}
+			if fmt.Sprint(s.X.Shape) != "[90 3 16 16]" {
+				t.Fatalf("x shape %v", s.X.Shape)
+			}
+		})
+	}
+}
+
+func TestGeneratorErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		`format = "generated"`: "needs a generator block",
+		"format = \"generated\"\ngenerator {\n  task = \"video\"\n  train = 1\n  test = 1\n}":                        "not one of",
+		"format = \"idx\"\ntrain = [\"a\"]":                                                                          "at least one source",
+		"format = \"generated\"\ntask = \"regression\"\ngenerator {\n  task = \"count\"\n  train = 1\n  test = 1\n}": "remove task",
+	} {
+		_, diags := decode(t, t.TempDir(), src)
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, diags, want)
+		}
+	}
+}
