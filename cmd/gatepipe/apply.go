@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine"
@@ -197,6 +198,14 @@ func printOutputs(w io.Writer, outs map[string]cty.Value) {
 			continue
 		}
 		if v.Type() == cty.String {
+			if text := v.AsString(); strings.Contains(strings.TrimRight(text, "\n"), "\n") {
+				// Multi-line text (a results table) prints as is, indented.
+				fmt.Fprintf(w, "  %s =\n", k)
+				for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+					fmt.Fprintf(w, "    %s\n", line)
+				}
+				continue
+			}
 			fmt.Fprintf(w, "  %s = %q\n", k, v.AsString())
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -54,7 +55,7 @@ type Set struct {
 
 // Check validates c.
 func (c Config) Check() error {
-	if !contains(Tasks, c.Task) {
+	if !slices.Contains(Tasks, c.Task) {
 		return fmt.Errorf("generator task %q is not one of %s", c.Task, strings.Join(Tasks, ", "))
 	}
 	if c.N < 1 {
@@ -67,15 +68,6 @@ func (c Config) Check() error {
 		return fmt.Errorf("max_objects %d is outside 1..20", c.MaxObjects)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // object is one shape in a scene.

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
@@ -31,7 +32,7 @@ type Kind struct{}
 func (Kind) Name() string { return "results" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" }
 
 var spec = hcldec.ObjectSpec{
 	"metrics": &hcldec.AttrSpec{Name: "metrics", Type: cty.List(cty.String), Required: true},
@@ -45,6 +46,7 @@ func (Kind) OutputType() cty.Type {
 	return cty.Object(map[string]cty.Type{
 		"path": cty.String, "matrix": cty.String, "json": cty.String,
 		"models": cty.List(cty.String), "benchmarks": cty.List(cty.String), "missing": cty.Number,
+		"table": cty.String,
 	})
 }
 
@@ -174,8 +176,45 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			benches = append(benches, c.benchmark)
 		}
 	}
+	table := markdownTable(cells, models)
+	if err := os.WriteFile(filepath.Join(env.OutDir, "table.md"), []byte(table), 0o644); err != nil {
+		return cty.NilVal, err
+	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "matrix": cty.StringVal(csvPath), "json": cty.StringVal(jsonPath),
 		"models": list(models), "benchmarks": list(benches), "missing": cty.NumberIntVal(int64(missing)),
+		"table": cty.StringVal(table),
 	}), nil
+}
+
+// markdownTable is a compact results table: one row per benchmark metric
+// (per-class metrics such as "0 APS" left out; they are in the CSV),
+// models as columns, ↓ marking lower-is-better metrics and – missing cells.
+func markdownTable(cells []Cell, models []string) string {
+	var b strings.Builder
+	b.WriteString("| benchmark | metric |")
+	for _, m := range models {
+		b.WriteString(" " + m + " |")
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---:|", len(models)) + "\n")
+	for i := 0; i < len(cells); i += len(models) {
+		c := cells[i]
+		if c.Metric != "" && c.Metric[0] >= '0' && c.Metric[0] <= '9' {
+			continue
+		}
+		name := c.Metric
+		if !c.HigherIsBetter {
+			name += " ↓"
+		}
+		fmt.Fprintf(&b, "| %s | %s |", c.Benchmark, name)
+		for _, cell := range cells[i : i+len(models)] {
+			if cell.Value == nil {
+				b.WriteString(" – |")
+			} else {
+				fmt.Fprintf(&b, " %.4g |", *cell.Value)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
