@@ -88,17 +88,17 @@ func (e EncoderSpec) forward(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 	case "mlp":
 		feat, f = flatten(x)
 	case "convnet":
-		cur, in := x, shape[0]
-		for i, out := range e.Channels {
-			cur = b.relu(b.conv(cur, fmt.Sprintf("encoder.convs.%d", i), in, out, 3, 1, 1, true))
-			cur = b.must(G.MaxPool2D(cur, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}))
-			in = out
-		}
+		cur, _ := e.convTrunk(b, x, shape[0])
 		feat, f = flatten(cur)
 	case "resnet":
-		feat, f = e.resnet(b, x, shape[0])
+		cur, c := e.resnetTrunk(b, x, shape[0])
+		s := cur.Shape()
+		feat = b.must(G.HadamardProd(b.sum(cur, 2, 3), b.scalar(float32(1)/float32(s[2]*s[3]))))
+		f = c
 	case "vit":
-		feat, f = e.vit(b, x, shape)
+		tokens, t := e.vitTokens(b, x, shape)
+		// The class token is row 0 of each example's tokens.
+		feat, f = b.gatherRows(tokens, batch, t, 0, 1), e.Dim
 	}
 	// The dense layers after the trunk (the MLP's whole body).
 	for i, out := range e.Hidden {
@@ -108,12 +108,45 @@ func (e EncoderSpec) forward(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 	return feat, f
 }
 
-// resnet is a CIFAR-style ResNet with basic blocks (torchvision names):
-// conv1 3x3 + bn1 + ReLU, then stages layer1..layerN of basic blocks (the
-// first block of every stage after the first strides by 2, with a 1x1
-// conv + BN downsample when the shape changes), then global average
-// pooling.
-func (e EncoderSpec) resnet(b *builder, x *G.Node, in int) (*G.Node, int) {
+// spatial builds the encoder's trunk and returns its feature map
+// [B, C, h, w] and C, for dense (per-pixel) heads: the convnet's and the
+// ResNet's last maps, the ViT's patch tokens laid out on the patch grid.
+func (e EncoderSpec) spatial(b *builder, x *G.Node, shape []int) (*G.Node, int) {
+	batch := x.Shape()[0]
+	switch e.Arch {
+	case "convnet":
+		return e.convTrunk(b, x, shape[0])
+	case "resnet":
+		return e.resnetTrunk(b, x, shape[0])
+	case "vit":
+		tokens, t := e.vitTokens(b, x, shape)
+		gh, gw := shape[1]/e.Patch, shape[2]/e.Patch
+		seq := b.must(G.Reshape(tokens, tensor.Shape{batch, t, e.Dim}))
+		patches := b.must(G.Slice(seq, nil, G.S(1, t))) // drop the class token
+		grid := b.must(G.Transpose(patches, 0, 2, 1))
+		return b.must(G.Reshape(grid, tensor.Shape{batch, e.Dim, gh, gw})), e.Dim
+	}
+	b.fail("a %s encoder has no spatial features; dense heads need convnet, resnet or vit", e.Arch)
+	return nil, 0
+}
+
+// convTrunk is the convnet's conv + ReLU + max-pool stages.
+func (e EncoderSpec) convTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
+	cur := x
+	for i, out := range e.Channels {
+		cur = b.relu(b.conv(cur, fmt.Sprintf("encoder.convs.%d", i), in, out, 3, 1, 1, true))
+		cur = b.must(G.MaxPool2D(cur, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}))
+		in = out
+	}
+	return cur, in
+}
+
+// resnetTrunk is a CIFAR-style ResNet with basic blocks (torchvision
+// names): conv1 3x3 + bn1 + ReLU, then stages layer1..layerN of basic
+// blocks (the first block of every stage after the first strides by 2,
+// with a 1x1 conv + BN downsample when the shape changes). forward pools
+// it globally.
+func (e EncoderSpec) resnetTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 	c := e.Channels[0]
 	cur := b.relu(b.batchNorm(b.conv(x, "encoder.conv1", in, c, 3, 1, 1, false), "encoder.bn1", c))
 	for s, width := range e.Channels {
@@ -133,16 +166,15 @@ func (e EncoderSpec) resnet(b *builder, x *G.Node, in int) (*G.Node, int) {
 			c = width
 		}
 	}
-	s := cur.Shape()
-	pooled := b.must(G.HadamardProd(b.sum(cur, 2, 3), b.scalar(float32(1)/float32(s[2]*s[3]))))
-	return pooled, c
+	return cur, c
 }
 
-// vit is a Vision Transformer with timm's names: patch_embed.proj (a
-// patch x patch conv with stride patch), cls_token, pos_embed, pre-norm
-// blocks (norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2 with GELU),
-// a final norm, and the class token's features.
-func (e EncoderSpec) vit(b *builder, x *G.Node, shape []int) (*G.Node, int) {
+// vitTokens is a Vision Transformer with timm's names up to its final
+// norm: patch_embed.proj (a patch x patch conv with stride patch),
+// cls_token, pos_embed, pre-norm blocks (norm1, attn.qkv, attn.proj, norm2,
+// mlp.fc1, mlp.fc2 with GELU) and norm. It returns the tokens [B*T, D]
+// (each example's class token first, then its patches row by row) and T.
+func (e EncoderSpec) vitTokens(b *builder, x *G.Node, shape []int) (*G.Node, int) {
 	batch, d := x.Shape()[0], e.Dim
 	ratio := e.MLPRatio
 	if ratio <= 0 {
@@ -165,13 +197,5 @@ func (e EncoderSpec) vit(b *builder, x *G.Node, shape []int) (*G.Node, int) {
 		h := b.gelu(b.linear(b.layerNorm(cur, p+".norm2", d), p+".mlp.fc1", d, d*ratio, true))
 		cur = b.must(G.Add(cur, b.linear(h, p+".mlp.fc2", d*ratio, d, true)))
 	}
-	cur = b.layerNorm(cur, "encoder.norm", d)
-	// The class token is row 0 of each example's tokens: select it with a
-	// constant [B, B*N] matrix (a gather gorgonia differentiates).
-	sel := make([]float32, batch*batch*tokens)
-	for i := 0; i < batch; i++ {
-		sel[i*batch*tokens+i*tokens] = 1
-	}
-	pick := b.constant([]int{batch, batch * tokens}, sel)
-	return b.must(G.Mul(pick, cur)), d
+	return b.layerNorm(cur, "encoder.norm", d), tokens
 }

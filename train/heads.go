@@ -26,7 +26,7 @@ const (
 )
 
 // Tasks lists the tasks Train handles.
-var Tasks = []Task{Classification, MultiLabel, Regression}
+var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation}
 
 // headLoss adds the task's prediction (probabilities, sigmoid outputs or
 // values) and loss (mean over the batch) on the head's outputs z [B, K]
@@ -40,6 +40,8 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 		l = b.must(G.Add(l, b.must(G.Log1p(b.must(G.Exp(b.must(G.Neg(b.must(G.Abs(z))))))))))
 		loss = b.must(G.HadamardProd(b.must(G.Sum(l)), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
 		return b.must(G.Sigmoid(z)), loss
+	case Segmentation:
+		return crossEntropyOn(b, z, y, z.Shape()[0])
 	case Regression:
 		d := b.must(G.Sub(z, y))
 		loss = b.must(G.HadamardProd(b.must(G.Sum(b.must(G.Square(d)))), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
@@ -56,6 +58,12 @@ func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
 	case Classification:
 		clear(dst)
 		dst[d.Y[k]] = 1
+	case Segmentation:
+		clear(dst)
+		classes := len(dst) / d.pixels()
+		for px, y := range d.Y[k*d.pixels() : (k+1)*d.pixels()] {
+			dst[px*classes+int(y)] = 1
+		}
 	default:
 		copy(dst, d.T[k*len(dst):(k+1)*len(dst)])
 		if std != nil {
@@ -92,8 +100,10 @@ func newStandardizer(d *Data, outputs int) *standardizer {
 
 // metrics computes a task's metrics from predictions (ensemble averages;
 // regression values already in target units).
-func metrics(task Task, d *Data, pred [][]float32) map[string]float64 {
+func metrics(task Task, d *Data, pred [][]float32, outputs int) map[string]float64 {
 	switch task {
+	case Segmentation:
+		return segmentationMetrics(d, pred, outputs)
 	case MultiLabel:
 		return multiLabelMetrics(d, pred)
 	case Regression:
@@ -249,14 +259,32 @@ func selectionScore(task Task, m map[string]float64) float64 {
 		return m["aps"]
 	case Regression:
 		return -m["mae"]
+	case Segmentation:
+		return m["miou"]
 	default:
 		return m["acc1"]
 	}
 }
 
-// newTargets allocates the batch's target tensor.
-func newTargets(b, outputs int) *tensor.Dense {
-	return tensor.New(tensor.WithShape(b, outputs), tensor.Of(tensor.Float32))
+// newTargets allocates a target tensor shaped as the model's y.
+func newTargets(m *model) *tensor.Dense {
+	return tensor.New(tensor.WithShape(m.y.Shape()...), tensor.Of(tensor.Float32))
+}
+
+// pixels is the number of pixels of one example ([C, H, W] -> H*W).
+func (d *Data) pixels() int {
+	if len(d.Shape) != 3 {
+		return 1
+	}
+	return d.Shape[1] * d.Shape[2]
+}
+
+// rowWidth is the number of target values per example.
+func (d *Data) rowWidth(outputs int) int {
+	if d.task() == Segmentation {
+		return d.pixels() * outputs
+	}
+	return outputs
 }
 
 // Metric is a named result with its direction.
@@ -292,10 +320,126 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 	case Regression:
 		add("MAE Score", "mae", false)
 		add("MSE Loss", "mse", false)
+	case Segmentation:
+		add("mIoU", "miou", true)
+		add("Mean Acc@", "mean_acc", true)
+		add("Overall Acc@", "overall_acc", true)
+		add("Dice Score", "dice", true)
+		add("CE Loss", "loss", false)
 	default:
 		add("Acc@1", "acc1", true)
 		add("Acc@5", "acc5", true)
 		add("Loss", "loss", false)
+	}
+	return out
+}
+
+// Segmentation: a 1x1 conv head on the encoder's feature map, bilinear
+// upsampling to the image size and per-pixel softmax cross-entropy;
+// Data.Y holds a class per pixel.
+const Segmentation Task = "segmentation"
+
+// segmentationHead returns per-pixel logits [B*H*W, K] for x [B, C, H, W]:
+// the feature map's 1x1 conv ("head.weight" [K, C, 1, 1], "head.bias"),
+// upsampled bilinearly (PyTorch's align_corners=False) as a product with a
+// constant [h*w, H*W] matrix.
+func (b *builder) segmentationHead(enc EncoderSpec, x *G.Node, shape []int, classes int) *G.Node {
+	batch, height, width := x.Shape()[0], shape[1], shape[2]
+	fm, c := enc.spatial(b, x, shape)
+	z := b.conv(fm, "head", c, classes, 1, 1, 0, true) // [B, K, h, w]
+	h, w := z.Shape()[2], z.Shape()[3]
+	up := b.constant([]int{h * w, height * width}, bilinear(h, w, height, width))
+	z = b.must(G.Mul(b.must(G.Reshape(z, tensor.Shape{batch * classes, h * w})), up))
+	z = b.must(G.Transpose(b.must(G.Reshape(z, tensor.Shape{batch, classes, height * width})), 0, 2, 1))
+	return b.must(G.Reshape(z, tensor.Shape{batch * height * width, classes}))
+}
+
+// bilinear is the [h*w, H*W] matrix of bilinear interpolation weights from
+// an h x w grid to H x W (half-pixel centres, edges clamped).
+func bilinear(h, w, height, width int) []float32 {
+	weights := func(in, out int) [][2]struct {
+		i int
+		w float64
+	} {
+		ws := make([][2]struct {
+			i int
+			w float64
+		}, out)
+		for o := range ws {
+			src := (float64(o)+0.5)*float64(in)/float64(out) - 0.5
+			src = math.Max(src, 0)
+			i0 := min(int(math.Floor(src)), in-1)
+			i1 := min(i0+1, in-1)
+			f := src - float64(i0)
+			ws[o][0].i, ws[o][0].w = i0, 1-f
+			ws[o][1].i, ws[o][1].w = i1, f
+		}
+		return ws
+	}
+	wy, wx := weights(h, height), weights(w, width)
+	m := make([]float32, h*w*height*width)
+	for oy := 0; oy < height; oy++ {
+		for ox := 0; ox < width; ox++ {
+			col := oy*width + ox
+			for _, a := range wy[oy] {
+				for _, c := range wx[ox] {
+					m[(a.i*w+c.i)*height*width+col] += float32(a.w * c.w)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// segmentationMetrics: mIoU and mean per-class pixel accuracy over the
+// classes present in the truth or the prediction, overall pixel accuracy,
+// mean Dice (all in %) and the per-pixel cross-entropy.
+func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]float64 {
+	conf := make([][]float64, classes) // [truth][pred]
+	for i := range conf {
+		conf[i] = make([]float64, classes)
+	}
+	var loss float64
+	pixels := 0
+	for i, p := range prob {
+		n := len(p) / classes
+		for px := 0; px < n; px++ {
+			row := p[px*classes : (px+1)*classes]
+			best := 0
+			for k := range row {
+				if row[k] > row[best] {
+					best = k
+				}
+			}
+			y := int(d.Y[i*n+px])
+			conf[y][best]++
+			loss -= math.Log(float64(row[y]) + 1e-7)
+			pixels++
+		}
+	}
+	var iou, acc, dice, correct float64
+	present := 0
+	for k := 0; k < classes; k++ {
+		var truth, pred float64
+		for j := 0; j < classes; j++ {
+			truth += conf[k][j]
+			pred += conf[j][k]
+		}
+		tp := conf[k][k]
+		correct += tp
+		if truth+pred == 0 {
+			continue
+		}
+		present++
+		iou += tp / (truth + pred - tp)
+		dice += 2 * tp / (truth + pred)
+		if truth > 0 {
+			acc += tp / truth
+		}
+	}
+	out := map[string]float64{"loss": loss / float64(pixels), "overall_acc": 100 * correct / float64(pixels)}
+	if present > 0 {
+		out["miou"], out["mean_acc"], out["dice"] = 100*iou/float64(present), 100*acc/float64(present), 100*dice/float64(present)
 	}
 	return out
 }

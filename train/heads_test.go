@@ -99,3 +99,72 @@ func TestHeadGradients(t *testing.T) {
 		})
 	}
 }
+
+// TestBilinearMatchesPyTorch: 2x2 -> 4x4 as F.interpolate(mode="bilinear",
+// align_corners=False) computes it.
+func TestBilinearMatchesPyTorch(t *testing.T) {
+	m := bilinear(2, 2, 4, 4)
+	in := []float32{1, 2, 3, 4}
+	want := []float32{1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4}
+	for o := 0; o < 16; o++ {
+		var v float32
+		for i := 0; i < 4; i++ {
+			v += in[i] * m[i*16+o]
+		}
+		if math.Abs(float64(v-want[o])) > 1e-6 {
+			t.Fatalf("pixel %d: %v, want %v", o, v, want[o])
+		}
+	}
+}
+
+// squares makes [1, 8, 8] images with a bright 3x3 square at a random
+// place: the mask marks its pixels (class 1) on background (class 0).
+func squares(n int, seed uint64) *Data {
+	r := rand.New(rand.NewPCG(seed, 6))
+	d := &Data{Shape: []int{1, 8, 8}, Task: Segmentation}
+	for i := 0; i < n; i++ {
+		x0, y0 := r.IntN(6), r.IntN(6)
+		for y := 0; y < 8; y++ {
+			for x := 0; x < 8; x++ {
+				in := x >= x0 && x < x0+3 && y >= y0 && y < y0+3
+				v := float32(r.NormFloat64() * 0.3)
+				var c int64
+				if in {
+					v, c = v+1.5, 1
+				}
+				d.X = append(d.X, v)
+				d.Y = append(d.Y, c)
+			}
+		}
+	}
+	return d
+}
+
+func TestSegmentationLearns(t *testing.T) {
+	rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 120, ValidateEvery: 40, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+	for _, enc := range []EncoderSpec{{Arch: "convnet", Channels: []int{8}}, {Arch: "vit", Patch: 2, Dim: 16, Depth: 1, Heads: 2, MLPRatio: 2}} {
+		t.Run(enc.Arch, func(t *testing.T) {
+			res, err := Train(context.Background(), enc, nil, 2, rec, squares(200, 1), squares(40, 2), squares(80, 3), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Predicting background everywhere scores mIoU about 43.
+			if res.Metrics["miou"] < 70 || res.Metrics["overall_acc"] < 90 || res.Metrics["dice"] < 80 {
+				t.Errorf("%v", res.Metrics)
+			}
+		})
+	}
+}
+
+func TestSegmentationHeadGradients(t *testing.T) {
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{3}}
+	y := make([]float32, 2*4*4*2)
+	for px := 0; px < 32; px++ {
+		y[px*2+px%3%2] = 1
+	}
+	gradCase{shape: []int{2, 1, 4, 4}, seed: 7, layer: func(b *builder, x *G.Node) *G.Node {
+		z := b.segmentationHead(enc, x, []int{1, 4, 4}, 2)
+		_, loss := headLoss(b, Segmentation, z, b.constant([]int{32, 2}, y), 2)
+		return loss
+	}}.check(t)
+}

@@ -276,3 +276,20 @@ func (b *builder) attention(x *G.Node, name string, batch, tokens, dim, heads in
 	o = b.must(G.Reshape(o, tensor.Shape{batch * tokens, dim}))
 	return b.linear(o, name+".proj", dim, dim, true)
 }
+
+// gatherRows selects rows [from, to) of every example's block of t rows in
+// x [batch*t, D], giving [batch*(to-from), D]: a product with a constant
+// 0/1 matrix, which gorgonia differentiates and which keeps the result a
+// plain matrix for the head's product (use it for few rows: the matrix is
+// batch*(to-from) x batch*t).
+func (b *builder) gatherRows(x *G.Node, batch, t, from, to int) *G.Node {
+	k := to - from
+	sel := make([]float32, batch*k*batch*t)
+	for i := 0; i < batch; i++ {
+		for j := 0; j < k; j++ {
+			row := i*k + j
+			sel[row*batch*t+i*t+from+j] = 1
+		}
+	}
+	return b.must(G.Mul(b.constant([]int{batch * k, batch * t}, sel), x))
+}

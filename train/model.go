@@ -29,12 +29,12 @@ type model struct {
 
 // newParams declares the parameters of an encoder plus a linear
 // classification head, initialised as PyTorch does, from seed.
-func newParams(enc EncoderSpec, shape []int, classes int, seed uint64) ([]*param, error) {
+func newParams(enc EncoderSpec, task Task, shape []int, classes int, seed uint64) ([]*param, error) {
 	if err := enc.Check(shape); err != nil {
 		return nil, err
 	}
 	b := &builder{declare: true, rng: rand.New(rand.NewPCG(seed, 0x5eed)), declared: map[string]*param{}}
-	if err := b.run(enc, shape, classes, 1); err != nil {
+	if err := b.run(enc, task, shape, classes, 1); err != nil {
 		return nil, err
 	}
 	out := make([]*param, len(b.params))
@@ -45,7 +45,7 @@ func newParams(enc EncoderSpec, shape []int, classes int, seed uint64) ([]*param
 }
 
 // run builds the forward graph into b, recovering build errors.
-func (b *builder) run(enc EncoderSpec, shape []int, classes, batch int) (err error) {
+func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			be, ok := r.(buildError)
@@ -58,8 +58,13 @@ func (b *builder) run(enc EncoderSpec, shape []int, classes, batch int) (err err
 	b.g = G.NewGraph()
 	xshape := append([]int{batch}, shape...)
 	x := G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
-	feat, f := enc.forward(b, x, shape)
-	logits := b.linear(feat, "head", f, classes, true)
+	var logits *G.Node
+	if task == Segmentation {
+		logits = b.segmentationHead(enc, x, shape, classes)
+	} else {
+		feat, f := enc.forward(b, x, shape)
+		logits = b.linear(feat, "head", f, classes, true)
+	}
 	b.out[0], b.out[1] = x, logits
 	return nil
 }
@@ -72,7 +77,7 @@ func build(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch 
 	for _, p := range ps {
 		b.declared[p.name] = p
 	}
-	if err := b.run(enc, shape, classes, batch); err != nil {
+	if err := b.run(enc, task, shape, classes, batch); err != nil {
 		return nil, err
 	}
 	m := &model{g: b.g, x: b.out[0], logits: b.out[1], bn: b.bn, buffers: map[string][]float32{}}
@@ -113,7 +118,7 @@ func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, 
 			err = be.err
 		}
 	}()
-	y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch, classes), G.WithName("y"))
+	y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(logits.Shape()...), G.WithName("y"))
 	b.out[2] = y
 	probs, loss = headLoss(b, task, logits, y, batch)
 	return probs, loss, nil

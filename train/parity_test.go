@@ -28,7 +28,7 @@ func TestPyTorchParity(t *testing.T) {
 			classes, _ := strconv.Atoi(f.Metadata["classes"])
 			in, want := f.Tensors["parity.input"], f.Tensors["parity.logits"]
 			shape := in.Shape[1:]
-			w, ignored, err := MatchWeights(enc, shape, classes, f)
+			w, ignored, err := MatchWeights(enc, Classification, shape, classes, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,14 +63,14 @@ func TestMatchWeightsNamesWhatIsWrong(t *testing.T) {
 	// A wider first conv than the file holds, and a resnet with none of
 	// its tensors.
 	for _, enc := range []EncoderSpec{{Arch: "convnet", Channels: []int{5, 6}, Hidden: []int{12}}, {Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}} {
-		_, _, err := MatchWeights(enc, []int{3, 8, 8}, 5, f)
+		_, _, err := MatchWeights(enc, Classification, []int{3, 8, 8}, 5, f)
 		if err == nil {
 			t.Fatalf("%s: no error", enc.Arch)
 		}
 		t.Log(err)
 	}
 	// A different head (10 classes) is not an error: it starts fresh.
-	w, ignored, err := MatchWeights(EncoderSpec{Arch: "convnet", Channels: []int{4, 6}, Hidden: []int{12}}, []int{3, 8, 8}, 10, f)
+	w, ignored, err := MatchWeights(EncoderSpec{Arch: "convnet", Channels: []int{4, 6}, Hidden: []int{12}}, Classification, []int{3, 8, 8}, 10, f)
 	if err != nil || w["head.weight"] != nil || len(ignored) != 4 {
 		t.Fatalf("err %v, head %v, ignored %v", err, w["head.weight"] != nil, ignored)
 	}

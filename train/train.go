@@ -42,9 +42,6 @@ func (d *Data) task() Task {
 
 // Len returns the number of examples.
 func (d *Data) Len() int {
-	if d.Y != nil {
-		return len(d.Y)
-	}
 	size := 1
 	for _, s := range d.Shape {
 		size *= s
@@ -111,7 +108,7 @@ type float32s = []float32
 func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
 	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
-	params, err := newParams(enc, trainD.Shape, classes, rec.Seed)
+	params, err := newParams(enc, trainD.task(), trainD.Shape, classes, rec.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +142,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		size *= d
 	}
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
-	yb := newTargets(b, classes)
+	yb := newTargets(m)
 	lr := rec.LR
 	best, bad := math.Inf(1), 0
 	var kept []Checkpoint
@@ -229,11 +226,11 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs int, std *standardizer) {
 	xs := xb.Data().([]float32)
 	ys := yb.Data().([]float32)
-	n := d.Len()
+	n, w := d.Len(), d.rowWidth(outputs)
 	for i := 0; i < b; i++ {
 		k := rng.IntN(n)
 		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
-		d.targetRow(ys[i*outputs:(i+1)*outputs], k, std)
+		d.targetRow(ys[i*w:(i+1)*w], k, std)
 	}
 }
 
@@ -273,9 +270,10 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 	for _, s := range d.Shape {
 		size *= s
 	}
+	width := d.rowWidth(outputs)
 	pred := make([][]float32, n)
 	for i := range pred {
-		pred[i] = make([]float32, outputs)
+		pred[i] = make([]float32, width)
 	}
 	for _, vals := range sets {
 		m, err := build(enc, task, params, d.Shape, outputs, b, vals, false)
@@ -284,7 +282,7 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 		}
 		vm := G.NewTapeMachine(m.g)
 		xb := tensor.New(tensor.WithShape(append([]int{b}, d.Shape...)...), tensor.Of(tensor.Float32))
-		yb := newTargets(b, outputs)
+		yb := newTargets(m)
 		for off := 0; off < n; off += b {
 			xs := xb.Data().([]float32)
 			clear(xs)
@@ -298,8 +296,8 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 			}
 			p := m.probs.Value().Data().([]float32)
 			for i := 0; i < cnt; i++ {
-				for c := 0; c < outputs; c++ {
-					v := p[i*outputs+c]
+				for c := 0; c < width; c++ {
+					v := p[i*width+c]
 					if std != nil {
 						v = float32(float64(v)*std.std[c] + std.mean[c])
 					}
@@ -310,7 +308,7 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 		}
 		vm.Close()
 	}
-	return metrics(task, d, pred), pred, nil
+	return metrics(task, d, pred, outputs), pred, nil
 }
 
 // adamW is PyTorch's AdamW over gorgonia's gradients.

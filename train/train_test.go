@@ -108,12 +108,12 @@ func TestCheckpointsReload(t *testing.T) {
 	if _, ok := f.Tensors["encoder.bn1.running_var"]; !ok {
 		t.Fatal("checkpoint lacks the batch-norm running statistics")
 	}
-	w, _, err := MatchWeights(enc, []int{1, 8, 8}, 3, f)
+	w, _, err := MatchWeights(enc, Classification, []int{1, 8, 8}, 3, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	test := blobs(90, 3)
-	params, _ := newParams(enc, test.Shape, 3, 0)
+	params, _ := newParams(enc, Classification, test.Shape, 3, 0)
 	again, _, err := evaluate(enc, params, 3, test, []map[string][]float32{w}, nil)
 	if err != nil {
 		t.Fatal(err)

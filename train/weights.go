@@ -15,8 +15,8 @@ type Weights map[string][]float32
 
 // Params lists a model's parameter names and shapes in declaration order
 // (encoder first, then head), buffers included.
-func Params(enc EncoderSpec, shape []int, classes int) ([]string, [][]int, error) {
-	ps, err := newParams(enc, shape, classes, 0)
+func Params(enc EncoderSpec, task Task, shape []int, classes int) ([]string, [][]int, error) {
+	ps, err := newParams(enc, task, shape, classes, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,8 +32,8 @@ func Params(enc EncoderSpec, shape []int, classes int) ([]string, [][]int, error
 // when their shapes fit (a new task's head starts from its initialisation
 // otherwise). Other tensors (num_batches_tracked, a different head) are
 // returned as ignored.
-func MatchWeights(enc EncoderSpec, shape []int, classes int, f *safetensors.File) (w Weights, ignored []string, err error) {
-	ps, err := newParams(enc, shape, classes, 0)
+func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safetensors.File) (w Weights, ignored []string, err error) {
+	ps, err := newParams(enc, task, shape, classes, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +87,7 @@ func first(s []string, n int) []string {
 // with the given weights (initialisation from seed 0 where absent) and
 // returns the logits, batch x classes.
 func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, batch int) ([]float32, error) {
-	ps, err := newParams(enc, shape, classes, 0)
+	ps, err := newParams(enc, Classification, shape, classes, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -165,7 +165,7 @@ func (n *Node) initialWeights(env *nodes.Env, shape []int, classes int) (train.W
 	if err != nil {
 		return nil, fmt.Errorf("encoder weights: %w", err)
 	}
-	w, ignored, err := train.MatchWeights(n.enc, shape, classes, f)
+	w, ignored, err := train.MatchWeights(n.enc, n.task, shape, classes, f)
 	if err != nil {
 		return nil, fmt.Errorf("encoder weights %s: %w", n.weights, err)
 	}
