@@ -76,3 +76,81 @@ output "acc" {
 		t.Fatalf("bad weights: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestGeneratedBenchmarksTrain: each procedural task trains through its
+// head and reports the GATE matrix's metric names; the results table
+// lists them, ↓ on lower-is-better ones.
+func TestGeneratedBenchmarksTrain(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+locals {
+  tasks = {
+    shape   = "classification"
+    count   = "regression"
+    colours = "multilabel"
+    segment = "segmentation"
+  }
+}
+dataset "gen" {
+  for_each = local.tasks
+  format   = "generated"
+  generator {
+    task  = each.key
+    train = 120
+    test  = 40
+    size  = 16
+    seed  = 3
+  }
+  val_fraction = 0.2
+}
+encoder "cnn" {
+  arch     = "convnet"
+  channels = [4]
+  hidden   = [8]
+}
+adapter "head" {
+  for_each = local.tasks
+  task     = each.value
+}
+recipe "quick" {
+  batch_size     = 8
+  iterations     = 10
+  validate_every = 5
+  top_k          = 1
+}
+benchmark "gen" {
+  for_each = local.tasks
+  dataset  = dataset.gen[each.key].path
+  id       = each.key
+}
+train "gen" {
+  for_each  = local.tasks
+  encoder   = encoder.cnn
+  adapter   = adapter.head[each.key]
+  recipe    = recipe.quick
+  benchmark = benchmark.gen[each.key]
+}
+results "gen" {
+  metrics = [for k, t in train.gen : t.metrics]
+}
+output "table" {
+  value = results.gen.table
+}
+`)
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// An adapter that does not fit the dataset's task fails that node only.
+	conf, _ := os.ReadFile(filepath.Join(dir, "main.hcl"))
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(string(conf), "adapter   = adapter.head[each.key]", `adapter   = adapter.head[each.key == "count" ? "shape" : each.key]`, 1))
+	r = gp(t, cache, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "the adapter's task is classification but the benchmark dataset is a regression task") {
+		t.Fatalf("mismatched adapter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

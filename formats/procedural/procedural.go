@@ -1,8 +1,8 @@
 // Package procedural renders seeded synthetic benchmarks (scenes of
 // coloured shapes) so GATE-style task families can be trained and
 // evaluated on a CPU without downloads: shape classification, object
-// counting (regression, iWildCam-like) and colour presence (multi-label,
-// medical-style). The same seed always renders the same pixels.
+// counting (regression, iWildCam-like), colour presence (multi-label,
+// medical-style) and shape segmentation (a class per pixel). The same seed always renders the same pixels.
 package procedural
 
 import (
@@ -22,7 +22,7 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours"}
+var Tasks = []string{"shape", "count", "colours", "segment"}
 
 // Config says what to generate.
 type Config struct {
@@ -46,7 +46,8 @@ type Set struct {
 	// Task kind for the example store: "classification", "regression" or
 	// "multilabel".
 	Task string
-	// Labels (classification) or Targets (N * Width values).
+	// Labels (classification: one per example; segmentation: one per
+	// pixel, N * Size * Size) or Targets (N * Width values).
 	Labels  []int64
 	Targets []float32
 	Width   int
@@ -98,6 +99,8 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Width = "regression", 1
 	case "colours":
 		s.Task, s.Width, s.Classes = "multilabel", len(Colours), append([]string(nil), Colours...)
+	case "segment":
+		s.Task, s.Classes = "segmentation", append([]string{"background"}, Shapes...)
 	}
 	size := 3 * c.Size * c.Size
 	s.Pixels = make([]byte, 0, c.N*size)
@@ -117,6 +120,9 @@ func Generate(c Config) (*Set, error) {
 				present[o.colour] = 1
 			}
 			s.Targets = append(s.Targets, present...)
+		case "segment":
+			objs = place(rng, 1+rng.IntN(4), c.Size)
+			s.Labels = append(s.Labels, mask(objs, c.Size)...)
 		}
 		s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
 	}
@@ -168,6 +174,22 @@ func (o object) inside(px, py float64) bool {
 		half := (dy + o.r) / (1.8 * o.r) * o.r
 		return math.Abs(dx) <= half
 	}
+}
+
+// mask is the per-pixel class of a scene: 0 for background, 1 + the shape
+// index of the object drawn on top.
+func mask(objs []object, size int) []int64 {
+	m := make([]int64, size*size)
+	for y := 0; y < size; y++ {
+		for x := 0; x < size; x++ {
+			for _, o := range objs {
+				if o.inside(float64(x)+0.5, float64(y)+0.5) {
+					m[y*size+x] = int64(1 + o.shape)
+				}
+			}
+		}
+	}
+	return m
 }
 
 // render draws objs on a noisy dark background, [3, size, size].

@@ -30,6 +30,22 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 				if len(a.Labels) != 50 || len(a.Classes) != 12 {
 					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
 				}
+			case "segmentation":
+				if len(a.Labels) != 50*24*24 || len(a.Classes) != 4 {
+					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
+				}
+				// The mask marks exactly the pixels that are not background
+				// coloured (background pixels are dark).
+				plane := 24 * 24
+				for i := 0; i < 5; i++ {
+					img := a.Pixels[i*3*plane : (i+1)*3*plane]
+					for p := 0; p < plane; p++ {
+						bright := int(img[p])+int(img[plane+p])+int(img[2*plane+p]) > 200
+						if bright != (a.Labels[i*plane+p] != 0) {
+							t.Fatalf("example %d pixel %d: brightness %v but mask %d", i, p, bright, a.Labels[i*plane+p])
+						}
+					}
+				}
 			default:
 				if len(a.Targets) != 50*a.Width {
 					t.Fatalf("%d targets of width %d", len(a.Targets), a.Width)

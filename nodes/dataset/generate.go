@@ -55,9 +55,12 @@ func (n *Node) generate() (train, test *examples, err error) {
 			return nil, err
 		}
 		e := &examples{dtype: safetensors.U8, shape: s.Shape, u8: s.Pixels, classes: s.Classes}
-		if s.Task == "classification" {
+		switch s.Task {
+		case "classification":
 			e.y = s.Labels
-		} else {
+		case "segmentation":
+			e.y, e.yShape = s.Labels, s.Shape[1:]
+		default:
 			e.yf, e.targets = s.Targets, s.Width
 		}
 		return e, nil

@@ -16,6 +16,7 @@ func TestGeneratedDatasets(t *testing.T) {
 		{"shape", "classification", []int{90}},
 		{"count", "regression", []int{90, 1}},
 		{"colours", "multilabel", []int{90, 4}},
+		{"segment", "segmentation", []int{90, 16, 16}},
 	} {
 		t.Run(c.task, func(t *testing.T) {
 			n, diags := decode(t, t.TempDir(), `

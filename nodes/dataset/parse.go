@@ -23,7 +23,8 @@ type examples struct {
 	shape    []int             // one example
 	u8       []byte
 	f32      []float32
-	y        []int64   // classification
+	y        []int64   // classification (one per example) or segmentation
+	yShape   []int     // shape of one example's labels (segmentation: [H, W]; nil: one label)
 	yf       []float32 // regression or multi-label targets
 	targets  int       // yf values per example (0 means 1, a [N] tensor)
 	classes  []string
@@ -42,7 +43,15 @@ func (e *examples) len() int {
 	if e.yf != nil {
 		return len(e.yf) / max(e.targets, 1)
 	}
-	return len(e.y)
+	return len(e.y) / e.labelsPerExample()
+}
+
+func (e *examples) labelsPerExample() int {
+	n := 1
+	for _, d := range e.yShape {
+		n *= d
+	}
+	return n
 }
 
 // subset gathers the examples at idx (indices into e) into a split.
@@ -75,11 +84,12 @@ func (e *examples) subset(idx []int) *examplestore.Split {
 		}
 		s.Y = safetensors.F32Tensor("y", shape, ys)
 	} else {
-		ys := make([]int64, len(idx))
-		for k, i := range idx {
-			ys[k] = e.y[i]
+		w := e.labelsPerExample()
+		ys := make([]int64, 0, len(idx)*w)
+		for _, i := range idx {
+			ys = append(ys, e.y[i*w:(i+1)*w]...)
 		}
-		s.Y = safetensors.I64Tensor("y", []int{len(idx)}, ys)
+		s.Y = safetensors.I64Tensor("y", append([]int{len(idx)}, e.yShape...), ys)
 	}
 	for k, i := range idx {
 		s.Index[k] = int64(i)

@@ -155,7 +155,7 @@ func Adapter() nodes.Kind {
 	return kind{name: "adapter", attrs: map[string]attr{
 		"task": {ty: cty.String, def: cty.StringVal("classification")},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		return oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression")
+		return oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation")
 	}}
 }
 
@@ -189,6 +189,6 @@ func Benchmark() nodes.Kind {
 		"category": {ty: cty.String, def: cty.StringVal("Img Class")},
 		"id":       {ty: cty.String, def: cty.StringVal("")},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		return oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression")
+		return oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation")
 	}}
 }

@@ -185,8 +185,10 @@ func datasetTask(meta *examplestore.Meta) (train.Task, error) {
 		return train.MultiLabel, nil
 	case "regression":
 		return train.Regression, nil
+	case "segmentation":
+		return train.Segmentation, nil
 	}
-	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel and regression", meta.Task)
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression and segmentation", meta.Task)
 }
 
 func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
@@ -196,9 +198,17 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	}
 	d := &train.Data{Shape: meta.Shape, Task: task}
 	outputs := meta.NumClasses
-	if task == train.Classification {
+	if task == train.Segmentation && len(meta.Shape) != 3 {
+		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
+	}
+	if task == train.Classification || task == train.Segmentation {
 		if d.Y = s.Y.Int64s(); d.Y == nil {
 			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
+		}
+		for _, y := range d.Y {
+			if y < 0 || int(y) >= outputs {
+				return nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
+			}
 		}
 	} else {
 		if d.T = s.Y.Float32s(); d.T == nil {
@@ -220,6 +230,17 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
 	}
 	d.X = x
+	n := d.Len()
+	want := n * outputs
+	switch task {
+	case train.Classification:
+		want = n
+	case train.Segmentation:
+		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
+	}
+	if got := len(d.Y) + len(d.T); got != want || n == 0 {
+		return nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
+	}
 	return d, outputs, nil
 }
 
