@@ -112,3 +112,21 @@ func ReadSplit(dir, name string) (*Split, error) {
 	}
 	return s, nil
 }
+
+// ChannelLayout says how an example of the given shape is split into
+// normalisation channels: element i of an example belongs to channel
+// (i / inner) % channels. Tables [F]: every feature is a channel; images
+// [C, H, W] and clips [T, C, H, W]: the colour channels.
+func ChannelLayout(shape []int) (channels, inner int) {
+	switch len(shape) {
+	case 0:
+		return 1, 1
+	case 1:
+		return shape[0], 1
+	case 3:
+		return shape[0], shape[1] * shape[2]
+	case 4:
+		return shape[1], shape[2] * shape[3]
+	}
+	return 1, 1
+}

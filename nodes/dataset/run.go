@@ -179,10 +179,7 @@ func (n *Node) normalization(ex *examples, train *examplestore.Split) examplesto
 	if ex.dtype == safetensors.U8 && n.normalize != "none" {
 		scale = 1.0 / 255
 	}
-	channels := 1
-	if len(ex.shape) > 0 {
-		channels = ex.shape[0]
-	}
+	channels, inner := examplestore.ChannelLayout(ex.shape)
 	norm := examplestore.Normalization{Scale: scale, Mean: make([]float64, channels), Std: make([]float64, channels)}
 	for c := range norm.Std {
 		norm.Std[c] = 1
@@ -194,10 +191,9 @@ func (n *Node) normalization(ex *examples, train *examplestore.Split) examplesto
 	sum := make([]float64, channels)
 	sq := make([]float64, channels)
 	vals := train.X.Float32s()
+	size := ex.exampleSize()
 	for i, v := range vals {
-		// Images are [C, H, W]: channel = (i % exampleSize) / per.
-		// Tables are [F]: every feature is its own channel (per = 1).
-		c := (i % ex.exampleSize()) / per
+		c := (i % size / inner) % channels
 		x := float64(v) * scale
 		sum[c] += x
 		sq[c] += x * x

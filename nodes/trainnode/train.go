@@ -221,12 +221,12 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	}
 	x := s.X.Float32s()
 	per := len(x) / max(s.Len(), 1)
-	channels := len(meta.Normalize.Mean)
+	channels, inner := examplestore.ChannelLayout(meta.Shape)
+	if channels != len(meta.Normalize.Mean) || channels != len(meta.Normalize.Std) {
+		return nil, 0, fmt.Errorf("meta.json: %d normalisation channels for examples of shape %v", len(meta.Normalize.Mean), meta.Shape)
+	}
 	for i, v := range x {
-		c := 0
-		if channels > 1 {
-			c = (i % per) / (per / channels)
-		}
+		c := (i % per / inner) % channels
 		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
 	}
 	d.X = x
