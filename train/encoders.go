@@ -26,6 +26,9 @@ type EncoderSpec struct {
 	Depth    int `json:"depth,omitempty"`
 	Heads    int `json:"heads,omitempty"`
 	MLPRatio int `json:"mlp_ratio,omitempty"`
+	// Head sizes the adapter where it has sizes (the video head's
+	// temporal transformer).
+	Head HeadSpec `json:"head,omitempty"`
 }
 
 // Archs lists the built-in encoder architectures.

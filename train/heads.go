@@ -26,7 +26,61 @@ const (
 )
 
 // Tasks lists the tasks Train handles.
-var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation}
+var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation, Video}
+
+// Video: the encoder on every frame of a clip [T, C, H, W], a temporal
+// transformer over the frames' features (the paper's video adapter), mean
+// pooling over time and a linear classifier; Data.Y holds a class per clip.
+const Video Task = "video"
+
+// HeadSpec sizes the video head's temporal transformer.
+type HeadSpec struct {
+	Layers int `json:"layers,omitempty"` // default 4, as the paper
+	Dim    int `json:"dim,omitempty"`    // default 64
+	Heads  int `json:"heads,omitempty"`  // default 4
+}
+
+func (h HeadSpec) withDefaults() HeadSpec {
+	if h.Layers <= 0 {
+		h.Layers = 4
+	}
+	if h.Dim <= 0 {
+		h.Dim = 64
+	}
+	if h.Heads <= 0 {
+		h.Heads = 4
+	}
+	return h
+}
+
+// videoHead returns clip logits [B, K] for x [B, T, C, H, W]: frame
+// features [B*T, F] projected to D ("head.proj"), a learned time embedding
+// ("head.pos_embed" [1, T, D]), pre-norm transformer blocks
+// ("head.blocks.<i>.*" as the ViT's), a final norm ("head.norm"), the mean
+// over time and a linear classifier ("head.fc").
+func (b *builder) videoHead(enc EncoderSpec, x *G.Node, shape []int, classes int) *G.Node {
+	h := enc.Head.withDefaults()
+	if h.Dim%h.Heads != 0 {
+		b.fail("video head: dim %d is not a multiple of heads %d", h.Dim, h.Heads)
+	}
+	batch, frames := x.Shape()[0], shape[0]
+	frameShape := shape[1:]
+	flat := b.must(G.Reshape(x, append(tensor.Shape{batch * frames}, frameShape...)))
+	feat, f := enc.forward(b, flat, frameShape)
+	cur := b.linear(feat, "head.proj", f, h.Dim, true)
+	pos := b.tensorOf("head.pos_embed", []int{1, frames, h.Dim}, false, b.truncNormal(0.02))
+	cur = b.must(G.BroadcastAdd(b.must(G.Reshape(cur, tensor.Shape{batch, frames, h.Dim})), pos, nil, []byte{0}))
+	cur = b.must(G.Reshape(cur, tensor.Shape{batch * frames, h.Dim}))
+	for i := 0; i < h.Layers; i++ {
+		p := fmt.Sprintf("head.blocks.%d", i)
+		cur = b.must(G.Add(cur, b.attention(b.layerNorm(cur, p+".norm1", h.Dim), p+".attn", batch, frames, h.Dim, h.Heads)))
+		m := b.gelu(b.linear(b.layerNorm(cur, p+".norm2", h.Dim), p+".mlp.fc1", h.Dim, 2*h.Dim, true))
+		cur = b.must(G.Add(cur, b.linear(m, p+".mlp.fc2", 2*h.Dim, h.Dim, true)))
+	}
+	cur = b.layerNorm(cur, "head.norm", h.Dim)
+	pooled := b.must(G.HadamardProd(b.sum(b.must(G.Reshape(cur, tensor.Shape{batch, frames, h.Dim})), 1), b.scalar(float32(1)/float32(frames))))
+	return b.linear(pooled, "head.fc", h.Dim, classes, true)
+}
 
 // headLoss adds the task's prediction (probabilities, sigmoid outputs or
 // values) and loss (mean over the batch) on the head's outputs z [B, K]
@@ -40,7 +94,7 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 		l = b.must(G.Add(l, b.must(G.Log1p(b.must(G.Exp(b.must(G.Neg(b.must(G.Abs(z))))))))))
 		loss = b.must(G.HadamardProd(b.must(G.Sum(l)), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
 		return b.must(G.Sigmoid(z)), loss
-	case Segmentation:
+	case Segmentation, Video:
 		return crossEntropyOn(b, z, y, z.Shape()[0])
 	case Regression:
 		d := b.must(G.Sub(z, y))
@@ -55,7 +109,7 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 // standardised values) into dst.
 func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
 	switch d.task() {
-	case Classification:
+	case Classification, Video:
 		clear(dst)
 		dst[d.Y[k]] = 1
 	case Segmentation:

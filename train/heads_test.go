@@ -168,3 +168,54 @@ func TestSegmentationHeadGradients(t *testing.T) {
 		return loss
 	}}.check(t)
 }
+
+// clips makes [3, 1, 6, 6] clips of a bright column moving left or right
+// one pixel per frame; the class is the direction.
+func clips(n int, seed uint64) *Data {
+	r := rand.New(rand.NewPCG(seed, 8))
+	d := &Data{Shape: []int{3, 1, 6, 6}, Task: Video}
+	for i := 0; i < n; i++ {
+		dir := r.IntN(2)
+		start := 1 + r.IntN(2)
+		if dir == 0 {
+			start += 2
+		}
+		for f := 0; f < 3; f++ {
+			col := start + f
+			if dir == 0 {
+				col = start - f
+			}
+			for y := 0; y < 6; y++ {
+				for x := 0; x < 6; x++ {
+					v := float32(r.NormFloat64() * 0.2)
+					if x == col {
+						v += 1.5
+					}
+					d.X = append(d.X, v)
+				}
+			}
+		}
+		d.Y = append(d.Y, int64(dir))
+	}
+	return d
+}
+
+func TestVideoLearns(t *testing.T) {
+	rec := Recipe{LR: 0.003, WeightDecay: 0.01, BatchSize: 16, Iterations: 150, ValidateEvery: 50, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}, Head: HeadSpec{Layers: 1, Dim: 16, Heads: 2}}
+	res, err := Train(context.Background(), enc, nil, 2, rec, clips(200, 1), clips(40, 2), clips(80, 3), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A single frame cannot tell the direction: chance is 50%.
+	if res.Metrics["acc1"] < 90 {
+		t.Errorf("%v", res.Metrics)
+	}
+}
+
+func TestVideoHeadGradients(t *testing.T) {
+	enc := EncoderSpec{Arch: "mlp", Hidden: []int{4}, Head: HeadSpec{Layers: 1, Dim: 4, Heads: 2}}
+	gradCase{shape: []int{2, 3, 1, 2, 2}, seed: 9, layer: func(b *builder, x *G.Node) *G.Node {
+		return b.videoHead(enc, x, []int{3, 1, 2, 2}, 3)
+	}}.check(t)
+}

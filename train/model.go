@@ -30,7 +30,14 @@ type model struct {
 // newParams declares the parameters of an encoder plus a linear
 // classification head, initialised as PyTorch does, from seed.
 func newParams(enc EncoderSpec, task Task, shape []int, classes int, seed uint64) ([]*param, error) {
-	if err := enc.Check(shape); err != nil {
+	frameShape := shape
+	if task == Video {
+		if len(shape) != 4 {
+			return nil, fmt.Errorf("video needs clips [T, C, H, W], not %v", shape)
+		}
+		frameShape = shape[1:]
+	}
+	if err := enc.Check(frameShape); err != nil {
 		return nil, err
 	}
 	b := &builder{declare: true, rng: rand.New(rand.NewPCG(seed, 0x5eed)), declared: map[string]*param{}}
@@ -59,9 +66,12 @@ func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch in
 	xshape := append([]int{batch}, shape...)
 	x := G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
 	var logits *G.Node
-	if task == Segmentation {
+	switch task {
+	case Segmentation:
 		logits = b.segmentationHead(enc, x, shape, classes)
-	} else {
+	case Video:
+		logits = b.videoHead(enc, x, shape, classes)
+	default:
 		feat, f := enc.forward(b, x, shape)
 		logits = b.linear(feat, "head", f, classes, true)
 	}

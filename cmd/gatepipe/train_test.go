@@ -89,6 +89,7 @@ locals {
     count   = "regression"
     colours = "multilabel"
     segment = "segmentation"
+    video   = "video"
   }
 }
 dataset "gen" {
@@ -109,8 +110,11 @@ encoder "cnn" {
   hidden   = [8]
 }
 adapter "head" {
-  for_each = local.tasks
-  task     = each.value
+  for_each        = local.tasks
+  task            = each.value
+  temporal_layers = 1
+  temporal_dim    = 8
+  temporal_heads  = 2
 }
 recipe "quick" {
   batch_size     = 8
@@ -141,7 +145,7 @@ output "table" {
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |"} {
+	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
 		}

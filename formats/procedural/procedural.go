@@ -22,7 +22,10 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours", "segment"}
+var Tasks = []string{"shape", "count", "colours", "segment", "video"}
+
+// Directions are the video task's classes.
+var Directions = []string{"left", "right", "up", "down"}
 
 // Config says what to generate.
 type Config struct {
@@ -34,7 +37,9 @@ type Config struct {
 	N, Size int
 	// MaxObjects bounds the objects per scene (count; default 6).
 	MaxObjects int
-	Seed       uint64
+	// Frames per clip (video; default 4).
+	Frames int
+	Seed   uint64
 	// Stream separates independent sets from one seed (train 0, test 1).
 	Stream uint64
 }
@@ -42,9 +47,9 @@ type Config struct {
 // Set is a generated set: U8 pixels [N, 3, Size, Size] and targets.
 type Set struct {
 	Pixels []byte
-	Shape  []int // one example: [3, Size, Size]
-	// Task kind for the example store: "classification", "regression" or
-	// "multilabel".
+	Shape  []int // one example: [3, Size, Size], or [Frames, 3, Size, Size]
+	// Task kind for the example store: "classification", "regression",
+	// "multilabel", "segmentation" or "video" (a class per clip).
 	Task string
 	// Labels (classification: one per example; segmentation: one per
 	// pixel, N * Size * Size) or Targets (N * Width values).
@@ -68,6 +73,9 @@ func (c Config) Check() error {
 	if c.MaxObjects < 0 || c.MaxObjects > 20 {
 		return fmt.Errorf("max_objects %d is outside 1..20", c.MaxObjects)
 	}
+	if c.Frames < 0 || c.Frames == 1 || c.Frames > 32 {
+		return fmt.Errorf("frames %d is outside 2..32", c.Frames)
+	}
 	return nil
 }
 
@@ -85,6 +93,9 @@ func Generate(c Config) (*Set, error) {
 	if c.MaxObjects == 0 {
 		c.MaxObjects = 6
 	}
+	if c.Frames == 0 {
+		c.Frames = 4
+	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x5ce7e+c.Stream))
 	s := &Set{Shape: []int{3, c.Size, c.Size}}
 	switch c.Task {
@@ -101,6 +112,9 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Width, s.Classes = "multilabel", len(Colours), append([]string(nil), Colours...)
 	case "segment":
 		s.Task, s.Classes = "segmentation", append([]string{"background"}, Shapes...)
+	case "video":
+		s.Task, s.Classes = "video", append([]string(nil), Directions...)
+		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
 	}
 	size := 3 * c.Size * c.Size
 	s.Pixels = make([]byte, 0, c.N*size)
@@ -123,6 +137,11 @@ func Generate(c Config) (*Set, error) {
 		case "segment":
 			objs = place(rng, 1+rng.IntN(4), c.Size)
 			s.Labels = append(s.Labels, mask(objs, c.Size)...)
+		case "video":
+			dir := rng.IntN(len(Directions))
+			s.Labels = append(s.Labels, int64(dir))
+			s.Pixels = append(s.Pixels, clip(rng, dir, c.Frames, c.Size)...)
+			continue
 		}
 		s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
 	}
@@ -174,6 +193,30 @@ func (o object) inside(px, py float64) bool {
 		half := (dy + o.r) / (1.8 * o.r) * o.r
 		return math.Abs(dx) <= half
 	}
+}
+
+// clip renders a moving object (the one whose direction is the label) and
+// a static distractor over frames: the mover crosses half the image, its
+// whole path inside it.
+func clip(rng *rand.Rand, dir, frames, size int) []byte {
+	objs := place(rng, 2, size)
+	mover := &objs[0]
+	unit := [][2]float64{{-1, 0}, {1, 0}, {0, -1}, {0, 1}}[dir] // Directions' order
+	span := float64(size) * 0.5
+	start := func(u float64) float64 {
+		lo := mover.r + math.Max(0, -u)*span
+		hi := float64(size) - mover.r - math.Max(0, u)*span
+		return lo + rng.Float64()*math.Max(hi-lo, 0)
+	}
+	mover.x, mover.y = start(unit[0]), start(unit[1])
+	step := span / float64(frames-1)
+	var out []byte
+	for f := 0; f < frames; f++ {
+		out = append(out, render(rng, objs, size)...)
+		mover.x += unit[0] * step
+		mover.y += unit[1] * step
+	}
+	return out
 }
 
 // mask is the per-pixel class of a scene: 0 for background, 1 + the shape

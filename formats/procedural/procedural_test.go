@@ -2,6 +2,7 @@ package procedural
 
 import (
 	"bytes"
+	"math"
 	"testing"
 )
 
@@ -22,12 +23,16 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 			if bytes.Equal(a.Pixels, other.Pixels) {
 				t.Fatal("another stream rendered the same pixels")
 			}
-			if len(a.Pixels) != 50*3*24*24 {
+			frames := 1
+			if task == "video" {
+				frames = 4
+			}
+			if len(a.Pixels) != frames*50*3*24*24 {
 				t.Fatalf("%d bytes", len(a.Pixels))
 			}
 			switch a.Task {
-			case "classification":
-				if len(a.Labels) != 50 || len(a.Classes) != 12 {
+			case "classification", "video":
+				if want := map[string]int{"shape": 12, "video": 4}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
 					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
 				}
 			case "segmentation":
@@ -90,9 +95,50 @@ func TestTargetsMatchPixels(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, c := range []Config{{Task: "video", N: 1, Size: 16}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
+	for _, c := range []Config{{Task: "relational", N: 1, Size: 16}, {Task: "video", N: 1, Size: 16, Frames: 1}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
 		if _, err := Generate(c); err == nil {
 			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// TestVideoMovesInItsDirection: the bright mass of a clip's first and last
+// frames moves the labelled way.
+func TestVideoMovesInItsDirection(t *testing.T) {
+	s, err := Generate(Config{Task: "video", N: 40, Size: 32, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plane, frame := 32*32, 3*32*32
+	centre := func(img []byte) (float64, float64) {
+		var sx, sy, n float64
+		for p := 0; p < plane; p++ {
+			if int(img[p])+int(img[plane+p])+int(img[2*plane+p]) > 200 {
+				sx += float64(p % 32)
+				sy += float64(p / 32)
+				n++
+			}
+		}
+		return sx / n, sy / n
+	}
+	for i, lab := range s.Labels {
+		c := s.Pixels[i*4*frame : (i+1)*4*frame]
+		x0, y0 := centre(c[:frame])
+		x1, y1 := centre(c[3*frame:])
+		dx, dy := x1-x0, y1-y0
+		var got string
+		switch {
+		case math.Abs(dx) > math.Abs(dy) && dx < 0:
+			got = "left"
+		case math.Abs(dx) > math.Abs(dy):
+			got = "right"
+		case dy < 0:
+			got = "up"
+		default:
+			got = "down"
+		}
+		if got != Directions[lab] {
+			t.Errorf("clip %d: labelled %s, its bright mass moves %s (%.1f, %.1f)", i, Directions[lab], got, dx, dy)
 		}
 	}
 }

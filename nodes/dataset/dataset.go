@@ -41,6 +41,7 @@ var spec = hcldec.ObjectSpec{
 		"test":        &hcldec.AttrSpec{Name: "test", Type: cty.Number, Required: true},
 		"size":        &hcldec.AttrSpec{Name: "size", Type: cty.Number},
 		"max_objects": &hcldec.AttrSpec{Name: "max_objects", Type: cty.Number},
+		"frames":      &hcldec.AttrSpec{Name: "frames", Type: cty.Number},
 		"seed":        &hcldec.AttrSpec{Name: "seed", Type: cty.Number},
 	}},
 	"source": &hcldec.BlockListSpec{TypeName: "source", Nested: hcldec.ObjectSpec{
@@ -96,6 +97,7 @@ type generatorConfig struct {
 	Test       int     `cty:"test"`
 	Size       *int    `cty:"size"`
 	MaxObjects *int    `cty:"max_objects"`
+	Frames     *int    `cty:"frames"`
 	Seed       *uint64 `cty:"seed"`
 }
 

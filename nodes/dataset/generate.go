@@ -41,6 +41,9 @@ func (n *Node) generatorConfig(stream uint64, count int) procedural.Config {
 	if g.MaxObjects != nil {
 		c.MaxObjects = *g.MaxObjects
 	}
+	if g.Frames != nil {
+		c.Frames = *g.Frames
+	}
 	if g.Seed != nil {
 		c.Seed = *g.Seed
 	}
@@ -56,7 +59,7 @@ func (n *Node) generate() (train, test *examples, err error) {
 		}
 		e := &examples{dtype: safetensors.U8, shape: s.Shape, u8: s.Pixels, classes: s.Classes}
 		switch s.Task {
-		case "classification":
+		case "classification", "video":
 			e.y = s.Labels
 		case "segmentation":
 			e.y, e.yShape = s.Labels, s.Shape[1:]

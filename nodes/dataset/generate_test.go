@@ -17,6 +17,7 @@ func TestGeneratedDatasets(t *testing.T) {
 		{"count", "regression", []int{90, 1}},
 		{"colours", "multilabel", []int{90, 4}},
 		{"segment", "segmentation", []int{90, 16, 16}},
+		{"video", "video", []int{90}},
 	} {
 		t.Run(c.task, func(t *testing.T) {
 			n, diags := decode(t, t.TempDir(), `
@@ -51,7 +52,11 @@ val_fraction = 0.1
 			if fmt.Sprint(s.Y.Shape) != fmt.Sprint(c.yShape) {
 				t.Fatalf("y shape %v, want %v", s.Y.Shape, c.yShape)
 			}
-			if fmt.Sprint(s.X.Shape) != "[90 3 16 16]" {
+			want := "[90 3 16 16]"
+			if c.task == "video" {
+				want = "[90 4 3 16 16]"
+			}
+			if fmt.Sprint(s.X.Shape) != want {
 				t.Fatalf("x shape %v", s.X.Shape)
 			}
 		})
@@ -61,7 +66,7 @@ val_fraction = 0.1
 func TestGeneratorErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		`format = "generated"`: "needs a generator block",
-		"format = \"generated\"\ngenerator {\n  task = \"video\"\n  train = 1\n  test = 1\n}":                        "not one of",
+		"format = \"generated\"\ngenerator {\n  task = \"fewshot\"\n  train = 1\n  test = 1\n}":                        "not one of",
 		"format = \"idx\"\ntrain = [\"a\"]":                                                                          "at least one source",
 		"format = \"generated\"\ntask = \"regression\"\ngenerator {\n  task = \"count\"\n  train = 1\n  test = 1\n}": "remove task",
 	} {

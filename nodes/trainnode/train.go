@@ -114,6 +114,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		n.enc.Heads, n.enc.MLPRatio = int(f(get("encoder", "heads"))), int(f(get("encoder", "mlp_ratio")))
 	}
 	n.weights = str(get("encoder", "weights"))
+	n.enc.Head = train.HeadSpec{Layers: int(f(get("adapter", "temporal_layers"))), Dim: int(f(get("adapter", "temporal_dim"))),
+		Heads: int(f(get("adapter", "temporal_heads")))}
 	n.encName = str(get("encoder", "name"))
 	n.task = train.Task(str(get("adapter", "task")))
 	if n.task == "" {
@@ -187,8 +189,10 @@ func datasetTask(meta *examplestore.Meta) (train.Task, error) {
 		return train.Regression, nil
 	case "segmentation":
 		return train.Segmentation, nil
+	case "video":
+		return train.Video, nil
 	}
-	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression and segmentation", meta.Task)
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation and video", meta.Task)
 }
 
 func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
@@ -201,7 +205,7 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	if task == train.Segmentation && len(meta.Shape) != 3 {
 		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
 	}
-	if task == train.Classification || task == train.Segmentation {
+	if task == train.Classification || task == train.Segmentation || task == train.Video {
 		if d.Y = s.Y.Int64s(); d.Y == nil {
 			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
 		}
@@ -233,7 +237,7 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	n := d.Len()
 	want := n * outputs
 	switch task {
-	case train.Classification:
+	case train.Classification, train.Video:
 		want = n
 	case train.Segmentation:
 		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
