@@ -26,18 +26,22 @@ const (
 )
 
 // Tasks lists the tasks Train handles.
-var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation, Video}
+var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation, Video, Relational}
 
 // Video: the encoder on every frame of a clip [T, C, H, W], a temporal
 // transformer over the frames' features (the paper's video adapter), mean
 // pooling over time and a linear classifier; Data.Y holds a class per clip.
 const Video Task = "video"
 
-// HeadSpec sizes the video head's temporal transformer.
+// HeadSpec sizes the transformer of the video and relational heads.
 type HeadSpec struct {
 	Layers int `json:"layers,omitempty"` // default 4, as the paper
 	Dim    int `json:"dim,omitempty"`    // default 64
 	Heads  int `json:"heads,omitempty"`  // default 4
+	// QLen and Vocab size the relational head's question input; Train
+	// sets them from the data.
+	QLen  int `json:"-"`
+	Vocab int `json:"-"`
 }
 
 func (h HeadSpec) withDefaults() HeadSpec {
@@ -70,14 +74,7 @@ func (b *builder) videoHead(enc EncoderSpec, x *G.Node, shape []int, classes int
 	cur := b.linear(feat, "head.proj", f, h.Dim, true)
 	pos := b.tensorOf("head.pos_embed", []int{1, frames, h.Dim}, false, b.truncNormal(0.02))
 	cur = b.must(G.BroadcastAdd(b.must(G.Reshape(cur, tensor.Shape{batch, frames, h.Dim})), pos, nil, []byte{0}))
-	cur = b.must(G.Reshape(cur, tensor.Shape{batch * frames, h.Dim}))
-	for i := 0; i < h.Layers; i++ {
-		p := fmt.Sprintf("head.blocks.%d", i)
-		cur = b.must(G.Add(cur, b.attention(b.layerNorm(cur, p+".norm1", h.Dim), p+".attn", batch, frames, h.Dim, h.Heads)))
-		m := b.gelu(b.linear(b.layerNorm(cur, p+".norm2", h.Dim), p+".mlp.fc1", h.Dim, 2*h.Dim, true))
-		cur = b.must(G.Add(cur, b.linear(m, p+".mlp.fc2", 2*h.Dim, h.Dim, true)))
-	}
-	cur = b.layerNorm(cur, "head.norm", h.Dim)
+	cur = b.headTransformer(b.must(G.Reshape(cur, tensor.Shape{batch * frames, h.Dim})), batch, frames, h)
 	pooled := b.must(G.HadamardProd(b.sum(b.must(G.Reshape(cur, tensor.Shape{batch, frames, h.Dim})), 1), b.scalar(float32(1)/float32(frames))))
 	return b.linear(pooled, "head.fc", h.Dim, classes, true)
 }
@@ -94,7 +91,7 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 		l = b.must(G.Add(l, b.must(G.Log1p(b.must(G.Exp(b.must(G.Neg(b.must(G.Abs(z))))))))))
 		loss = b.must(G.HadamardProd(b.must(G.Sum(l)), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
 		return b.must(G.Sigmoid(z)), loss
-	case Segmentation, Video:
+	case Segmentation, Video, Relational:
 		return crossEntropyOn(b, z, y, z.Shape()[0])
 	case Regression:
 		d := b.must(G.Sub(z, y))
@@ -109,7 +106,7 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 // standardised values) into dst.
 func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
 	switch d.task() {
-	case Classification, Video:
+	case Classification, Video, Relational:
 		clear(dst)
 		dst[d.Y[k]] = 1
 	case Segmentation:
@@ -496,4 +493,68 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]floa
 		out["miou"], out["mean_acc"], out["dice"] = 100*iou/float64(present), 100*acc/float64(present), 100*dice/float64(present)
 	}
 	return out
+}
+
+// headTransformer runs the head's pre-norm transformer blocks
+// ("head.blocks.<i>.*", named as the ViT's, MLP ratio 2) and final norm
+// ("head.norm") over x [batch*tokens, h.Dim].
+func (b *builder) headTransformer(x *G.Node, batch, tokens int, h HeadSpec) *G.Node {
+	cur := x
+	for i := 0; i < h.Layers; i++ {
+		p := fmt.Sprintf("head.blocks.%d", i)
+		cur = b.must(G.Add(cur, b.attention(b.layerNorm(cur, p+".norm1", h.Dim), p+".attn", batch, tokens, h.Dim, h.Heads)))
+		m := b.gelu(b.linear(b.layerNorm(cur, p+".norm2", h.Dim), p+".mlp.fc1", h.Dim, 2*h.Dim, true))
+		cur = b.must(G.Add(cur, b.linear(m, p+".mlp.fc2", 2*h.Dim, h.Dim, true)))
+	}
+	return b.layerNorm(cur, "head.norm", h.Dim)
+}
+
+// Relational: image and question (CLEVR style): the image's pooled
+// features become one token ("head.img"), the question's tokens are
+// embedded ("head.embed.weight" [V, D]), and a small transformer over
+// [image, question...] with a learned position embedding
+// ("head.pos_embed") answers from the image token ("head.fc"). Data.Q
+// holds the token ids, Data.Y the answer class.
+const Relational Task = "relational"
+
+// relationalHead returns answer logits [B, K] for images x and one-hot
+// question tokens q [B*L, V].
+func (b *builder) relationalHead(enc EncoderSpec, x, q *G.Node, shape []int, classes int) *G.Node {
+	h := enc.Head.withDefaults()
+	qLen, vocab := h.QLen, h.Vocab
+	if h.Dim%h.Heads != 0 {
+		b.fail("relational head: dim %d is not a multiple of heads %d", h.Dim, h.Heads)
+	}
+	batch, tokens := x.Shape()[0], qLen+1
+	feat, f := enc.forward(b, x, shape)
+	img := b.must(G.Reshape(b.linear(feat, "head.img", f, h.Dim, true), tensor.Shape{batch, 1, h.Dim}))
+	emb := b.tensorOf("head.embed.weight", []int{vocab, h.Dim}, false, b.truncNormal(0.02))
+	words := b.must(G.Reshape(b.must(G.Mul(q, emb)), tensor.Shape{batch, qLen, h.Dim}))
+	seq := b.must(G.Concat(1, img, words))
+	pos := b.tensorOf("head.pos_embed", []int{1, tokens, h.Dim}, false, b.truncNormal(0.02))
+	seq = b.must(G.BroadcastAdd(seq, pos, nil, []byte{0}))
+	cur := b.headTransformer(b.must(G.Reshape(seq, tensor.Shape{batch * tokens, h.Dim})), batch, tokens, h)
+	return b.linear(b.gatherRows(cur, batch, tokens, 0, 1), "head.fc", h.Dim, classes, true)
+}
+
+// questionRows writes example k's question as one-hot rows into dst
+// [QLen * Vocab].
+func (d *Data) questionRows(dst []float32, k int) {
+	clear(dst)
+	for j, tok := range d.Q[k*d.QLen : (k+1)*d.QLen] {
+		dst[j*d.Vocab+int(tok)] = 1
+	}
+}
+
+// fillQuestions writes the one-hot questions of examples ks into qb.
+func (d *Data) fillQuestions(qb *tensor.Dense, ks []int) {
+	if qb == nil {
+		return
+	}
+	qs := qb.Data().([]float32)
+	clear(qs)
+	w := d.QLen * d.Vocab
+	for i, k := range ks {
+		d.questionRows(qs[i*w:(i+1)*w], k)
+	}
 }

@@ -39,8 +39,10 @@ type builder struct {
 	// bn lists batch-norm layers in training mode, whose running
 	// statistics the training loop updates from the batch statistics.
 	bn []bnStats
-	// out holds the input, logits and targets nodes.
+	// out holds the input, logits and targets nodes; q the question input
+	// of a relational model.
 	out [3]*G.Node
+	q   *G.Node
 }
 
 // bnStats links a training-mode batch norm's batch statistics to its

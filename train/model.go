@@ -13,6 +13,7 @@ import (
 type model struct {
 	g      *G.ExprGraph
 	x      *G.Node // input
+	q      *G.Node // one-hot question tokens (relational), else nil
 	y      *G.Node // one-hot targets
 	logits *G.Node
 	// logitsVal receives the logits when the graph runs (ops after
@@ -71,6 +72,13 @@ func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch in
 		logits = b.segmentationHead(enc, x, shape, classes)
 	case Video:
 		logits = b.videoHead(enc, x, shape, classes)
+	case Relational:
+		h := enc.Head
+		if h.QLen <= 0 || h.Vocab <= 0 {
+			b.fail("relational data needs questions (q tokens and a vocabulary)")
+		}
+		b.q = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch*h.QLen, h.Vocab), G.WithName("q"))
+		logits = b.relationalHead(enc, x, b.q, shape, classes)
 	default:
 		feat, f := enc.forward(b, x, shape)
 		logits = b.linear(feat, "head", f, classes, true)
@@ -90,7 +98,7 @@ func build(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch 
 	if err := b.run(enc, task, shape, classes, batch); err != nil {
 		return nil, err
 	}
-	m := &model{g: b.g, x: b.out[0], logits: b.out[1], bn: b.bn, buffers: map[string][]float32{}}
+	m := &model{g: b.g, x: b.out[0], q: b.q, logits: b.out[1], bn: b.bn, buffers: map[string][]float32{}}
 	for _, p := range b.params {
 		if p.buffer {
 			data := p.init
@@ -187,4 +195,26 @@ func (m *model) updateRunningStats() error {
 		}
 	}
 	return nil
+}
+
+// newQuestions allocates the question input of a relational model, nil
+// for other tasks.
+func newQuestions(m *model) *tensor.Dense {
+	if m.q == nil {
+		return nil
+	}
+	return tensor.New(tensor.WithShape(m.q.Shape()...), tensor.Of(tensor.Float32))
+}
+
+// setInputs binds the batch tensors to the model's input nodes.
+func (m *model) setInputs(xb, qb, yb *tensor.Dense) error {
+	if err := G.Let(m.x, xb); err != nil {
+		return err
+	}
+	if m.q != nil {
+		if err := G.Let(m.q, qb); err != nil {
+			return err
+		}
+	}
+	return G.Let(m.y, yb)
 }

@@ -31,6 +31,11 @@ type Data struct {
 	// tasks, N * outputs.
 	Y []int64
 	T []float32
+	// Q holds QLen token ids per example from a vocabulary of Vocab
+	// (relational questions).
+	Q     []int64
+	QLen  int
+	Vocab int
 }
 
 func (d *Data) task() Task {
@@ -108,6 +113,7 @@ type float32s = []float32
 func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
 	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
+	enc.Head.QLen, enc.Head.Vocab = trainD.QLen, trainD.Vocab
 	params, err := newParams(enc, trainD.task(), trainD.Shape, classes, rec.Seed)
 	if err != nil {
 		return nil, err
@@ -142,7 +148,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		size *= d
 	}
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
-	yb := newTargets(m)
+	yb, qb := newTargets(m), newQuestions(m)
 	lr := rec.LR
 	best, bad := math.Inf(1), 0
 	var kept []Checkpoint
@@ -154,9 +160,11 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			return nil, err
 		}
 		stepStart := time.Now()
-		fillBatch(xb, yb, trainD, rng, b, size, classes, std)
-		G.Let(m.x, xb)
-		G.Let(m.y, yb)
+		ks := fillBatch(xb, yb, trainD, rng, b, size, classes, std)
+		trainD.fillQuestions(qb, ks)
+		if err := m.setInputs(xb, qb, yb); err != nil {
+			return nil, err
+		}
 		if err := vm.RunAll(); err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", it, err)
 		}
@@ -223,15 +231,19 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	return res, nil
 }
 
-func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs int, std *standardizer) {
+// fillBatch samples b examples into xb and yb and returns their indices.
+func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs int, std *standardizer) []int {
 	xs := xb.Data().([]float32)
 	ys := yb.Data().([]float32)
 	n, w := d.Len(), d.rowWidth(outputs)
-	for i := 0; i < b; i++ {
+	ks := make([]int, b)
+	for i := range ks {
 		k := rng.IntN(n)
+		ks[i] = k
 		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
 		d.targetRow(ys[i*w:(i+1)*w], k, std)
 	}
+	return ks
 }
 
 func keepTopK(kept []Checkpoint, c Checkpoint, k int) []Checkpoint {
@@ -282,14 +294,21 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 		}
 		vm := G.NewTapeMachine(m.g)
 		xb := tensor.New(tensor.WithShape(append([]int{b}, d.Shape...)...), tensor.Of(tensor.Float32))
-		yb := newTargets(m)
+		yb, qb := newTargets(m), newQuestions(m)
 		for off := 0; off < n; off += b {
 			xs := xb.Data().([]float32)
 			clear(xs)
 			cnt := min(b, n-off)
 			copy(xs, d.X[off*size:(off+cnt)*size])
-			G.Let(m.x, xb)
-			G.Let(m.y, yb)
+			ks := make([]int, cnt)
+			for i := range ks {
+				ks[i] = off + i
+			}
+			d.fillQuestions(qb, ks)
+			if err := m.setInputs(xb, qb, yb); err != nil {
+				vm.Close()
+				return nil, nil, err
+			}
 			if err := vm.RunAll(); err != nil {
 				vm.Close()
 				return nil, nil, err

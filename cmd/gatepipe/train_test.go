@@ -89,7 +89,8 @@ locals {
     count   = "regression"
     colours = "multilabel"
     segment = "segmentation"
-    video   = "video"
+    video      = "video"
+    relational = "relational"
   }
 }
 dataset "gen" {
@@ -112,9 +113,9 @@ encoder "cnn" {
 adapter "head" {
   for_each        = local.tasks
   task            = each.value
-  temporal_layers = 1
-  temporal_dim    = 8
-  temporal_heads  = 2
+  layers   = 1
+  dim      = 8
+  heads    = 2
 }
 recipe "quick" {
   batch_size     = 8
@@ -145,7 +146,7 @@ output "table" {
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |"} {
+	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |", "| relational | Acc@1 |"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
 		}

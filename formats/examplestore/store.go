@@ -27,7 +27,9 @@ type Meta struct {
 	Classes    []string `json:"classes,omitempty"`
 	NumClasses int      `json:"num_classes"`
 	// Shape is the shape of one example, e.g. [1, 28, 28] or [F].
-	Shape    []int    `json:"shape"`
+	Shape []int `json:"shape"`
+	// Vocab names the token ids of q (relational questions).
+	Vocab    []string `json:"vocab,omitempty"`
 	Features []string `json:"features,omitempty"`
 	DType    string   `json:"dtype"`
 	// Normalize: value = (raw*Scale - Mean[c]) / Std[c] per channel (or
@@ -57,6 +59,9 @@ type Split struct {
 	X     safetensors.Tensor
 	Y     safetensors.Tensor
 	Index []int64
+	// Q holds token ids [N, L] for tasks with text (questions of the
+	// relational task); its Data is nil otherwise. Meta.Vocab names them.
+	Q safetensors.Tensor
 }
 
 // Len returns the number of examples.
@@ -71,6 +76,11 @@ func Write(dir string, meta *Meta, splits map[string]*Split) error {
 		x, y := s.X, s.Y
 		x.Name, y.Name = "x", "y"
 		tensors := []safetensors.Tensor{x, y, safetensors.I64Tensor("index", []int{len(s.Index)}, s.Index)}
+		if s.Q.Data != nil {
+			q := s.Q
+			q.Name = "q"
+			tensors = append(tensors, q)
+		}
 		if err := safetensors.WriteFile(filepath.Join(dir, name+".safetensors"), tensors, map[string]string{"split": name}); err != nil {
 			return fmt.Errorf("writing split %s: %w", name, err)
 		}
@@ -109,6 +119,12 @@ func ReadSplit(dir, name string) (*Split, error) {
 	s := &Split{X: *x, Y: *y, Index: idx.Int64s()}
 	if len(x.Shape) == 0 || x.Shape[0] != s.Len() || len(y.Shape) == 0 || y.Shape[0] != s.Len() {
 		return nil, fmt.Errorf("%s: x, y and index disagree on the number of examples", p)
+	}
+	if q := f.Tensors["q"]; q != nil {
+		if q.DType != safetensors.I64 || len(q.Shape) != 2 || q.Shape[0] != s.Len() {
+			return nil, fmt.Errorf("%s: q must be I64 [N, L] with N = %d", p, s.Len())
+		}
+		s.Q = *q
 	}
 	return s, nil
 }

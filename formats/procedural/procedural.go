@@ -22,7 +22,7 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours", "segment", "video"}
+var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational"}
 
 // Directions are the video task's classes.
 var Directions = []string{"left", "right", "up", "down"}
@@ -49,7 +49,8 @@ type Set struct {
 	Pixels []byte
 	Shape  []int // one example: [3, Size, Size], or [Frames, 3, Size, Size]
 	// Task kind for the example store: "classification", "regression",
-	// "multilabel", "segmentation" or "video" (a class per clip).
+	// "multilabel", "segmentation", "video" (a class per clip) or
+	// "relational" (an answer class per image and question).
 	Task string
 	// Labels (classification: one per example; segmentation: one per
 	// pixel, N * Size * Size) or Targets (N * Width values).
@@ -57,6 +58,9 @@ type Set struct {
 	Targets []float32
 	Width   int
 	Classes []string
+	// Questions holds QuestionLength tokens per example (relational;
+	// Vocab names them).
+	Questions []int64
 }
 
 // Check validates c.
@@ -112,6 +116,8 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Width, s.Classes = "multilabel", len(Colours), append([]string(nil), Colours...)
 	case "segment":
 		s.Task, s.Classes = "segmentation", append([]string{"background"}, Shapes...)
+	case "relational":
+		s.Task, s.Classes = "relational", append([]string(nil), Answers...)
 	case "video":
 		s.Task, s.Classes = "video", append([]string(nil), Directions...)
 		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
@@ -137,6 +143,11 @@ func Generate(c Config) (*Set, error) {
 		case "segment":
 			objs = place(rng, 1+rng.IntN(4), c.Size)
 			s.Labels = append(s.Labels, mask(objs, c.Size)...)
+		case "relational":
+			objs = place(rng, 2+rng.IntN(4), c.Size)
+			q, a := question(rng, objs)
+			s.Questions = append(s.Questions, q...)
+			s.Labels = append(s.Labels, a)
 		case "video":
 			dir := rng.IntN(len(Directions))
 			s.Labels = append(s.Labels, int64(dir))

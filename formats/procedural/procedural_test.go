@@ -2,7 +2,9 @@ package procedural
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -31,8 +33,8 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 				t.Fatalf("%d bytes", len(a.Pixels))
 			}
 			switch a.Task {
-			case "classification", "video":
-				if want := map[string]int{"shape": 12, "video": 4}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
+			case "classification", "video", "relational":
+				if want := map[string]int{"shape": 12, "video": 4, "relational": 15}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
 					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
 				}
 			case "segmentation":
@@ -95,7 +97,7 @@ func TestTargetsMatchPixels(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, c := range []Config{{Task: "relational", N: 1, Size: 16}, {Task: "video", N: 1, Size: 16, Frames: 1}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
+	for _, c := range []Config{{Task: "fewshot", N: 1, Size: 16}, {Task: "video", N: 1, Size: 16, Frames: 1}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
 		if _, err := Generate(c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
@@ -140,5 +142,56 @@ func TestVideoMovesInItsDirection(t *testing.T) {
 		if got != Directions[lab] {
 			t.Errorf("clip %d: labelled %s, its bright mass moves %s (%.1f, %.1f)", i, Directions[lab], got, dx, dy)
 		}
+	}
+}
+
+// TestQuestionsAreAnsweredByTheScene re-derives each answer from the
+// scene's objects.
+func TestQuestionsAreAnsweredByTheScene(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	families := map[string]bool{}
+	for i := 0; i < 300; i++ {
+		objs := place(rng, 2+rng.IntN(4), 32)
+		q, a := question(rng, objs)
+		words := []string{}
+		for _, tok := range q {
+			if tok > 0 {
+				words = append(words, Vocab[tok])
+			}
+		}
+		families[words[0]+" "+words[1]] = true
+		var want string
+		switch words[0] {
+		case "how":
+			n := 0
+			for _, o := range objs {
+				if Colours[o.colour] == words[2] {
+					n++
+				}
+			}
+			want = fmt.Sprint(n)
+		case "is":
+			want = "no"
+			for _, o := range objs {
+				if Shapes[o.shape] == words[3] {
+					want = "yes"
+				}
+			}
+		case "what":
+			for _, o := range objs {
+				if words[1] == "colour" && Shapes[o.shape] == words[4] {
+					want = Colours[o.colour]
+				}
+				if words[1] == "shape" && Colours[o.colour] == words[4] {
+					want = Shapes[o.shape]
+				}
+			}
+		}
+		if Answers[a] != want {
+			t.Fatalf("%v about %+v: answer %s, want %s", words, objs, Answers[a], want)
+		}
+	}
+	if len(families) != 4 {
+		t.Errorf("question families asked: %v", families)
 	}
 }

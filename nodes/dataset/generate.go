@@ -61,6 +61,8 @@ func (n *Node) generate() (train, test *examples, err error) {
 		switch s.Task {
 		case "classification", "video":
 			e.y = s.Labels
+		case "relational":
+			e.y, e.q, e.qLen, e.vocab = s.Labels, s.Questions, procedural.QuestionLength, procedural.Vocab
 		case "segmentation":
 			e.y, e.yShape = s.Labels, s.Shape[1:]
 		default:

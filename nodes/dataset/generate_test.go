@@ -18,6 +18,7 @@ func TestGeneratedDatasets(t *testing.T) {
 		{"colours", "multilabel", []int{90, 4}},
 		{"segment", "segmentation", []int{90, 16, 16}},
 		{"video", "video", []int{90}},
+		{"relational", "relational", []int{90}},
 	} {
 		t.Run(c.task, func(t *testing.T) {
 			n, diags := decode(t, t.TempDir(), `
@@ -55,6 +56,9 @@ val_fraction = 0.1
 			want := "[90 3 16 16]"
 			if c.task == "video" {
 				want = "[90 4 3 16 16]"
+			}
+			if c.task == "relational" && (fmt.Sprint(s.Q.Shape) != "[90 6]" || len(meta.Vocab) == 0) {
+				t.Fatalf("questions %v, vocabulary %v", s.Q.Shape, meta.Vocab)
 			}
 			if fmt.Sprint(s.X.Shape) != want {
 				t.Fatalf("x shape %v", s.X.Shape)

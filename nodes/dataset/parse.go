@@ -29,6 +29,10 @@ type examples struct {
 	targets  int       // yf values per example (0 means 1, a [N] tensor)
 	classes  []string
 	features []string
+	// q holds qLen question tokens per example (relational); vocab names them.
+	q     []int64
+	qLen  int
+	vocab []string
 }
 
 func (e *examples) exampleSize() int {
@@ -93,6 +97,13 @@ func (e *examples) subset(idx []int) *examplestore.Split {
 	}
 	for k, i := range idx {
 		s.Index[k] = int64(i)
+	}
+	if e.q != nil {
+		qs := make([]int64, 0, len(idx)*e.qLen)
+		for _, i := range idx {
+			qs = append(qs, e.q[i*e.qLen:(i+1)*e.qLen]...)
+		}
+		s.Q = safetensors.I64Tensor("q", []int{len(idx), e.qLen}, qs)
 	}
 	return s
 }

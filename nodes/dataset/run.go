@@ -108,7 +108,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	splits := n.split(train, test)
 	meta := &examplestore.Meta{
 		Format: n.cfg.Format, Task: n.task, Classes: train.classes, NumClasses: len(train.classes),
-		Shape: train.shape, Features: train.features, DType: string(train.dtype),
+		Shape: train.shape, Features: train.features, DType: string(train.dtype), Vocab: train.vocab,
 		Normalize: n.normalization(train, splits["train"]), SplitSeed: n.splitSeed, Sources: metaSources,
 	}
 	if err := examplestore.Write(env.OutDir, meta, splits); err != nil {

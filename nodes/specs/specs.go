@@ -154,17 +154,18 @@ func Encoder() nodes.Kind {
 func Adapter() nodes.Kind {
 	return kind{name: "adapter", attrs: map[string]attr{
 		"task": {ty: cty.String, def: cty.StringVal("classification")},
-		// The video head's temporal transformer (the paper's: 4 layers).
-		"temporal_layers": {ty: cty.Number, def: num(4)},
-		"temporal_dim":    {ty: cty.Number, def: num(64)},
-		"temporal_heads":  {ty: cty.Number, def: num(4)},
+		// The transformer of the video head (temporal; the paper's has 4
+		// layers) and of the relational head.
+		"layers": {ty: cty.Number, def: num(4)},
+		"dim":    {ty: cty.Number, def: num(64)},
+		"heads":  {ty: cty.Number, def: num(4)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video")
-		diags = append(diags, positive(decl, v, "temporal_layers", "temporal_dim", "temporal_heads")...)
-		d, _ := v["temporal_dim"].AsBigFloat().Int64()
-		h, _ := v["temporal_heads"].AsBigFloat().Int64()
+		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "relational")
+		diags = append(diags, positive(decl, v, "layers", "dim", "heads")...)
+		d, _ := v["dim"].AsBigFloat().Int64()
+		h, _ := v["heads"].AsBigFloat().Int64()
 		if h > 0 && d%h != 0 {
-			diags = append(diags, decl.Errorf("temporal_heads", "Invalid value", "temporal_dim (%d) must be a multiple of temporal_heads (%d).", d, h))
+			diags = append(diags, decl.Errorf("heads", "Invalid value", "dim (%d) must be a multiple of heads (%d).", d, h))
 		}
 		return diags
 	}}

@@ -114,8 +114,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		n.enc.Heads, n.enc.MLPRatio = int(f(get("encoder", "heads"))), int(f(get("encoder", "mlp_ratio")))
 	}
 	n.weights = str(get("encoder", "weights"))
-	n.enc.Head = train.HeadSpec{Layers: int(f(get("adapter", "temporal_layers"))), Dim: int(f(get("adapter", "temporal_dim"))),
-		Heads: int(f(get("adapter", "temporal_heads")))}
+	n.enc.Head = train.HeadSpec{Layers: int(f(get("adapter", "layers"))), Dim: int(f(get("adapter", "dim"))),
+		Heads: int(f(get("adapter", "heads")))}
 	n.encName = str(get("encoder", "name"))
 	n.task = train.Task(str(get("adapter", "task")))
 	if n.task == "" {
@@ -191,8 +191,10 @@ func datasetTask(meta *examplestore.Meta) (train.Task, error) {
 		return train.Segmentation, nil
 	case "video":
 		return train.Video, nil
+	case "relational":
+		return train.Relational, nil
 	}
-	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation and video", meta.Task)
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation, video and relational", meta.Task)
 }
 
 func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
@@ -205,7 +207,18 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	if task == train.Segmentation && len(meta.Shape) != 3 {
 		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
 	}
-	if task == train.Classification || task == train.Segmentation || task == train.Video {
+	if task == train.Relational {
+		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
+			return nil, 0, fmt.Errorf("split %s: a relational dataset needs question tokens (q) and a vocabulary", split)
+		}
+		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
+		for _, tok := range d.Q {
+			if tok < 0 || int(tok) >= d.Vocab {
+				return nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
+			}
+		}
+	}
+	if task == train.Classification || task == train.Segmentation || task == train.Video || task == train.Relational {
 		if d.Y = s.Y.Int64s(); d.Y == nil {
 			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
 		}
@@ -237,7 +250,7 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	n := d.Len()
 	want := n * outputs
 	switch task {
-	case train.Classification, train.Video:
+	case train.Classification, train.Video, train.Relational:
 		want = n
 	case train.Segmentation:
 		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
