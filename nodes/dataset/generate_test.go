@@ -70,7 +70,7 @@ val_fraction = 0.1
 func TestGeneratorErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		`format = "generated"`: "needs a generator block",
-		"format = \"generated\"\ngenerator {\n  task = \"fewshot\"\n  train = 1\n  test = 1\n}":                        "not one of",
+		"format = \"generated\"\ngenerator {\n  task = \"fewshot\"\n  train = 1\n  test = 1\n}":                      "not one of",
 		"format = \"idx\"\ntrain = [\"a\"]":                                                                          "at least one source",
 		"format = \"generated\"\ntask = \"regression\"\ngenerator {\n  task = \"count\"\n  train = 1\n  test = 1\n}": "remove task",
 	} {
