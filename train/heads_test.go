@@ -266,3 +266,66 @@ func TestRelationalHeadGradients(t *testing.T) {
 		return b.relationalHead(enc, x, b.constant([]int{4, 3}, q), []int{1, 2, 2}, 3)
 	}}.check(t)
 }
+
+// pairs makes [1, 6, 6] images with one bright cell of a 3x3 grid and a
+// one-token caption naming the cell.
+func pairs(n int, seed uint64) *Data {
+	r := rand.New(rand.NewPCG(seed, 11))
+	d := &Data{Shape: []int{1, 6, 6}, Task: Retrieval, QLen: 2, Vocab: 10}
+	for i := 0; i < n; i++ {
+		cell := r.IntN(9)
+		for y := 0; y < 6; y++ {
+			for x := 0; x < 6; x++ {
+				v := float32(r.NormFloat64() * 0.2)
+				if (y/2)*3+x/2 == cell {
+					v += 1.5
+				}
+				d.X = append(d.X, v)
+			}
+		}
+		d.Q = append(d.Q, int64(1+cell), 0)
+		d.Y = append(d.Y, int64(i))
+	}
+	return d
+}
+
+func TestRetrievalLearns(t *testing.T) {
+	rec := Recipe{LR: 0.003, WeightDecay: 0.01, BatchSize: 16, Iterations: 300, ValidateEvery: 100, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}, Head: HeadSpec{Dim: 16}}
+	res, err := Train(context.Background(), enc, nil, 0, rec, pairs(300, 1), pairs(60, 2), pairs(120, 3), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nine distinct captions: chance Acc@1 is about 11%.
+	if res.Metrics["i2t_acc1"] < 90 || res.Metrics["t2i_acc1"] < 90 || res.Metrics["i2t_acc5"] < res.Metrics["i2t_acc1"] {
+		t.Errorf("%v", res.Metrics)
+	}
+}
+
+func TestRetrievalHeadGradients(t *testing.T) {
+	enc := EncoderSpec{Arch: "mlp", Hidden: []int{4}, Head: HeadSpec{Dim: 4, QLen: 2, Vocab: 3}}
+	q := []float32{1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1}
+	gradCase{shape: []int{3, 1, 2, 2}, seed: 13, layer: func(b *builder, x *G.Node) *G.Node {
+		z, _ := b.retrievalHead(enc, x, b.constant([]int{6, 3}, q), []int{1, 2, 2})
+		return b.retrievalLoss(z)
+	}}.check(t)
+}
+
+// TestRetrievalMetricsCountSharedCaptions: an image whose caption another
+// image shares is a hit on either.
+func TestRetrievalMetricsCountSharedCaptions(t *testing.T) {
+	d := &Data{Task: Retrieval, QLen: 1, Q: []int64{1, 1, 2}}
+	// Image and text halves: images 0 and 1 match texts 0 and 1 equally
+	// (both captioned 1), image 2 matches text 2.
+	emb := [][]float32{{1, 0, 1, 0}, {1, 0, 1, 0}, {0, 1, 0, 1}}
+	m := retrievalMetrics(d, emb)
+	if m["i2t_acc1"] != 100 || m["t2i_acc1"] != 100 {
+		t.Fatalf("%v", m)
+	}
+	// Image 2 now looks like the others: its best texts have caption 1.
+	emb[2] = []float32{1, 0, 0, 1}
+	m = retrievalMetrics(d, emb)
+	if math.Abs(m["i2t_acc1"]-200.0/3) > 1e-9 || m["i2t_acc5"] != 100 {
+		t.Fatalf("%v", m)
+	}
+}

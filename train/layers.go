@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -43,6 +44,8 @@ type builder struct {
 	// of a relational model.
 	out [3]*G.Node
 	q   *G.Node
+	// emb is a retrieval model's embeddings (its prediction).
+	emb *G.Node
 }
 
 // bnStats links a training-mode batch norm's batch statistics to its
@@ -78,7 +81,7 @@ func (b *builder) tensorOf(name string, shape []int, buffer bool, init func(n in
 		}
 		p = &param{name: name, shape: append([]int(nil), shape...), init: init(n), buffer: buffer}
 		b.declared[name] = p
-	} else if !sameShape(p.shape, shape) {
+	} else if !slices.Equal(p.shape, shape) {
 		b.fail("parameter %s has shape %v, the layer needs %v", name, p.shape, shape)
 	}
 	data := p.init
@@ -96,18 +99,6 @@ func (b *builder) tensorOf(name string, shape []int, buffer bool, init func(n in
 	}
 	b.params = append(b.params, q)
 	return q.node
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // uniform is PyTorch's default for linear and conv layers: U(±1/sqrt(fan_in)).

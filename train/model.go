@@ -79,6 +79,13 @@ func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch in
 		}
 		b.q = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch*h.QLen, h.Vocab), G.WithName("q"))
 		logits = b.relationalHead(enc, x, b.q, shape, classes)
+	case Retrieval:
+		h := enc.Head
+		if h.QLen <= 0 || h.Vocab <= 0 {
+			b.fail("retrieval data needs captions (q tokens and a vocabulary)")
+		}
+		b.q = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch*h.QLen, h.Vocab), G.WithName("q"))
+		logits, b.emb = b.retrievalHead(enc, x, b.q, shape)
 	default:
 		feat, f := enc.forward(b, x, shape)
 		logits = b.linear(feat, "head", f, classes, true)
@@ -136,6 +143,11 @@ func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, 
 			err = be.err
 		}
 	}()
+	if task == Retrieval {
+		// The targets are the in-batch diagonal, fixed in the graph; the
+		// prediction is the pair of embeddings.
+		return b.emb, b.retrievalLoss(logits), nil
+	}
 	y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(logits.Shape()...), G.WithName("y"))
 	b.out[2] = y
 	probs, loss = headLoss(b, task, logits, y, batch)
@@ -197,6 +209,15 @@ func (m *model) updateRunningStats() error {
 	return nil
 }
 
+// newTargets allocates a target tensor shaped as the model's y (nil when
+// the targets are fixed in the graph).
+func newTargets(m *model) *tensor.Dense {
+	if m.y == nil {
+		return nil
+	}
+	return tensor.New(tensor.WithShape(m.y.Shape()...), tensor.Of(tensor.Float32))
+}
+
 // newQuestions allocates the question input of a relational model, nil
 // for other tasks.
 func newQuestions(m *model) *tensor.Dense {
@@ -215,6 +236,9 @@ func (m *model) setInputs(xb, qb, yb *tensor.Dense) error {
 		if err := G.Let(m.q, qb); err != nil {
 			return err
 		}
+	}
+	if m.y == nil {
+		return nil
 	}
 	return G.Let(m.y, yb)
 }

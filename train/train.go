@@ -234,14 +234,19 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 // fillBatch samples b examples into xb and yb and returns their indices.
 func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs int, std *standardizer) []int {
 	xs := xb.Data().([]float32)
-	ys := yb.Data().([]float32)
+	var ys []float32
+	if yb != nil {
+		ys = yb.Data().([]float32)
+	}
 	n, w := d.Len(), d.rowWidth(outputs)
 	ks := make([]int, b)
 	for i := range ks {
 		k := rng.IntN(n)
 		ks[i] = k
 		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
-		d.targetRow(ys[i*w:(i+1)*w], k, std)
+		if ys != nil {
+			d.targetRow(ys[i*w:(i+1)*w], k, std)
+		}
 	}
 	return ks
 }
@@ -283,6 +288,9 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 		size *= s
 	}
 	width := d.rowWidth(outputs)
+	if task == Retrieval {
+		width = 2 * enc.Head.withDefaults().Dim // image and text embeddings
+	}
 	pred := make([][]float32, n)
 	for i := range pred {
 		pred[i] = make([]float32, width)

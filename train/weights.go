@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,8 +48,8 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 		case !ok && head:
 		case !ok:
 			missing = append(missing, p.name)
-		case !sameShape(t.Shape, p.shape) && head:
-		case !sameShape(t.Shape, p.shape):
+		case !slices.Equal(t.Shape, p.shape) && head:
+		case !slices.Equal(t.Shape, p.shape):
 			wrong = append(wrong, fmt.Sprintf("%s is %v, the encoder needs %v", p.name, t.Shape, p.shape))
 		case t.DType != safetensors.F32:
 			wrong = append(wrong, fmt.Sprintf("%s is %s, want F32", p.name, t.DType))

@@ -91,6 +91,7 @@ locals {
     segment = "segmentation"
     video      = "video"
     relational = "relational"
+    captions   = "retrieval"
   }
 }
 dataset "gen" {
@@ -146,7 +147,7 @@ output "table" {
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |", "| relational | Acc@1 |"} {
+	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |", "| relational | Acc@1 |", "| captions | Img2Txt Acc@1 |", "| captions | Txt2Img Loss ↓ |"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
 		}

@@ -22,7 +22,7 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational"}
+var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational", "captions"}
 
 // Directions are the video task's classes.
 var Directions = []string{"left", "right", "up", "down"}
@@ -49,8 +49,9 @@ type Set struct {
 	Pixels []byte
 	Shape  []int // one example: [3, Size, Size], or [Frames, 3, Size, Size]
 	// Task kind for the example store: "classification", "regression",
-	// "multilabel", "segmentation", "video" (a class per clip) or
-	// "relational" (an answer class per image and question).
+	// "multilabel", "segmentation", "video" (a class per clip),
+	// "relational" (an answer class per image and question) or "retrieval"
+	// (image-caption pairs; Labels are the example numbers).
 	Task string
 	// Labels (classification: one per example; segmentation: one per
 	// pixel, N * Size * Size) or Targets (N * Width values).
@@ -58,8 +59,8 @@ type Set struct {
 	Targets []float32
 	Width   int
 	Classes []string
-	// Questions holds QuestionLength tokens per example (relational;
-	// Vocab names them).
+	// Questions holds QuestionLength tokens per example (relational) or
+	// CaptionLength (captions); Vocab names them.
 	Questions []int64
 }
 
@@ -118,6 +119,8 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Classes = "segmentation", append([]string{"background"}, Shapes...)
 	case "relational":
 		s.Task, s.Classes = "relational", append([]string(nil), Answers...)
+	case "captions":
+		s.Task = "retrieval"
 	case "video":
 		s.Task, s.Classes = "video", append([]string(nil), Directions...)
 		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
@@ -148,6 +151,10 @@ func Generate(c Config) (*Set, error) {
 			q, a := question(rng, objs)
 			s.Questions = append(s.Questions, q...)
 			s.Labels = append(s.Labels, a)
+		case "captions":
+			objs = place(rng, 1+rng.IntN(3), c.Size)
+			s.Questions = append(s.Questions, caption(objs)...)
+			s.Labels = append(s.Labels, int64(i))
 		case "video":
 			dir := rng.IntN(len(Directions))
 			s.Labels = append(s.Labels, int64(dir))

@@ -53,6 +53,10 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 						}
 					}
 				}
+			case "retrieval":
+				if len(a.Questions) != 50*CaptionLength {
+					t.Fatalf("%d caption tokens", len(a.Questions))
+				}
 			default:
 				if len(a.Targets) != 50*a.Width {
 					t.Fatalf("%d targets of width %d", len(a.Targets), a.Width)
@@ -193,5 +197,20 @@ func TestQuestionsAreAnsweredByTheScene(t *testing.T) {
 	}
 	if len(families) != 4 {
 		t.Errorf("question families asked: %v", families)
+	}
+}
+
+func TestCaptionsNameTheObjects(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	objs := place(rng, 3, 32)
+	objs[0].colour, objs[0].shape = 2, 1 // blue circle
+	objs[1].colour, objs[1].shape = 0, 2 // red triangle
+	objs[2].colour, objs[2].shape = 2, 0 // blue square
+	var words []string
+	for _, tok := range caption(objs) {
+		words = append(words, Vocab[tok])
+	}
+	if got := fmt.Sprint(words); got != "[red triangle blue square blue circle]" {
+		t.Fatalf("caption %s", got)
 	}
 }

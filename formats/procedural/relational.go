@@ -75,3 +75,27 @@ func question(rng *rand.Rand, objs []object) ([]int64, int64) {
 		}
 	}
 }
+
+// CaptionLength is the number of tokens of every caption (padded): up to
+// three "colour shape" pairs.
+const CaptionLength = 6
+
+// caption describes a scene's objects as colour-shape pairs in a fixed
+// order (by colour, then shape), so equal scenes get equal captions.
+func caption(objs []object) []int64 {
+	pairs := make([][2]int, len(objs))
+	for i, o := range objs {
+		pairs[i] = [2]int{o.colour, o.shape}
+	}
+	slices.SortFunc(pairs, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return a[1] - b[1]
+	})
+	q := make([]int64, CaptionLength)
+	for i, p := range pairs {
+		q[2*i], q[2*i+1] = token(Colours[p[0]]), token(Shapes[p[1]])
+	}
+	return q
+}

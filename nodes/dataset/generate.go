@@ -63,6 +63,8 @@ func (n *Node) generate() (train, test *examples, err error) {
 			e.y = s.Labels
 		case "relational":
 			e.y, e.q, e.qLen, e.vocab = s.Labels, s.Questions, procedural.QuestionLength, procedural.Vocab
+		case "retrieval":
+			e.y, e.q, e.qLen, e.vocab = s.Labels, s.Questions, procedural.CaptionLength, procedural.Vocab
 		case "segmentation":
 			e.y, e.yShape = s.Labels, s.Shape[1:]
 		default:

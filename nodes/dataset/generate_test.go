@@ -19,6 +19,7 @@ func TestGeneratedDatasets(t *testing.T) {
 		{"segment", "segmentation", []int{90, 16, 16}},
 		{"video", "video", []int{90}},
 		{"relational", "relational", []int{90}},
+		{"captions", "retrieval", []int{90}},
 	} {
 		t.Run(c.task, func(t *testing.T) {
 			n, diags := decode(t, t.TempDir(), `
@@ -57,7 +58,7 @@ val_fraction = 0.1
 			if c.task == "video" {
 				want = "[90 4 3 16 16]"
 			}
-			if c.task == "relational" && (fmt.Sprint(s.Q.Shape) != "[90 6]" || len(meta.Vocab) == 0) {
+			if (c.task == "relational" || c.task == "captions") && (fmt.Sprint(s.Q.Shape) != "[90 6]" || len(meta.Vocab) == 0) {
 				t.Fatalf("questions %v, vocabulary %v", s.Q.Shape, meta.Vocab)
 			}
 			if fmt.Sprint(s.X.Shape) != want {

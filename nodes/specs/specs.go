@@ -160,7 +160,7 @@ func Adapter() nodes.Kind {
 		"dim":    {ty: cty.Number, def: num(64)},
 		"heads":  {ty: cty.Number, def: num(4)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "relational")
+		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "relational", "retrieval")
 		diags = append(diags, positive(decl, v, "layers", "dim", "heads")...)
 		d, _ := v["dim"].AsBigFloat().Int64()
 		h, _ := v["heads"].AsBigFloat().Int64()

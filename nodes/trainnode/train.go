@@ -193,8 +193,10 @@ func datasetTask(meta *examplestore.Meta) (train.Task, error) {
 		return train.Video, nil
 	case "relational":
 		return train.Relational, nil
+	case "retrieval":
+		return train.Retrieval, nil
 	}
-	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation, video and relational", meta.Task)
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation, video, relational and retrieval", meta.Task)
 }
 
 func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
@@ -207,9 +209,9 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	if task == train.Segmentation && len(meta.Shape) != 3 {
 		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
 	}
-	if task == train.Relational {
+	if task == train.Relational || task == train.Retrieval {
 		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
-			return nil, 0, fmt.Errorf("split %s: a relational dataset needs question tokens (q) and a vocabulary", split)
+			return nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
 		}
 		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
 		for _, tok := range d.Q {
@@ -218,7 +220,10 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 			}
 		}
 	}
-	if task == train.Classification || task == train.Segmentation || task == train.Video || task == train.Relational {
+	switch task {
+	case train.Retrieval:
+		// Image-caption pairs: the captions are the targets.
+	case train.Classification, train.Segmentation, train.Video, train.Relational:
 		if d.Y = s.Y.Int64s(); d.Y == nil {
 			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
 		}
@@ -227,7 +232,7 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 				return nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
 			}
 		}
-	} else {
+	default:
 		if d.T = s.Y.Float32s(); d.T == nil {
 			return nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
 		}
@@ -252,6 +257,8 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	switch task {
 	case train.Classification, train.Video, train.Relational:
 		want = n
+	case train.Retrieval:
+		want = 0 // pairs: the captions are the targets
 	case train.Segmentation:
 		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
 	}
