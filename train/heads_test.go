@@ -329,3 +329,55 @@ func TestRetrievalMetricsCountSharedCaptions(t *testing.T) {
 		t.Fatalf("%v", m)
 	}
 }
+
+// cells makes [1, 6, 6] images whose class is which cell of a 3x3 grid is
+// bright, drawing only from the given classes.
+func cells(n int, seed uint64, classes []int) *Data {
+	r := rand.New(rand.NewPCG(seed, 12))
+	d := &Data{Shape: []int{1, 6, 6}, Task: FewShot}
+	for i := 0; i < n; i++ {
+		cell := classes[r.IntN(len(classes))]
+		for y := 0; y < 6; y++ {
+			for x := 0; x < 6; x++ {
+				v := float32(r.NormFloat64() * 0.3)
+				if (y/2)*3+x/2 == cell {
+					v += 1.5
+				}
+				d.X = append(d.X, v)
+			}
+		}
+		d.Y = append(d.Y, int64(cell))
+	}
+	return d
+}
+
+// TestFewShotGeneralisesToHeldOutClasses: trained on episodes of six
+// classes, the prototypes separate three classes never seen in training.
+func TestFewShotGeneralisesToHeldOutClasses(t *testing.T) {
+	rec := Recipe{LR: 0.003, WeightDecay: 0.01, Iterations: 150, ValidateEvery: 50, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{8}, Hidden: []int{16}, Head: HeadSpec{Ways: 3, Shots: 3, Queries: 3}}
+	trainD := cells(300, 1, []int{0, 1, 2, 3, 4, 5})
+	val, test := cells(60, 2, []int{6, 7, 8}), cells(90, 3, []int{6, 7, 8})
+	res, err := Train(context.Background(), enc, nil, 9, rec, trainD, val, test, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chance is 33%.
+	if res.Metrics["acc1"] < 80 || res.Metrics["acc1_1shot"] == 0 || res.Metrics["acc1_3shot"] < res.Metrics["acc1_1shot"]-5 {
+		t.Errorf("%v", res.Metrics)
+	}
+	// Too few classes for the episode's ways is an error, not a panic.
+	enc.Head.Ways = 7
+	if _, err := Train(context.Background(), enc, nil, 9, rec, trainD, val, test, nil, nil); err == nil {
+		t.Error("7-way episodes from 6 classes: no error")
+	}
+}
+
+func TestPrototypeGradients(t *testing.T) {
+	gradCase{shape: []int{2 * (2 + 1), 3}, seed: 14, layer: func(b *builder, x *G.Node) *G.Node {
+		feat := b.linear(x, "enc", 3, 4, true)
+		z := b.prototypeLogits(feat, 4, 2, 2, 1)
+		_, loss := crossEntropyOn(b, z, b.constant([]int{2, 2}, []float32{1, 0, 0, 1}), 2)
+		return loss
+	}}.check(t)
+}

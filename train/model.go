@@ -42,7 +42,12 @@ func newParams(enc EncoderSpec, task Task, shape []int, classes int, seed uint64
 		return nil, err
 	}
 	b := &builder{declare: true, rng: rand.New(rand.NewPCG(seed, 0x5eed)), declared: map[string]*param{}}
-	if err := b.run(enc, task, shape, classes, 1); err != nil {
+	batch := 1
+	if task == FewShot {
+		ways, shots, queries := enc.Head.episodeShape()
+		batch = ways * (shots + queries)
+	}
+	if err := b.run(enc, task, shape, classes, batch); err != nil {
 		return nil, err
 	}
 	out := make([]*param, len(b.params))
@@ -79,6 +84,13 @@ func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch in
 		}
 		b.q = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch*h.QLen, h.Vocab), G.WithName("q"))
 		logits = b.relationalHead(enc, x, b.q, shape, classes)
+	case FewShot:
+		ways, shots, queries := enc.Head.episodeShape()
+		if batch != ways*(shots+queries) {
+			b.fail("a few-shot graph takes episodes of %d examples, not %d", ways*(shots+queries), batch)
+		}
+		feat, f := enc.forward(b, x, shape)
+		logits = b.prototypeLogits(feat, f, ways, shots, queries)
 	case Retrieval:
 		h := enc.Head
 		if h.QLen <= 0 || h.Vocab <= 0 {

@@ -128,6 +128,14 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	}
 	b := rec.BatchSize
 	task := trainD.task()
+	var episodes [][]int
+	ways, shots, queries := enc.Head.episodeShape()
+	if task == FewShot {
+		b = ways * (shots + queries)
+		if episodes, err = trainD.episodes(rand.New(rand.NewPCG(rec.Seed, 0xe9)), rec.Iterations, ways, shots, queries); err != nil {
+			return nil, fmt.Errorf("training split: %w", err)
+		}
+	}
 	var std *standardizer
 	if task == Regression {
 		std = newStandardizer(trainD, classes)
@@ -160,8 +168,12 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			return nil, err
 		}
 		stepStart := time.Now()
-		ks := fillBatch(xb, yb, trainD, rng, b, size, classes, std)
-		trainD.fillQuestions(qb, ks)
+		if task == FewShot {
+			fillEpisode(xb, yb, trainD, episodes[it-1], size, ways, queries)
+		} else {
+			ks := fillBatch(xb, yb, trainD, rng, b, size, classes, std)
+			trainD.fillQuestions(qb, ks)
+		}
 		if err := m.setInputs(xb, qb, yb); err != nil {
 			return nil, err
 		}
@@ -282,6 +294,10 @@ func gradNorms(m *model) map[string]float64 {
 func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map[string][]float32, std *standardizer) (map[string]float64, [][]float32, error) {
 	const b = 250
 	task := d.task()
+	if task == FewShot {
+		m, err := evaluateEpisodes(enc, params, d, sets)
+		return m, nil, err
+	}
 	n := d.Len()
 	size := 1
 	for _, s := range d.Shape {

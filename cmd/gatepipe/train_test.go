@@ -92,6 +92,7 @@ locals {
     video      = "video"
     relational = "relational"
     captions   = "retrieval"
+    fewshot    = "fewshot"
   }
 }
 dataset "gen" {
@@ -117,6 +118,9 @@ adapter "head" {
   layers   = 1
   dim      = 8
   heads    = 2
+  ways     = 3
+  shots    = 2
+  queries  = 2
 }
 recipe "quick" {
   batch_size     = 8
@@ -147,7 +151,7 @@ output "table" {
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |", "| relational | Acc@1 |", "| captions | Img2Txt Acc@1 |", "| captions | Txt2Img Loss ↓ |"} {
+	for _, want := range []string{"| shape | Acc@1 |", "| count | MAE Score ↓ |", "| colours | APS Macro |", "| segment | mIoU |", "| segment | Dice Score |", "| video | Acc@1 |", "| relational | Acc@1 |", "| captions | Img2Txt Acc@1 |", "| captions | Txt2Img Loss ↓ |", "| fewshot | Acc@1 |"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
 		}

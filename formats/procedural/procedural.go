@@ -22,7 +22,16 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational", "captions"}
+var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational", "captions", "fewshot"}
+
+// Sizes split the few-shot task's classes further.
+var Sizes = []string{"small", "large"}
+
+// fewShotClass numbers the few-shot task's 24 classes (colour x shape x
+// size); heldOut says which 8 appear only in the test stream.
+func fewShotClass(colour, shape, size int) int { return (colour*len(Shapes)+shape)*len(Sizes) + size }
+
+func heldOut(class int) bool { return class%3 == 2 }
 
 // Directions are the video task's classes.
 var Directions = []string{"left", "right", "up", "down"}
@@ -50,8 +59,10 @@ type Set struct {
 	Shape  []int // one example: [3, Size, Size], or [Frames, 3, Size, Size]
 	// Task kind for the example store: "classification", "regression",
 	// "multilabel", "segmentation", "video" (a class per clip),
-	// "relational" (an answer class per image and question) or "retrieval"
-	// (image-caption pairs; Labels are the example numbers).
+	// "relational" (an answer class per image and question), "retrieval"
+	// (image-caption pairs; Labels are the example numbers) or "fewshot"
+	// (a class per image; the test stream's classes never appear in the
+	// training stream).
 	Task string
 	// Labels (classification: one per example; segmentation: one per
 	// pixel, N * Size * Size) or Targets (N * Width values).
@@ -121,6 +132,15 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Classes = "relational", append([]string(nil), Answers...)
 	case "captions":
 		s.Task = "retrieval"
+	case "fewshot":
+		s.Task = "fewshot"
+		for _, col := range Colours {
+			for _, sh := range Shapes {
+				for _, sz := range Sizes {
+					s.Classes = append(s.Classes, sz+" "+col+" "+sh)
+				}
+			}
+		}
 	case "video":
 		s.Task, s.Classes = "video", append([]string(nil), Directions...)
 		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
@@ -155,6 +175,22 @@ func Generate(c Config) (*Set, error) {
 			objs = place(rng, 1+rng.IntN(3), c.Size)
 			s.Questions = append(s.Questions, caption(objs)...)
 			s.Labels = append(s.Labels, int64(i))
+		case "fewshot":
+			// Training streams draw from the 16 seen classes, test streams
+			// from the 8 held-out ones.
+			var class int
+			for {
+				class = rng.IntN(len(Colours) * len(Shapes) * len(Sizes))
+				if heldOut(class) == (c.Stream == 1) {
+					break
+				}
+			}
+			o := object{colour: class / (len(Shapes) * len(Sizes)), shape: class / len(Sizes) % len(Shapes)}
+			o.r = float64(c.Size) * []float64{0.09, 0.17}[class%len(Sizes)] * (0.9 + 0.2*rng.Float64())
+			o.x = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+			o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+			objs = []object{o}
+			s.Labels = append(s.Labels, int64(class))
 		case "video":
 			dir := rng.IntN(len(Directions))
 			s.Labels = append(s.Labels, int64(dir))

@@ -33,8 +33,8 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 				t.Fatalf("%d bytes", len(a.Pixels))
 			}
 			switch a.Task {
-			case "classification", "video", "relational":
-				if want := map[string]int{"shape": 12, "video": 4, "relational": 15}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
+			case "classification", "video", "relational", "fewshot":
+				if want := map[string]int{"shape": 12, "video": 4, "relational": 15, "fewshot": 24}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
 					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
 				}
 			case "segmentation":
@@ -101,7 +101,7 @@ func TestTargetsMatchPixels(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, c := range []Config{{Task: "fewshot", N: 1, Size: 16}, {Task: "video", N: 1, Size: 16, Frames: 1}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
+	for _, c := range []Config{{Task: "retrieval", N: 1, Size: 16}, {Task: "video", N: 1, Size: 16, Frames: 1}, {Task: "count", N: 0, Size: 16}, {Task: "count", N: 1, Size: 4}} {
 		if _, err := Generate(c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
@@ -212,5 +212,25 @@ func TestCaptionsNameTheObjects(t *testing.T) {
 	}
 	if got := fmt.Sprint(words); got != "[red triangle blue square blue circle]" {
 		t.Fatalf("caption %s", got)
+	}
+}
+
+// TestFewShotHoldsClassesOut: the test stream's classes never occur in the
+// training stream, and both cover their classes.
+func TestFewShotHoldsClassesOut(t *testing.T) {
+	train, _ := Generate(Config{Task: "fewshot", N: 800, Size: 16, Seed: 4})
+	test, _ := Generate(Config{Task: "fewshot", N: 400, Size: 16, Seed: 4, Stream: 1})
+	seen, held := map[int64]bool{}, map[int64]bool{}
+	for _, y := range train.Labels {
+		seen[y] = true
+	}
+	for _, y := range test.Labels {
+		held[y] = true
+		if seen[y] {
+			t.Fatalf("class %s is in both streams", test.Classes[y])
+		}
+	}
+	if len(seen) != 16 || len(held) != 8 {
+		t.Fatalf("%d training classes, %d held out", len(seen), len(held))
 	}
 }

@@ -59,7 +59,7 @@ func (n *Node) generate() (train, test *examples, err error) {
 		}
 		e := &examples{dtype: safetensors.U8, shape: s.Shape, u8: s.Pixels, classes: s.Classes}
 		switch s.Task {
-		case "classification", "video":
+		case "classification", "video", "fewshot":
 			e.y = s.Labels
 		case "relational":
 			e.y, e.q, e.qLen, e.vocab = s.Labels, s.Questions, procedural.QuestionLength, procedural.Vocab

@@ -20,6 +20,7 @@ func TestGeneratedDatasets(t *testing.T) {
 		{"video", "video", []int{90}},
 		{"relational", "relational", []int{90}},
 		{"captions", "retrieval", []int{90}},
+		{"fewshot", "fewshot", []int{90}},
 	} {
 		t.Run(c.task, func(t *testing.T) {
 			n, diags := decode(t, t.TempDir(), `
@@ -71,8 +72,8 @@ val_fraction = 0.1
 func TestGeneratorErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		`format = "generated"`: "needs a generator block",
-		"format = \"generated\"\ngenerator {\n  task = \"fewshot\"\n  train = 1\n  test = 1\n}":                      "not one of",
-		"format = \"idx\"\ntrain = [\"a\"]":                                                                          "at least one source",
+		"format = \"generated\"\ngenerator {\n  task = \"episodes\"\n  train = 1\n  test = 1\n}": "not one of",
+		"format = \"idx\"\ntrain = [\"a\"]": "at least one source",
 		"format = \"generated\"\ntask = \"regression\"\ngenerator {\n  task = \"count\"\n  train = 1\n  test = 1\n}": "remove task",
 	} {
 		_, diags := decode(t, t.TempDir(), src)

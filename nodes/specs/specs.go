@@ -159,9 +159,13 @@ func Adapter() nodes.Kind {
 		"layers": {ty: cty.Number, def: num(4)},
 		"dim":    {ty: cty.Number, def: num(64)},
 		"heads":  {ty: cty.Number, def: num(4)},
+		// Few-shot episodes (training; evaluation adds 1-shot episodes).
+		"ways":    {ty: cty.Number, def: num(5)},
+		"shots":   {ty: cty.Number, def: num(5)},
+		"queries": {ty: cty.Number, def: num(5)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "relational", "retrieval")
-		diags = append(diags, positive(decl, v, "layers", "dim", "heads")...)
+		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "relational", "retrieval", "fewshot")
+		diags = append(diags, positive(decl, v, "layers", "dim", "heads", "ways", "shots", "queries")...)
 		d, _ := v["dim"].AsBigFloat().Int64()
 		h, _ := v["heads"].AsBigFloat().Int64()
 		if h > 0 && d%h != 0 {

@@ -115,7 +115,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	n.weights = str(get("encoder", "weights"))
 	n.enc.Head = train.HeadSpec{Layers: int(f(get("adapter", "layers"))), Dim: int(f(get("adapter", "dim"))),
-		Heads: int(f(get("adapter", "heads")))}
+		Heads: int(f(get("adapter", "heads"))), Ways: int(f(get("adapter", "ways"))), Shots: int(f(get("adapter", "shots"))),
+		Queries: int(f(get("adapter", "queries")))}
 	n.encName = str(get("encoder", "name"))
 	n.task = train.Task(str(get("adapter", "task")))
 	if n.task == "" {
@@ -195,8 +196,10 @@ func datasetTask(meta *examplestore.Meta) (train.Task, error) {
 		return train.Relational, nil
 	case "retrieval":
 		return train.Retrieval, nil
+	case "fewshot":
+		return train.FewShot, nil
 	}
-	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation, video, relational and retrieval", meta.Task)
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation, video, relational, retrieval and fewshot", meta.Task)
 }
 
 func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
@@ -223,7 +226,7 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	switch task {
 	case train.Retrieval:
 		// Image-caption pairs: the captions are the targets.
-	case train.Classification, train.Segmentation, train.Video, train.Relational:
+	case train.Classification, train.Segmentation, train.Video, train.Relational, train.FewShot:
 		if d.Y = s.Y.Int64s(); d.Y == nil {
 			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
 		}
@@ -255,7 +258,7 @@ func load(store, split string, meta *examplestore.Meta, task train.Task) (*train
 	n := d.Len()
 	want := n * outputs
 	switch task {
-	case train.Classification, train.Video, train.Relational:
+	case train.Classification, train.Video, train.Relational, train.FewShot:
 		want = n
 	case train.Retrieval:
 		want = 0 // pairs: the captions are the targets
