@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -29,13 +30,64 @@ type EncoderSpec struct {
 	// Head sizes the adapter where it has sizes (the video head's
 	// temporal transformer).
 	Head HeadSpec `json:"head,omitempty"`
+	// InputShape is the example shape the encoder's weights expect. When
+	// it is set and the data's shape differs (a modality shift), a stem
+	// maps the data to it (see stem).
+	InputShape []int `json:"input_shape,omitempty"`
 }
 
 // Archs lists the built-in encoder architectures.
 var Archs = []string{"mlp", "convnet", "resnet", "vit"}
 
-// Check validates the sizes against one example's shape.
+// stem adapts x (examples of shape) to the encoder's InputShape when they
+// differ: images through a ViT-style patchify and linear projection
+// ("stem.proj", a conv with kernel = stride = the size ratio) and, where
+// the sizes still differ, bilinear resizing; vectors through a linear
+// projection reshaped to the input shape; images to vectors by flattening
+// and projecting.
+func (e EncoderSpec) stem(b *builder, x *G.Node, shape []int) (*G.Node, []int) {
+	want := e.InputShape
+	if len(want) == 0 || slices.Equal(want, shape) {
+		return x, shape
+	}
+	batch := x.Shape()[0]
+	size := func(s []int) int {
+		n := 1
+		for _, d := range s {
+			n *= d
+		}
+		return n
+	}
+	if len(shape) == 3 && len(want) == 3 {
+		p := max(1, min(shape[1]/want[1], shape[2]/want[2]))
+		y := b.conv(x, "stem.proj", shape[0], want[0], p, p, 0, true)
+		h, w := y.Shape()[2], y.Shape()[3]
+		if h != want[1] || w != want[2] {
+			up := b.constant([]int{h * w, want[1] * want[2]}, bilinear(h, w, want[1], want[2]))
+			y = b.must(G.Mul(b.must(G.Reshape(y, tensor.Shape{batch * want[0], h * w})), up))
+			y = b.must(G.Reshape(y, append(tensor.Shape{batch}, want...)))
+		}
+		return y, want
+	}
+	flat := b.must(G.Reshape(x, tensor.Shape{batch, size(shape)}))
+	y := b.linear(flat, "stem.proj", size(shape), size(want), true)
+	return b.must(G.Reshape(y, append(tensor.Shape{batch}, want...))), want
+}
+
+// Check validates the sizes against one example's shape (after the stem
+// when InputShape is set).
 func (e EncoderSpec) Check(shape []int) error {
+	if len(e.InputShape) > 0 {
+		if len(e.InputShape) != 1 && len(e.InputShape) != 3 {
+			return fmt.Errorf("input_shape %v must be [C, H, W] or [F]", e.InputShape)
+		}
+		for _, d := range e.InputShape {
+			if d <= 0 {
+				return fmt.Errorf("input_shape %v must be positive", e.InputShape)
+			}
+		}
+		shape = e.InputShape
+	}
 	img := len(shape) == 3
 	switch e.Arch {
 	case "mlp":
@@ -77,6 +129,7 @@ func (e EncoderSpec) Check(shape []int) error {
 // forward builds the encoder on x [B, shape...] and returns its features
 // [B, F] and F.
 func (e EncoderSpec) forward(b *builder, x *G.Node, shape []int) (*G.Node, int) {
+	x, shape = e.stem(b, x, shape)
 	batch := x.Shape()[0]
 	flatten := func(n *G.Node) (*G.Node, int) {
 		f := 1
@@ -115,6 +168,7 @@ func (e EncoderSpec) forward(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 // [B, C, h, w] and C, for dense (per-pixel) heads: the convnet's and the
 // ResNet's last maps, the ViT's patch tokens laid out on the patch grid.
 func (e EncoderSpec) spatial(b *builder, x *G.Node, shape []int) (*G.Node, int) {
+	x, shape = e.stem(b, x, shape)
 	batch := x.Shape()[0]
 	switch e.Arch {
 	case "convnet":

@@ -381,3 +381,38 @@ func TestPrototypeGradients(t *testing.T) {
 		return loss
 	}}.check(t)
 }
+
+// TestModalityStem: an encoder declared for [3, 4, 4] inputs trains on
+// [1, 8, 8] images (patchify 2x2 + projection to 3 channels) and on
+// 64-feature vectors (a projection reshaped to [3, 4, 4]).
+func TestModalityStem(t *testing.T) {
+	rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 80, ValidateEvery: 40, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}, InputShape: []int{3, 4, 4}}
+	vectors := func(d *Data) *Data {
+		v := *d
+		v.Shape = []int{64}
+		return &v
+	}
+	for name, data := range map[string][3]*Data{
+		"image":  {blobs(120, 1), blobs(60, 2), blobs(90, 3)},
+		"vector": {vectors(blobs(120, 1)), vectors(blobs(60, 2)), vectors(blobs(90, 3))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Train(context.Background(), enc, nil, 3, rec, data[0], data[1], data[2], nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := res.Checkpoints[0].Values["stem.proj.weight"]; !ok || res.Metrics["acc1"] < 90 {
+				t.Errorf("stem weights %v, %v", ok, res.Metrics)
+			}
+		})
+	}
+}
+
+func TestStemGradients(t *testing.T) {
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{2}, InputShape: []int{2, 3, 3}}
+	gradCase{shape: []int{2, 1, 4, 4}, seed: 15, layer: func(b *builder, x *G.Node) *G.Node {
+		y, _ := enc.stem(b, x, []int{1, 4, 4}) // patch 1 conv, then 4x4 -> 3x3 resize
+		return y
+	}}.check(t)
+}

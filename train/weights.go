@@ -43,7 +43,8 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 	var missing, wrong []string
 	for _, p := range ps {
 		t, ok := f.Tensors[p.name]
-		head := strings.HasPrefix(p.name, "head.")
+		// The head and the stem belong to the adapter: used when they fit.
+		head := strings.HasPrefix(p.name, "head.") || strings.HasPrefix(p.name, "stem.")
 		switch {
 		case !ok && head:
 		case !ok:

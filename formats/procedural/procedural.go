@@ -2,7 +2,9 @@
 // coloured shapes) so GATE-style task families can be trained and
 // evaluated on a CPU without downloads: shape classification, object
 // counting (regression, iWildCam-like), colour presence (multi-label,
-// medical-style) and shape segmentation (a class per pixel). The same seed always renders the same pixels.
+// medical-style), shape segmentation (a class per pixel), video, relational
+// questions, captions, few-shot classes and one-channel sketches (a
+// modality shift). The same seed always renders the same pixels.
 package procedural
 
 import (
@@ -22,7 +24,7 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational", "captions", "fewshot"}
+var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational", "captions", "fewshot", "sketch"}
 
 // Sizes split the few-shot task's classes further.
 var Sizes = []string{"small", "large"}
@@ -132,6 +134,13 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Classes = "relational", append([]string(nil), Answers...)
 	case "captions":
 		s.Task = "retrieval"
+	case "sketch":
+		s.Task, s.Shape = "classification", []int{1, c.Size, c.Size}
+		for _, sz := range Sizes {
+			for _, sh := range Shapes {
+				s.Classes = append(s.Classes, sz+" "+sh)
+			}
+		}
 	case "fewshot":
 		s.Task = "fewshot"
 		for _, col := range Colours {
@@ -191,6 +200,17 @@ func Generate(c Config) (*Set, error) {
 			o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
 			objs = []object{o}
 			s.Labels = append(s.Labels, int64(class))
+		case "sketch":
+			// A modality shift: one-channel outline drawings, white on
+			// black, of a small or large shape, in place of colour scenes.
+			sz := rng.IntN(len(Sizes))
+			o := object{shape: rng.IntN(len(Shapes))}
+			o.r = float64(c.Size) * []float64{0.12, 0.3}[sz] * (0.9 + 0.2*rng.Float64())
+			o.x = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+			o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+			s.Labels = append(s.Labels, int64(sz*len(Shapes)+o.shape))
+			s.Pixels = append(s.Pixels, sketch(rng, o, c.Size)...)
+			continue
 		case "video":
 			dir := rng.IntN(len(Directions))
 			s.Labels = append(s.Labels, int64(dir))
@@ -287,6 +307,23 @@ func mask(objs []object, size int) []int64 {
 		}
 	}
 	return m
+}
+
+// sketch draws o's outline (pixels inside whose 4-neighbourhood leaves the
+// shape) on one noisy channel.
+func sketch(rng *rand.Rand, o object, size int) []byte {
+	img := make([]byte, size*size)
+	in := func(x, y int) bool { return o.inside(float64(x)+0.5, float64(y)+0.5) }
+	for y := 0; y < size; y++ {
+		for x := 0; x < size; x++ {
+			v := 10.0
+			if in(x, y) && (!in(x-1, y) || !in(x+1, y) || !in(x, y-1) || !in(x, y+1)) {
+				v = 240
+			}
+			img[y*size+x] = byte(math.Max(0, math.Min(255, math.Round(v+rng.NormFloat64()*10))))
+		}
+	}
+	return img
 }
 
 // render draws objs on a noisy dark background, [3, size, size].

@@ -25,16 +25,19 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 			if bytes.Equal(a.Pixels, other.Pixels) {
 				t.Fatal("another stream rendered the same pixels")
 			}
-			frames := 1
-			if task == "video" {
-				frames = 4
+			planes := 3
+			switch task {
+			case "video":
+				planes = 4 * 3
+			case "sketch":
+				planes = 1
 			}
-			if len(a.Pixels) != frames*50*3*24*24 {
+			if len(a.Pixels) != planes*50*24*24 {
 				t.Fatalf("%d bytes", len(a.Pixels))
 			}
 			switch a.Task {
 			case "classification", "video", "relational", "fewshot":
-				if want := map[string]int{"shape": 12, "video": 4, "relational": 15, "fewshot": 24}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
+				if want := map[string]int{"shape": 12, "video": 4, "relational": 15, "fewshot": 24, "sketch": 6}[task]; len(a.Labels) != 50 || len(a.Classes) != want {
 					t.Fatalf("%d labels, %d classes", len(a.Labels), len(a.Classes))
 				}
 			case "segmentation":

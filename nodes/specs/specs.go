@@ -121,8 +121,14 @@ func Encoder() nodes.Kind {
 		"heads":     {ty: cty.Number, def: num(4)},
 		"mlp_ratio": {ty: cty.Number, def: num(4)},
 		"weights":   {ty: cty.String, def: cty.StringVal("")},
+		// The example shape the weights expect; data of another shape
+		// goes through the adapter's stem (a modality shift).
+		"input_shape": {ty: cty.List(cty.Number), def: list()},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		diags := oneOf(decl, "arch", v["arch"].AsString(), "mlp", "convnet", "resnet", "vit")
+		if n := v["input_shape"].LengthInt(); n != 0 && n != 1 && n != 3 {
+			diags = append(diags, decl.Errorf("input_shape", "Invalid value", "input_shape must be [C, H, W] or [F], not %d numbers.", n))
+		}
 		diags = append(diags, positive(decl, v, "patch", "dim", "depth", "heads", "mlp_ratio")...)
 		arch := v["arch"].AsString()
 		if arch == "resnet" && v["blocks"].LengthInt() != v["channels"].LengthInt() {

@@ -114,6 +114,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		n.enc.Heads, n.enc.MLPRatio = int(f(get("encoder", "heads"))), int(f(get("encoder", "mlp_ratio")))
 	}
 	n.weights = str(get("encoder", "weights"))
+	n.enc.InputShape = ints(get("encoder", "input_shape"))
 	n.enc.Head = train.HeadSpec{Layers: int(f(get("adapter", "layers"))), Dim: int(f(get("adapter", "dim"))),
 		Heads: int(f(get("adapter", "heads"))), Ways: int(f(get("adapter", "ways"))), Shots: int(f(get("adapter", "shots"))),
 		Queries: int(f(get("adapter", "queries")))}
