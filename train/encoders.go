@@ -154,7 +154,7 @@ func (e EncoderSpec) forward(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 	case "vit":
 		tokens, t := e.vitTokens(b, x, shape)
 		// The class token is row 0 of each example's tokens.
-		feat, f = b.gatherRows(tokens, batch, t, 0, 1), e.Dim
+		feat, f = b.firstToken(tokens, batch, t), e.Dim
 	}
 	// The dense layers after the trunk (the MLP's whole body).
 	for i, out := range e.Hidden {

@@ -550,7 +550,7 @@ func (b *builder) relationalHead(enc EncoderSpec, x, q *G.Node, shape []int, cla
 	pos := b.tensorOf("head.pos_embed", []int{1, tokens, h.Dim}, false, b.truncNormal(0.02))
 	seq = b.must(G.BroadcastAdd(seq, pos, nil, []byte{0}))
 	cur := b.headTransformer(b.must(G.Reshape(seq, tensor.Shape{batch * tokens, h.Dim})), batch, tokens, h)
-	return b.linear(b.gatherRows(cur, batch, tokens, 0, 1), "head.fc", h.Dim, classes, true)
+	return b.linear(b.firstToken(cur, batch, tokens), "head.fc", h.Dim, classes, true)
 }
 
 // questionRows writes example k's question as one-hot rows into dst

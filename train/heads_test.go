@@ -416,3 +416,24 @@ func TestStemGradients(t *testing.T) {
 		return y
 	}}.check(t)
 }
+
+// TestViTUnderTransformerHeads: a ViT under the relational head (7 tokens
+// against the ViT's 5 or 17) differentiates; selecting the first token
+// with constant products broke gorgonia's symbolic differentiation here.
+func TestViTUnderTransformerHeads(t *testing.T) {
+	for _, img := range []int{4, 8} {
+		enc := EncoderSpec{Arch: "vit", Patch: 2, Dim: 8, Depth: 1, Heads: 2, MLPRatio: 2, Head: HeadSpec{Layers: 1, Dim: 4, Heads: 2, QLen: 6, Vocab: 5}}
+		shape := []int{1, img, img}
+		ps, err := newParams(enc, Relational, shape, 4, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := build(enc, Relational, ps, shape, 4, 2, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := G.Grad(m.loss, m.nodes()...); err != nil {
+			t.Errorf("%dx%d images: %v", img, img, err)
+		}
+	}
+}

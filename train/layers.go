@@ -270,19 +270,12 @@ func (b *builder) attention(x *G.Node, name string, batch, tokens, dim, heads in
 	return b.linear(o, name+".proj", dim, dim, true)
 }
 
-// gatherRows selects rows [from, to) of every example's block of t rows in
-// x [batch*t, D], giving [batch*(to-from), D]: a product with a constant
-// 0/1 matrix, which gorgonia differentiates and which keeps the result a
-// plain matrix for the head's product (use it for few rows: the matrix is
-// batch*(to-from) x batch*t).
-func (b *builder) gatherRows(x *G.Node, batch, t, from, to int) *G.Node {
-	k := to - from
-	sel := make([]float32, batch*k*batch*t)
-	for i := 0; i < batch; i++ {
-		for j := 0; j < k; j++ {
-			row := i*k + j
-			sel[row*batch*t+i*t+from+j] = 1
-		}
-	}
-	return b.must(G.Mul(b.constant([]int{batch * k, batch * t}, sel), x))
+// firstToken returns row 0 of every example's block of t rows in x
+// [batch*t, D], as [batch, D]. (A product with a constant 0/1 selection
+// matrix would do the same, but gorgonia v0.9.18 then fails to
+// differentiate graphs holding two such products of different sizes.)
+func (b *builder) firstToken(x *G.Node, batch, t int) *G.Node {
+	d := x.Shape()[1]
+	first := b.must(G.Slice(b.must(G.Reshape(x, tensor.Shape{batch, t, d})), nil, G.S(0, 1)))
+	return b.must(G.Reshape(first, tensor.Shape{batch, d}))
 }
