@@ -292,7 +292,6 @@ func gradNorms(m *model) map[string]float64 {
 // ensemble: softmax probabilities, sigmoid outputs or regression values in
 // target units) over d and returns the task's metrics and the predictions.
 func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map[string][]float32, std *standardizer) (map[string]float64, [][]float32, error) {
-	const b = 250
 	task := d.task()
 	if task == FewShot {
 		m, err := evaluateEpisodes(enc, params, d, sets)
@@ -303,6 +302,9 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 	for _, s := range d.Shape {
 		size *= s
 	}
+	// Evaluation batches hold about 200,000 input values (250 Fashion-MNIST
+	// images, 38 three-frame clips), which bounds the activations' memory.
+	b := min(250, max(16, 200_000/size))
 	width := d.rowWidth(outputs)
 	if task == Retrieval {
 		width = 2 * enc.Head.withDefaults().Dim // image and text embeddings
