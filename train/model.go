@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -179,6 +180,18 @@ func crossEntropyOn(b *builder, logits, y *G.Node, batch int) (probs, loss *G.No
 	// -mean over the batch of log p[true class].
 	loss = b.must(G.Neg(b.must(G.HadamardProd(b.must(G.Sum(b.must(G.HadamardProd(logp, y)))), b.scalar(float32(1)/float32(batch))))))
 	return probs, loss
+}
+
+// trainable lists the parameters that learn: all, or without the
+// encoder's for a linear probe.
+func (m *model) trainable(frozenEncoder bool) []*param {
+	var out []*param
+	for _, p := range m.params {
+		if !frozenEncoder || !strings.HasPrefix(p.name, "encoder.") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (m *model) nodes() G.Nodes {

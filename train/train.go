@@ -67,6 +67,8 @@ type Recipe struct {
 	PlateauFactor    float64 `json:"plateau_factor"`
 	PlateauPatience  int     `json:"plateau_patience"`
 	PlateauThreshold float64 `json:"plateau_threshold"`
+	// LinearProbe freezes the encoder (mode "linear_probe").
+	LinearProbe bool `json:"linear_probe,omitempty"`
 }
 
 // LogEntry is one line of the training log.
@@ -140,16 +142,26 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	if task == Regression {
 		std = newStandardizer(trainD, classes)
 	}
-	m, err := build(enc, task, params, trainD.Shape, classes, b, nil, true)
+	// A linear probe freezes the encoder: batch norms keep their running
+	// statistics and only the adapter (head, stem) learns.
+	m, err := build(enc, task, params, trainD.Shape, classes, b, nil, !rec.LinearProbe)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := G.Grad(m.loss, m.nodes()...); err != nil {
+	learn := m.trainable(rec.LinearProbe)
+	if len(learn) == 0 {
+		return nil, fmt.Errorf("nothing to train: the %s head has no parameters and the encoder is frozen", task)
+	}
+	var nodes G.Nodes
+	for _, p := range learn {
+		nodes = append(nodes, p.node)
+	}
+	if _, err := G.Grad(m.loss, nodes...); err != nil {
 		return nil, fmt.Errorf("gradients: %w", err)
 	}
-	vm := G.NewTapeMachine(m.g, G.BindDualValues(m.nodes()...))
+	vm := G.NewTapeMachine(m.g, G.BindDualValues(nodes...))
 	defer vm.Close()
-	opt := newAdamW(m, rec)
+	opt := newAdamW(learn, rec)
 	rng := rand.New(rand.NewPCG(rec.Seed, 0xba7c4))
 	size := 1
 	for _, d := range trainD.Shape {
@@ -358,15 +370,15 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 
 // adamW is PyTorch's AdamW over gorgonia's gradients.
 type adamW struct {
-	m      *model
+	params []*param
 	wd     float64
 	t      int
 	mom, v map[string][]float32
 }
 
-func newAdamW(m *model, rec Recipe) *adamW {
-	a := &adamW{m: m, wd: rec.WeightDecay, mom: map[string][]float32{}, v: map[string][]float32{}}
-	for _, p := range m.params {
+func newAdamW(params []*param, rec Recipe) *adamW {
+	a := &adamW{params: params, wd: rec.WeightDecay, mom: map[string][]float32{}, v: map[string][]float32{}}
+	for _, p := range params {
 		n := len(p.node.Value().Data().([]float32))
 		a.mom[p.name], a.v[p.name] = make([]float32, n), make([]float32, n)
 	}
@@ -380,7 +392,7 @@ func (a *adamW) step(lr float64) {
 	bc2 := math.Sqrt(1 - math.Pow(b2, float64(a.t)))
 	decay := float32(1 - lr*a.wd)
 	step := float32(lr / bc1)
-	for _, p := range a.m.params {
+	for _, p := range a.params {
 		w := p.node.Value().Data().([]float32)
 		gv, err := p.node.Grad()
 		if err != nil {

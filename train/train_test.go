@@ -5,6 +5,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
@@ -120,5 +122,37 @@ func TestCheckpointsReload(t *testing.T) {
 	}
 	if math.Abs(again["loss"]-res.Metrics["loss"]) > 1e-6 {
 		t.Fatalf("reloaded checkpoint: test loss %v, the run reported %v", again["loss"], res.Metrics["loss"])
+	}
+}
+
+// TestLinearProbeFreezesTheEncoder: with LinearProbe, a ResNet's weights
+// and batch-norm statistics come out as they went in; only the head moves,
+// and a probe on trained features still classifies.
+func TestLinearProbeFreezesTheEncoder(t *testing.T) {
+	enc := EncoderSpec{Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}
+	rec := Recipe{LR: 0.01, BatchSize: 16, Iterations: 40, ValidateEvery: 20, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
+	pre, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := Weights{}
+	for k, v := range pre.Checkpoints[0].Values {
+		if !strings.HasPrefix(k, "head.") {
+			init[k] = v
+		}
+	}
+	rec.LinearProbe, rec.Seed = true, 5
+	probe, err := Train(context.Background(), enc, init, 3, rec, blobs(120, 4), blobs(60, 5), blobs(90, 6), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := probe.Checkpoints[0].Values
+	for k, v := range init {
+		if !slices.Equal(after[k], v) {
+			t.Fatalf("%s changed under a linear probe", k)
+		}
+	}
+	if probe.Metrics["acc1"] < 90 {
+		t.Errorf("probe %v", probe.Metrics)
 	}
 }

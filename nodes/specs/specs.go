@@ -198,7 +198,7 @@ func Recipe() nodes.Kind {
 		"plateau_threshold": {ty: cty.Number, def: num(1e-4)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		diags := oneOf(decl, "optimizer", v["optimizer"].AsString(), "adamw")
-		diags = append(diags, oneOf(decl, "mode", v["mode"].AsString(), "finetune")...)
+		diags = append(diags, oneOf(decl, "mode", v["mode"].AsString(), "finetune", "linear_probe")...)
 		return append(diags, positive(decl, v, "lr", "batch_size", "iterations", "validate_every", "top_k")...)
 	}}
 }

@@ -129,6 +129,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		ValidateEvery: int(f(get("recipe", "validate_every"))), TopK: int(f(get("recipe", "top_k"))),
 		Seed: uint64(f(get("recipe", "seed"))), PlateauFactor: f(get("recipe", "plateau_factor")),
 		PlateauPatience: int(f(get("recipe", "plateau_patience"))), PlateauThreshold: f(get("recipe", "plateau_threshold")),
+		LinearProbe: str(get("recipe", "mode")) == "linear_probe",
 	}
 	n.dataset = str(get("benchmark", "dataset"))
 	n.benchmark = str(get("benchmark", "id"))
