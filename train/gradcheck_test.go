@@ -51,16 +51,16 @@ func prod(s []int) int {
 
 // build adds x, the layer and the weighted-sum loss to b's graph; when
 // out is non-nil it also differentiates and runs, filling it.
-func (c gradCase) build(b *builder, x []float32, out *gradEval) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			be, ok := r.(buildError)
-			if !ok {
-				panic(r)
-			}
-			err = be.err
-		}
-	}()
+func (c gradCase) build(b *builder, x []float32, out *gradEval) error {
+	var loss *G.Node
+	if err := b.try(func() { loss = c.graph(b, x) }); err != nil {
+		return err
+	}
+	return c.run(loss, b, out)
+}
+
+// graph adds x, the layer and the weighted-sum loss to b's graph.
+func (c gradCase) graph(b *builder, x []float32) *G.Node {
 	b.g = G.NewGraph()
 	xn := G.NewTensor(b.g, tensor.Float32, len(c.shape), G.WithShape(c.shape...), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithShape(c.shape...), tensor.WithBacking(append([]float32(nil), x...)))))
@@ -74,9 +74,16 @@ func (c gradCase) build(b *builder, x []float32, out *gradEval) (err error) {
 	if len(y.Shape()) > 0 {
 		loss = b.must(G.Sum(b.must(G.HadamardProd(y, b.constant(y.Shape(), r)))))
 	}
+	return loss
+}
+
+// run differentiates loss with respect to x and the layer's parameters,
+// runs the graph and fills out (nothing when out is nil).
+func (c gradCase) run(loss *G.Node, b *builder, out *gradEval) error {
 	if out == nil {
 		return nil
 	}
+	xn := b.g.ByName("x")[0]
 	wrt := G.Nodes{xn}
 	for _, p := range b.params {
 		if !p.buffer {

@@ -57,6 +57,22 @@ type bnStats struct {
 	momentum, epsilon float64
 }
 
+// try runs fn, turning a graph-construction failure inside it into an
+// error.
+func (b *builder) try(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			be, ok := r.(buildError)
+			if !ok {
+				panic(r)
+			}
+			err = be.err
+		}
+	}()
+	fn()
+	return nil
+}
+
 func (b *builder) must(n *G.Node, err error) *G.Node {
 	if err != nil {
 		panic(buildError{err})

@@ -59,16 +59,12 @@ func newParams(enc EncoderSpec, task Task, shape []int, classes int, seed uint64
 }
 
 // run builds the forward graph into b, recovering build errors.
-func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch int) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			be, ok := r.(buildError)
-			if !ok {
-				panic(r)
-			}
-			err = be.err
-		}
-	}()
+func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch int) error {
+	return b.try(func() { b.forward(enc, task, shape, classes, batch) })
+}
+
+// forward adds the input, the encoder and the task's head to a new graph.
+func (b *builder) forward(enc EncoderSpec, task Task, shape []int, classes, batch int) {
 	b.g = G.NewGraph()
 	xshape := append([]int{batch}, shape...)
 	x := G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
@@ -104,7 +100,6 @@ func (b *builder) run(enc EncoderSpec, task Task, shape []int, classes, batch in
 		logits = b.linear(feat, "head", f, classes, true)
 	}
 	b.out[0], b.out[1] = x, logits
-	return nil
 }
 
 // build creates a graph for a batch of size batch over the given
@@ -147,24 +142,18 @@ func build(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch 
 // addHead adds targets y and the task's prediction and loss on the head's
 // outputs.
 func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, loss *G.Node, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			be, ok := r.(buildError)
-			if !ok {
-				panic(r)
-			}
-			err = be.err
+	err = b.try(func() {
+		if task == Retrieval {
+			// The targets are the in-batch diagonal, fixed in the graph;
+			// the prediction is the pair of embeddings.
+			probs, loss = b.emb, b.retrievalLoss(logits)
+			return
 		}
-	}()
-	if task == Retrieval {
-		// The targets are the in-batch diagonal, fixed in the graph; the
-		// prediction is the pair of embeddings.
-		return b.emb, b.retrievalLoss(logits), nil
-	}
-	y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(logits.Shape()...), G.WithName("y"))
-	b.out[2] = y
-	probs, loss = headLoss(b, task, logits, y, batch)
-	return probs, loss, nil
+		y := G.NewMatrix(b.g, tensor.Float32, G.WithShape(logits.Shape()...), G.WithName("y"))
+		b.out[2] = y
+		probs, loss = headLoss(b, task, logits, y, batch)
+	})
+	return probs, loss, err
 }
 
 // crossEntropyOn is a numerically stable softmax cross-entropy of logits

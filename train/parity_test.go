@@ -75,3 +75,38 @@ func TestMatchWeightsNamesWhatIsWrong(t *testing.T) {
 		t.Fatalf("err %v, head %v, ignored %v", err, w["head.weight"] != nil, ignored)
 	}
 }
+
+// TestFeaturesFeedTheHead: the pooled features Features returns, put
+// through the fixture's head, give PyTorch's logits (for every
+// architecture).
+func TestFeaturesFeedTheHead(t *testing.T) {
+	for _, arch := range Archs {
+		f, err := safetensors.ReadFile(filepath.Join("testdata", "parity", arch+".safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var enc EncoderSpec
+		json.Unmarshal([]byte(f.Metadata["spec"]), &enc)
+		in := f.Tensors["parity.input"]
+		w, _, err := MatchWeights(enc, Classification, in.Shape[1:], 5, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feats, dim, err := Features(enc, w, &Data{X: in.Float32s(), Shape: in.Shape[1:]})
+		if err != nil || len(feats) != 2*dim {
+			t.Fatalf("%s: %d features of width %d: %v", arch, len(feats), dim, err)
+		}
+		hw, hb, want := w["head.weight"], w["head.bias"], f.Tensors["parity.logits"].Float32s()
+		for i := 0; i < 2; i++ {
+			for c := 0; c < 5; c++ {
+				v := hb[c]
+				for k := 0; k < dim; k++ {
+					v += feats[i*dim+k] * hw[c*dim+k]
+				}
+				if math.Abs(float64(v-want[i*5+c])) > 1e-4 {
+					t.Fatalf("%s: logit %d,%d from features %v, PyTorch %v", arch, i, c, v, want[i*5+c])
+				}
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/train/cblas"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -110,4 +111,57 @@ func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, b
 		return nil, err
 	}
 	return append([]float32(nil), m.logitsVal.Data().([]float32)...), nil
+}
+
+// Features runs the encoder (and its stem) in evaluation mode over d's
+// examples with the given weights (initialisation from seed 0 where
+// absent) and returns the pooled features, N x F, and F: what a linear
+// probe trains on.
+func Features(enc EncoderSpec, w Weights, d *Data) ([]float32, int, error) {
+	blasOnce.Do(func() { cblas.Enable() })
+	ps, err := newParams(enc, Classification, d.Shape, 1, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := 1
+	for _, s := range d.Shape {
+		size *= s
+	}
+	n, batch := d.Len(), min(250, max(16, 200_000/size))
+	b := &builder{declared: map[string]*param{}, values: w}
+	for _, p := range ps {
+		b.declared[p.name] = p
+	}
+	var feat *G.Node
+	var f int
+	err = b.try(func() {
+		b.g = G.NewGraph()
+		xshape := append([]int{batch}, d.Shape...)
+		b.out[0] = G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
+		feat, f = enc.forward(b, b.out[0], d.Shape)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var val G.Value
+	G.Read(feat, &val)
+	vm := G.NewTapeMachine(b.g)
+	defer vm.Close()
+	out := make([]float32, 0, n*f)
+	xb := tensor.New(tensor.WithShape(append([]int{batch}, d.Shape...)...), tensor.Of(tensor.Float32))
+	for off := 0; off < n; off += batch {
+		xs := xb.Data().([]float32)
+		clear(xs)
+		cnt := min(batch, n-off)
+		copy(xs, d.X[off*size:(off+cnt)*size])
+		if err := G.Let(b.out[0], xb); err != nil {
+			return nil, 0, err
+		}
+		if err := vm.RunAll(); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, val.Data().([]float32)[:cnt*f]...)
+		vm.Reset()
+	}
+	return out, f, nil
 }

@@ -181,105 +181,13 @@ func (n *Node) initialWeights(env *nodes.Env, shape []int, classes int) (train.W
 // DefaultResources: one CPU per experiment, so experiments run side by side.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
 
-// datasetTask maps an example store's task to the head that trains on it.
-func datasetTask(meta *examplestore.Meta) (train.Task, error) {
-	switch meta.Task {
-	case "classification":
-		return train.Classification, nil
-	case "multilabel":
-		return train.MultiLabel, nil
-	case "regression":
-		return train.Regression, nil
-	case "segmentation":
-		return train.Segmentation, nil
-	case "video":
-		return train.Video, nil
-	case "relational":
-		return train.Relational, nil
-	case "retrieval":
-		return train.Retrieval, nil
-	case "fewshot":
-		return train.FewShot, nil
-	}
-	return "", fmt.Errorf("benchmark dataset is a %q task; train handles classification, multilabel, regression, segmentation, video, relational, retrieval and fewshot", meta.Task)
-}
-
-func load(store, split string, meta *examplestore.Meta, task train.Task) (*train.Data, int, error) {
-	s, err := examplestore.ReadSplit(store, split)
-	if err != nil {
-		return nil, 0, err
-	}
-	d := &train.Data{Shape: meta.Shape, Task: task}
-	outputs := meta.NumClasses
-	if task == train.Segmentation && len(meta.Shape) != 3 {
-		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
-	}
-	if task == train.Relational || task == train.Retrieval {
-		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
-			return nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
-		}
-		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
-		for _, tok := range d.Q {
-			if tok < 0 || int(tok) >= d.Vocab {
-				return nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
-			}
-		}
-	}
-	switch task {
-	case train.Retrieval:
-		// Image-caption pairs: the captions are the targets.
-	case train.Classification, train.Segmentation, train.Video, train.Relational, train.FewShot:
-		if d.Y = s.Y.Int64s(); d.Y == nil {
-			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
-		}
-		for _, y := range d.Y {
-			if y < 0 || int(y) >= outputs {
-				return nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
-			}
-		}
-	default:
-		if d.T = s.Y.Float32s(); d.T == nil {
-			return nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
-		}
-		outputs = 1
-		if len(s.Y.Shape) == 2 {
-			outputs = s.Y.Shape[1]
-		}
-	}
-	x := s.X.Float32s()
-	per := len(x) / max(s.Len(), 1)
-	channels, inner := examplestore.ChannelLayout(meta.Shape)
-	if channels != len(meta.Normalize.Mean) || channels != len(meta.Normalize.Std) {
-		return nil, 0, fmt.Errorf("meta.json: %d normalisation channels for examples of shape %v", len(meta.Normalize.Mean), meta.Shape)
-	}
-	for i, v := range x {
-		c := (i % per / inner) % channels
-		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
-	}
-	d.X = x
-	n := d.Len()
-	want := n * outputs
-	switch task {
-	case train.Classification, train.Video, train.Relational, train.FewShot:
-		want = n
-	case train.Retrieval:
-		want = 0 // pairs: the captions are the targets
-	case train.Segmentation:
-		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
-	}
-	if got := len(d.Y) + len(d.T); got != want || n == 0 {
-		return nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
-	}
-	return d, outputs, nil
-}
-
 // Run trains.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	meta, err := examplestore.ReadMeta(n.dataset)
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("benchmark dataset: %w", err)
 	}
-	task, err := datasetTask(meta)
+	task, err := train.StoreTask(meta)
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -292,7 +200,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if _, ok := meta.Splits[name]; !ok {
 			return cty.NilVal, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
 		}
-		if splits[i], outputs, err = load(n.dataset, name, meta, task); err != nil {
+		if splits[i], outputs, err = train.LoadSplit(n.dataset, name, meta, task); err != nil {
 			return cty.NilVal, err
 		}
 	}

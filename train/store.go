@@ -1,0 +1,89 @@
+package train
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+)
+
+// StoreTask maps an example store's task to the head that trains on it
+// (the store's task names are the Task values).
+func StoreTask(meta *examplestore.Meta) (Task, error) {
+	if t := Task(meta.Task); slices.Contains(Tasks, t) {
+		return t, nil
+	}
+	return "", fmt.Errorf("benchmark dataset is a %q task; train handles %v", meta.Task, Tasks)
+}
+
+// LoadSplit reads one split of an example store, normalised as its
+// meta.json says, with the targets the task needs, and returns it with the
+// number of outputs (classes, labels or targets).
+func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, int, error) {
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, 0, err
+	}
+	d := &Data{Shape: meta.Shape, Task: task}
+	outputs := meta.NumClasses
+	if task == Segmentation && len(meta.Shape) != 3 {
+		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
+	}
+	if task == Relational || task == Retrieval {
+		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
+			return nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
+		}
+		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
+		for _, tok := range d.Q {
+			if tok < 0 || int(tok) >= d.Vocab {
+				return nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
+			}
+		}
+	}
+	switch task {
+	case Retrieval:
+		// Image-caption pairs: the captions are the targets.
+	case Classification, Segmentation, Video, Relational, FewShot:
+		if d.Y = s.Y.Int64s(); d.Y == nil {
+			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
+		}
+		for _, y := range d.Y {
+			if y < 0 || int(y) >= outputs {
+				return nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
+			}
+		}
+	default:
+		if d.T = s.Y.Float32s(); d.T == nil {
+			return nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
+		}
+		outputs = 1
+		if len(s.Y.Shape) == 2 {
+			outputs = s.Y.Shape[1]
+		}
+	}
+	x := s.X.Float32s()
+	per := len(x) / max(s.Len(), 1)
+	channels, inner := examplestore.ChannelLayout(meta.Shape)
+	if channels != len(meta.Normalize.Mean) || channels != len(meta.Normalize.Std) {
+		return nil, 0, fmt.Errorf("meta.json: %d normalisation channels for examples of shape %v", len(meta.Normalize.Mean), meta.Shape)
+	}
+	for i, v := range x {
+		c := (i % per / inner) % channels
+		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
+	}
+	d.X = x
+	n := d.Len()
+	want := n * outputs
+	switch task {
+	case Classification, Video, Relational, FewShot:
+		want = n
+	case Retrieval:
+		want = 0 // pairs: the captions are the targets
+	case Segmentation:
+		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
+	}
+	if got := len(d.Y) + len(d.T); got != want || n == 0 {
+		return nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
+	}
+	return d, outputs, nil
+}
