@@ -21,12 +21,12 @@ import (
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
+	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/gatepipe/gatepipe/train/cblas"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/gocty"
 )
 
 // Kind is the train block kind.
@@ -76,72 +76,33 @@ type Node struct {
 // Decode reads the referenced encoder, adapter, recipe and benchmark.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n := &Node{}
-	var diags hcl.Diagnostics
-	get := func(obj, attr string) cty.Value {
-		o := v.GetAttr(obj)
-		if !o.Type().IsObjectType() || !o.Type().HasAttribute(attr) {
-			diags = append(diags, decl.Errorf(obj, "Invalid reference", "%s must be a %s block (as in %s = %s.NAME); it has no %q.", obj, obj, obj, obj, attr))
-			return cty.NilVal
-		}
-		return o.GetAttr(attr)
-	}
-	ints := func(val cty.Value) []int {
-		var out []int
-		if val != cty.NilVal {
-			_ = gocty.FromCtyValue(val, &out)
-		}
-		return out
-	}
-	f := func(val cty.Value) float64 {
-		var x float64
-		if val != cty.NilVal {
-			_ = gocty.FromCtyValue(val, &x)
-		}
-		return x
-	}
-	str := func(val cty.Value) string {
-		if val == cty.NilVal || val.IsNull() {
-			return ""
-		}
-		return val.AsString()
-	}
-	n.enc = train.EncoderSpec{Arch: str(get("encoder", "arch")), Channels: ints(get("encoder", "channels")), Hidden: ints(get("encoder", "hidden"))}
-	switch n.enc.Arch {
-	case "resnet":
-		n.enc.Blocks = ints(get("encoder", "blocks"))
-	case "vit":
-		n.enc.Patch, n.enc.Dim, n.enc.Depth = int(f(get("encoder", "patch"))), int(f(get("encoder", "dim"))), int(f(get("encoder", "depth")))
-		n.enc.Heads, n.enc.MLPRatio = int(f(get("encoder", "heads"))), int(f(get("encoder", "mlp_ratio")))
-	}
-	n.weights = str(get("encoder", "weights"))
-	n.enc.InputShape = ints(get("encoder", "input_shape"))
-	n.enc.Head = train.HeadSpec{Layers: int(f(get("adapter", "layers"))), Dim: int(f(get("adapter", "dim"))),
-		Heads: int(f(get("adapter", "heads"))), Ways: int(f(get("adapter", "ways"))), Shots: int(f(get("adapter", "shots"))),
-		Queries: int(f(get("adapter", "queries")))}
-	n.encName = str(get("encoder", "name"))
-	n.task = train.Task(str(get("adapter", "task")))
+	r := &specs.Reader{V: v, Decl: decl}
+	n.enc, n.weights = r.Encoder()
+	n.enc.Head = train.HeadSpec{Layers: r.Int("adapter", "layers"), Dim: r.Int("adapter", "dim"), Heads: r.Int("adapter", "heads"),
+		Ways: r.Int("adapter", "ways"), Shots: r.Int("adapter", "shots"), Queries: r.Int("adapter", "queries")}
+	n.encName = r.Str("encoder", "name")
+	n.task = train.Task(r.Str("adapter", "task"))
 	if n.task == "" {
 		n.task = train.Classification
 	}
 	n.recipe = train.Recipe{
-		LR: f(get("recipe", "lr")), WeightDecay: f(get("recipe", "weight_decay")),
-		BatchSize: int(f(get("recipe", "batch_size"))), Iterations: int(f(get("recipe", "iterations"))),
-		ValidateEvery: int(f(get("recipe", "validate_every"))), TopK: int(f(get("recipe", "top_k"))),
-		Seed: uint64(f(get("recipe", "seed"))), PlateauFactor: f(get("recipe", "plateau_factor")),
-		PlateauPatience: int(f(get("recipe", "plateau_patience"))), PlateauThreshold: f(get("recipe", "plateau_threshold")),
-		LinearProbe: str(get("recipe", "mode")) == "linear_probe",
+		LR: r.Float("recipe", "lr"), WeightDecay: r.Float("recipe", "weight_decay"),
+		BatchSize: r.Int("recipe", "batch_size"), Iterations: r.Int("recipe", "iterations"),
+		ValidateEvery: r.Int("recipe", "validate_every"), TopK: r.Int("recipe", "top_k"),
+		Seed: uint64(r.Float("recipe", "seed")), PlateauFactor: r.Float("recipe", "plateau_factor"),
+		PlateauPatience: r.Int("recipe", "plateau_patience"), PlateauThreshold: r.Float("recipe", "plateau_threshold"),
+		LinearProbe: r.Str("recipe", "mode") == "linear_probe",
 	}
-	n.dataset = str(get("benchmark", "dataset"))
-	n.benchmark = str(get("benchmark", "id"))
+	n.dataset, n.benchmark = r.Str("benchmark", "dataset"), r.Str("benchmark", "id")
 	if n.benchmark == "" {
-		n.benchmark = str(get("benchmark", "name"))
+		n.benchmark = r.Str("benchmark", "name")
 	}
-	n.category = str(get("benchmark", "category"))
+	n.category = r.Str("benchmark", "category")
 	n.model = n.encName
 	if m := v.GetAttr("model"); !m.IsNull() {
 		n.model = m.AsString()
 	}
-	return n, diags
+	return n, r.Diags
 }
 
 // Fingerprint hashes the initial weights file; every other input is in

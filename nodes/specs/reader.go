@@ -1,0 +1,74 @@
+package specs
+
+import (
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// Reader reads the attributes of the spec blocks (encoder, adapter,
+// recipe, benchmark) a block references, as in encoder = encoder.cnn,
+// collecting a diagnostic for each reference that is not such a block.
+type Reader struct {
+	V     cty.Value
+	Decl  nodes.Decl
+	Diags hcl.Diagnostics
+}
+
+// Get returns attribute attr of the block referenced by obj, or cty.NilVal
+// (with a diagnostic) when obj is not a block with it.
+func (r *Reader) Get(obj, attr string) cty.Value {
+	o := r.V.GetAttr(obj)
+	if !o.Type().IsObjectType() || !o.Type().HasAttribute(attr) {
+		r.Diags = append(r.Diags, r.Decl.Errorf(obj, "Invalid reference", "%s must be a %s block (as in %s = %s.NAME); it has no %q.", obj, obj, obj, obj, attr))
+		return cty.NilVal
+	}
+	return o.GetAttr(attr)
+}
+
+// Str reads a string attribute ("" when null).
+func (r *Reader) Str(obj, attr string) string {
+	v := r.Get(obj, attr)
+	if v == cty.NilVal || v.IsNull() {
+		return ""
+	}
+	return v.AsString()
+}
+
+// Float reads a number attribute.
+func (r *Reader) Float(obj, attr string) float64 {
+	var x float64
+	if v := r.Get(obj, attr); v != cty.NilVal && !v.IsNull() {
+		_ = gocty.FromCtyValue(v, &x)
+	}
+	return x
+}
+
+// Int reads a whole-number attribute.
+func (r *Reader) Int(obj, attr string) int { return int(r.Float(obj, attr)) }
+
+// Ints reads a list of numbers.
+func (r *Reader) Ints(obj, attr string) []int {
+	var out []int
+	if v := r.Get(obj, attr); v != cty.NilVal && !v.IsNull() {
+		_ = gocty.FromCtyValue(v, &out)
+	}
+	return out
+}
+
+// Encoder reads the referenced encoder block: the architecture and sizes,
+// and the weights file ("" for none).
+func (r *Reader) Encoder() (enc train.EncoderSpec, weights string) {
+	enc = train.EncoderSpec{Arch: r.Str("encoder", "arch"), Channels: r.Ints("encoder", "channels"), Hidden: r.Ints("encoder", "hidden"),
+		InputShape: r.Ints("encoder", "input_shape")}
+	switch enc.Arch {
+	case "resnet":
+		enc.Blocks = r.Ints("encoder", "blocks")
+	case "vit":
+		enc.Patch, enc.Dim, enc.Depth = r.Int("encoder", "patch"), r.Int("encoder", "dim"), r.Int("encoder", "depth")
+		enc.Heads, enc.MLPRatio = r.Int("encoder", "heads"), r.Int("encoder", "mlp_ratio")
+	}
+	return enc, r.Str("encoder", "weights")
+}
