@@ -173,3 +173,94 @@ output "table" {
 		t.Fatalf("mismatched adapter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestLinearProbesShareCachedFeatures: a features block runs the frozen
+// encoder once; two linear heads (an mlp with no hidden layer) with
+// different learning rates train on its cached store; a recipe with mode
+// linear_probe on the image benchmark trains too; all is cached on the
+// second apply.
+func TestLinearProbesShareCachedFeatures(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+dataset "shapes" {
+  format = "generated"
+  generator {
+    task  = "shape"
+    train = 300
+    test  = 100
+    size  = 16
+    seed  = 2
+  }
+  val_fraction = 0.2
+}
+encoder "cnn" {
+  arch     = "convnet"
+  channels = [8]
+  hidden   = []
+}
+encoder "linear" {
+  arch   = "mlp"
+  hidden = []
+}
+adapter "cls" {}
+benchmark "images" {
+  dataset = dataset.shapes.path
+  id      = "shapes"
+}
+features "cnn" {
+  encoder   = encoder.cnn
+  benchmark = benchmark.images
+}
+benchmark "cnn_features" {
+  dataset = features.cnn.path
+  id      = "shapes"
+}
+recipe "probe" {
+  for_each       = { slow = 0.001, fast = 0.01 }
+  lr             = each.value
+  batch_size     = 16
+  iterations     = 20
+  validate_every = 10
+  top_k          = 1
+}
+recipe "frozen" {
+  mode           = "linear_probe"
+  batch_size     = 16
+  iterations     = 20
+  validate_every = 10
+  top_k          = 1
+}
+train "probe" {
+  for_each  = toset(["slow", "fast"])
+  encoder   = encoder.linear
+  adapter   = adapter.cls
+  recipe    = recipe.probe[each.key]
+  benchmark = benchmark.cnn_features
+  model     = "cnn-probe-${each.key}"
+}
+train "frozen" {
+  encoder   = encoder.cnn
+  adapter   = adapter.cls
+  recipe    = recipe.frozen
+  benchmark = benchmark.images
+}
+output "dim" {
+  value = features.cnn.dim
+}
+`)
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// 8 channels on an 8x8 map after one pooling stage.
+	if !strings.Contains(r.stdout, "dim = 512") {
+		t.Errorf("features dim:\n%s", r.stdout)
+	}
+	if n := strings.Count(r.stderr, `node=features.cnn took=`); n != 1 {
+		t.Errorf("the features node finished %d times, want once:\n%s", n, r.stderr)
+	}
+	r = gp(t, cache, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing ran") {
+		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/dataset"
+	"github.com/gatepipe/gatepipe/nodes/features"
 	"github.com/gatepipe/gatepipe/nodes/predict"
 	"github.com/gatepipe/gatepipe/nodes/reportnode"
 	"github.com/gatepipe/gatepipe/nodes/results"
@@ -19,6 +20,7 @@ func Registry() *nodes.Registry {
 	return nodes.NewRegistry(
 		command.Kind{},
 		dataset.Kind{},
+		features.Kind{},
 		search.Kind{Stdlib: stdlib.FS()},
 		predict.Kind{Stdlib: stdlib.FS()},
 		reportnode.Kind{Stdlib: stdlib.FS()},

@@ -1,6 +1,11 @@
 package specs
 
 import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
@@ -60,7 +65,7 @@ func (r *Reader) Ints(obj, attr string) []int {
 
 // Encoder reads the referenced encoder block: the architecture and sizes,
 // and the weights file ("" for none).
-func (r *Reader) Encoder() (enc train.EncoderSpec, weights string) {
+func (r *Reader) Encoder() (enc train.EncoderSpec, weights Weights) {
 	enc = train.EncoderSpec{Arch: r.Str("encoder", "arch"), Channels: r.Ints("encoder", "channels"), Hidden: r.Ints("encoder", "hidden"),
 		InputShape: r.Ints("encoder", "input_shape")}
 	switch enc.Arch {
@@ -70,5 +75,41 @@ func (r *Reader) Encoder() (enc train.EncoderSpec, weights string) {
 		enc.Patch, enc.Dim, enc.Depth = r.Int("encoder", "patch"), r.Int("encoder", "dim"), r.Int("encoder", "depth")
 		enc.Heads, enc.MLPRatio = r.Int("encoder", "heads"), r.Int("encoder", "mlp_ratio")
 	}
-	return enc, r.Str("encoder", "weights")
+	return enc, Weights(r.Str("encoder", "weights"))
+}
+
+// Weights is an encoder's weights file as a referencing block sees it.
+type Weights string
+
+// Fingerprint hashes the file's content (nothing when there is none), so
+// replacing the weights re-runs the block.
+func (p Weights) Fingerprint(w io.Writer) error {
+	if p == "" {
+		return nil
+	}
+	f, err := os.Open(string(p))
+	if err != nil {
+		return fmt.Errorf("encoder weights: %w", err)
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// Load reads the file's tensors for a model of enc with the task's head
+// (nil when there is no file) and logs what it loaded and ignored.
+func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, shape []int, outputs int) (train.Weights, error) {
+	if p == "" {
+		return nil, nil
+	}
+	f, err := safetensors.ReadFile(string(p))
+	if err != nil {
+		return nil, fmt.Errorf("encoder weights: %w", err)
+	}
+	w, ignored, err := train.MatchWeights(enc, task, shape, outputs, f)
+	if err != nil {
+		return nil, fmt.Errorf("encoder weights %s: %w", p, err)
+	}
+	env.Log.Info().Str("weights", string(p)).Int("tensors", len(w)).Strs("ignored", ignored).Msg("loaded encoder weights")
+	return w, nil
 }

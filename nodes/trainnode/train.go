@@ -65,7 +65,7 @@ type Node struct {
 	model     string
 	enc       train.EncoderSpec
 	encName   string
-	weights   string // safetensors file with initial weights, or ""
+	weights   specs.Weights // safetensors file with initial weights, or ""
 	task      train.Task
 	recipe    train.Recipe
 	dataset   string
@@ -108,36 +108,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 // Fingerprint hashes the initial weights file; every other input is in
 // the configuration (the dataset path
 // names its content).
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
-	if n.weights == "" {
-		return nil
-	}
-	f, err := os.Open(n.weights)
-	if err != nil {
-		return fmt.Errorf("encoder weights: %w", err)
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
-}
-
-// initialWeights reads the encoder's weights file, when set, for the
-// model that classes and shape make.
-func (n *Node) initialWeights(env *nodes.Env, shape []int, classes int) (train.Weights, error) {
-	if n.weights == "" {
-		return nil, nil
-	}
-	f, err := safetensors.ReadFile(n.weights)
-	if err != nil {
-		return nil, fmt.Errorf("encoder weights: %w", err)
-	}
-	w, ignored, err := train.MatchWeights(n.enc, n.task, shape, classes, f)
-	if err != nil {
-		return nil, fmt.Errorf("encoder weights %s: %w", n.weights, err)
-	}
-	env.Log.Info().Str("weights", n.weights).Int("tensors", len(w)).Strs("ignored", ignored).Msg("loaded encoder weights")
-	return w, nil
-}
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.weights.Fingerprint(w) }
 
 // DefaultResources: one CPU per experiment, so experiments run side by side.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
@@ -171,7 +142,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	defer lf.Close()
-	init, err := n.initialWeights(env, splits[0].Shape, outputs)
+	init, err := n.weights.Load(env, n.enc, n.task, splits[0].Shape, outputs)
 	if err != nil {
 		return cty.NilVal, err
 	}

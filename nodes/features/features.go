@@ -1,0 +1,141 @@
+// Package features implements the `features` block: an encoder's pooled
+// features for every split of a benchmark, computed once in evaluation
+// mode and written as an example store of vectors. Heads trained on it
+// (an mlp encoder with no hidden layers is a linear probe) reuse the cached
+// artifact instead of running the encoder again.
+package features
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is the features block kind.
+type Kind struct{}
+
+// Name returns "features".
+func (Kind) Name() string { return "features" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+// IsolatedProcess: the encoder runs in its own process by default.
+func (Kind) IsolatedProcess() bool { return true }
+
+var spec = hcldec.ObjectSpec{
+	"encoder":   &hcldec.AttrSpec{Name: "encoder", Type: cty.DynamicPseudoType, Required: true},
+	"benchmark": &hcldec.AttrSpec{Name: "benchmark", Type: cty.DynamicPseudoType, Required: true},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType is the value other blocks see: path is an example store, so
+// a benchmark's dataset can be it.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"path": cty.String, "dim": cty.Number, "splits": cty.Map(cty.Number), "task": cty.String,
+	})
+}
+
+// Node is a decoded features block.
+type Node struct {
+	enc     train.EncoderSpec
+	weights specs.Weights
+	dataset string
+}
+
+// Decode reads the referenced encoder and benchmark.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	r := &specs.Reader{V: v, Decl: decl}
+	n := &Node{}
+	n.enc, n.weights = r.Encoder()
+	n.dataset = r.Str("benchmark", "dataset")
+	return n, r.Diags
+}
+
+// Fingerprint hashes the weights file; the dataset path names its content.
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.weights.Fingerprint(w) }
+
+// DefaultResources: one CPU.
+func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
+
+// pooled lists the tasks whose examples are single images or vectors, so
+// one feature vector stands for each.
+var pooled = []train.Task{train.Classification, train.MultiLabel, train.Regression, train.Relational, train.Retrieval, train.FewShot}
+
+// Run computes the features of every split.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	meta, err := examplestore.ReadMeta(n.dataset)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("benchmark dataset: %w", err)
+	}
+	task, err := train.StoreTask(meta)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if !slices.Contains(pooled, task) {
+		return cty.NilVal, fmt.Errorf("a %s benchmark has no per-example feature vector (features serves %v)", task, pooled)
+	}
+	w, err := n.weights.Load(env, n.enc, train.Classification, meta.Shape, 1)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	names := make([]string, 0, len(meta.Splits))
+	for name := range meta.Splits {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	splits := map[string]*examplestore.Split{}
+	counts := map[string]cty.Value{}
+	dim := 0
+	for i, name := range names {
+		if err := ctx.Err(); err != nil {
+			return cty.NilVal, err
+		}
+		env.Progress.Update(int64(i), int64(len(names)), "splits")
+		d, _, err := train.LoadSplit(n.dataset, name, meta, task)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		feats, f, err := train.Features(n.enc, w, d)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
+		}
+		src, err := examplestore.ReadSplit(n.dataset, name)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		dim = f
+		splits[name] = &examplestore.Split{X: safetensors.F32Tensor("x", []int{d.Len(), f}, feats), Y: src.Y, Index: src.Index, Q: src.Q}
+		counts[name] = cty.NumberIntVal(int64(d.Len()))
+		env.Log.Info().Str("split", name).Int("examples", d.Len()).Int("dim", f).Msg("features")
+	}
+	out := *meta
+	out.Format, out.Shape, out.DType, out.Features = "features", []int{dim}, string(safetensors.F32), nil
+	out.Normalize = examplestore.Normalization{Scale: 1, Mean: make([]float64, dim), Std: make([]float64, dim)}
+	for i := range out.Normalize.Std {
+		out.Normalize.Std[i] = 1
+	}
+	if len(splits) == 0 {
+		return cty.NilVal, fmt.Errorf("benchmark dataset %s has no splits", n.dataset)
+	}
+	if err := examplestore.Write(env.OutDir, &out, splits); err != nil {
+		return cty.NilVal, err
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "dim": cty.NumberIntVal(int64(dim)),
+		"splits": cty.MapVal(counts), "task": cty.StringVal(meta.Task),
+	}), nil
+}
