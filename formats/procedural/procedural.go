@@ -80,22 +80,31 @@ type Set struct {
 // Check validates c.
 func (c Config) Check() error {
 	if !slices.Contains(Tasks, c.Task) {
-		return fmt.Errorf("generator task %q is not one of %s", c.Task, strings.Join(Tasks, ", "))
+		return &ConfigError{"task", fmt.Sprintf("generator task %q is not one of %s", c.Task, strings.Join(Tasks, ", "))}
 	}
 	if c.N < 1 {
-		return fmt.Errorf("the generator needs at least one example, not %d", c.N)
+		return &ConfigError{"n", fmt.Sprintf("the generator needs at least one example, not %d", c.N)}
 	}
 	if c.Size < 8 || c.Size > 256 {
-		return fmt.Errorf("image size %d is outside 8..256", c.Size)
+		return &ConfigError{"size", fmt.Sprintf("image size %d is outside 8..256", c.Size)}
 	}
 	if c.MaxObjects < 0 || c.MaxObjects > 20 {
-		return fmt.Errorf("max_objects %d is outside 1..20", c.MaxObjects)
+		return &ConfigError{"max_objects", fmt.Sprintf("max_objects %d is outside 1..20", c.MaxObjects)}
 	}
 	if c.Frames < 0 || c.Frames == 1 || c.Frames > 32 {
-		return fmt.Errorf("frames %d is outside 2..32", c.Frames)
+		return &ConfigError{"frames", fmt.Sprintf("frames %d is outside 2..32", c.Frames)}
 	}
 	return nil
 }
+
+// ConfigError is an invalid Config field ("task", "n", "size",
+// "max_objects" or "frames").
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return e.Msg }
 
 // object is one shape in a scene.
 type object struct {

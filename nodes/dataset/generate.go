@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"errors"
+
 	"github.com/gatepipe/gatepipe/formats/procedural"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -17,9 +19,19 @@ func (n *Node) decodeGenerator(decl nodes.Decl) hcl.Diagnostics {
 	if len(n.cfg.Source) > 0 {
 		diags = append(diags, decl.Errorf("format", "Sources in a generated dataset", "A generated dataset has no source blocks; remove them or use another format."))
 	}
-	for _, c := range []procedural.Config{n.generatorConfig(0, g.Train), n.generatorConfig(1, g.Test)} {
+	for i, c := range []procedural.Config{n.generatorConfig(0, g.Train), n.generatorConfig(1, g.Test)} {
 		if err := c.Check(); err != nil {
-			diags = append(diags, decl.Errorf("generator", "Invalid generator", "%s.", err))
+			// Point at the attribute at fault (n is train or test).
+			attr := "task"
+			var ce *procedural.ConfigError
+			if errors.As(err, &ce) {
+				attr = ce.Field
+				if attr == "n" {
+					attr = []string{"train", "test"}[i]
+				}
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid generator", Detail: err.Error() + ".",
+				Subject: decl.NestedAttrRange("generator", 0, attr), Context: decl.DeclRange.Ptr()})
 			break
 		}
 	}
