@@ -886,3 +886,16 @@ func evaluateEpisodes(enc EncoderSpec, params []*param, d *Data, sets []map[stri
 	out["acc1"], out["loss"] = accSum/float64(len(settings)), lossSum/float64(len(settings))
 	return out, nil
 }
+
+// DefaultLR is the paper's per-family learning rate (GATE section 8.1)
+// for fine-tuning: convolutional encoders 1e-3 (6e-4 for segmentation),
+// ViTs 1e-5. The MLP counts as convolutional here.
+func DefaultLR(arch string, task Task) float64 {
+	if arch == "vit" {
+		return 1e-5
+	}
+	if task == Segmentation {
+		return 6e-4
+	}
+	return 1e-3
+}

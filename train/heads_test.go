@@ -437,3 +437,15 @@ func TestViTUnderTransformerHeads(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultLRFollowsThePaper(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		task Task
+		want float64
+	}{{"convnet", Classification, 1e-3}, {"resnet", Segmentation, 6e-4}, {"vit", Classification, 1e-5}, {"vit", Segmentation, 1e-5}} {
+		if got := DefaultLR(c.arch, c.task); got != c.want {
+			t.Errorf("%s %s: %g, want %g", c.arch, c.task, got, c.want)
+		}
+	}
+}

@@ -31,7 +31,7 @@ type attr struct {
 }
 
 func (k kind) Name() string    { return k.name }
-func (k kind) Version() string { return "2" }
+func (k kind) Version() string { return "3" }
 
 func (k kind) Spec() hcldec.Spec {
 	s := hcldec.ObjectSpec{}
@@ -98,6 +98,9 @@ func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnosti
 func positive(decl nodes.Decl, vals map[string]cty.Value, names ...string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, n := range names {
+		if vals[n].IsNull() {
+			continue // a default chosen later
+		}
 		f, _ := vals[n].AsBigFloat().Float64()
 		if f <= 0 {
 			diags = append(diags, decl.Errorf(n, "Invalid value", "%s must be positive, not %g.", n, f))
@@ -184,9 +187,10 @@ func Adapter() nodes.Kind {
 // Recipe is the recipe block: optimiser, schedule and checkpointing.
 func Recipe() nodes.Kind {
 	return kind{name: "recipe", attrs: map[string]attr{
-		"optimizer":         {ty: cty.String, def: cty.StringVal("adamw")},
-		"mode":              {ty: cty.String, def: cty.StringVal("finetune")},
-		"lr":                {ty: cty.Number, def: num(1e-3)},
+		"optimizer": {ty: cty.String, def: cty.StringVal("adamw")},
+		"mode":      {ty: cty.String, def: cty.StringVal("finetune")},
+		// lr defaults per encoder family and task (train.DefaultLR).
+		"lr":                {ty: cty.Number, def: cty.NullVal(cty.Number)},
 		"weight_decay":      {ty: cty.Number, def: num(0.01)},
 		"batch_size":        {ty: cty.Number, def: num(128)},
 		"iterations":        {ty: cty.Number, def: num(1000)},

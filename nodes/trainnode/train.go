@@ -93,6 +93,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		PlateauPatience: r.Int("recipe", "plateau_patience"), PlateauThreshold: r.Float("recipe", "plateau_threshold"),
 		LinearProbe: r.Str("recipe", "mode") == "linear_probe",
 	}
+	if n.recipe.LR <= 0 {
+		n.recipe.LR = train.DefaultLR(n.enc.Arch, n.task)
+	}
 	n.dataset, n.benchmark = r.Str("benchmark", "dataset"), r.Str("benchmark", "id")
 	if n.benchmark == "" {
 		n.benchmark = r.Str("benchmark", "name")
