@@ -56,11 +56,13 @@ type cli struct {
 
 // gcPercent trades memory for speed: planning allocates many short-lived
 // values, and a pipeline's working set is small next to today's memory.
-// GOGC in the environment still wins.
+// Not for `exec`, which runs one node's numeric work (training allocates
+// large transient tensors, so Go's default keeps the peak down). GOGC in
+// the environment still wins.
 const gcPercent = 400
 
 func main() {
-	if os.Getenv("GOGC") == "" {
+	if os.Getenv("GOGC") == "" && (len(os.Args) < 2 || os.Args[1] != "exec") {
 		debug.SetGCPercent(gcPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
