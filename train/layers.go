@@ -185,7 +185,7 @@ func (b *builder) linear(x *G.Node, name string, in, out int, bias bool) *G.Node
 // conv is a 2-D convolution of x [B, in, H, W] with a square kernel.
 func (b *builder) conv(x *G.Node, name string, in, out, k, stride, pad int, bias bool) *G.Node {
 	w := b.tensorOf(name+".weight", []int{out, in, k, k}, false, b.uniform(in*k*k))
-	y := b.must(G.Conv2d(x, w, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1}))
+	y := b.conv2d(x, w, k, stride, pad)
 	if bias {
 		bv := b.tensorOf(name+".bias", []int{out}, false, b.uniform(in*k*k))
 		y = b.must(G.BroadcastAdd(y, b.must(G.Reshape(bv, tensor.Shape{1, out, 1, 1})), nil, []byte{0, 2, 3}))

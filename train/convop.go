@@ -1,0 +1,212 @@
+package train
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/chewxy/hm"
+	"gonum.org/v1/gonum/blas"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// convKind says which of the three products a convOp computes.
+type convKind int
+
+const (
+	convForward     convKind = iota // y = conv(x, w)
+	convGradInput                   // dx from dy and w
+	convGradWeights                 // dw from x and dy
+)
+
+// convOp is a 2-D convolution (square kernel, stride, zero padding) on
+// float32 NCHW tensors, done per image as one matrix product with the
+// image's im2col matrix, so the result is laid out NCHW without the
+// transpose gorgonia's Conv2d pays, and its backward products (for the
+// input and for the weights) are ops of their own.
+type convOp struct {
+	kind              convKind
+	k, stride, pad    int
+	cin, cout, h, w   int // input channels and size; output channels
+	outH, outW, batch int
+	inShape, wShape   tensor.Shape
+	outShape          tensor.Shape
+	desc              string
+}
+
+func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad int) *convOp {
+	op := &convOp{kind: kind, k: k, stride: stride, pad: pad, cin: cin, cout: cout, h: h, w: w, batch: batch}
+	op.outH, op.outW = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
+	op.inShape = tensor.Shape{batch, cin, h, w}
+	op.wShape = tensor.Shape{cout, cin, k, k}
+	op.outShape = tensor.Shape{batch, cout, op.outH, op.outW}
+	op.desc = fmt.Sprintf("conv%d<%dx%d/%d pad %d, %dx%dx%dx%d -> %d>", kind, k, k, stride, pad, batch, cin, h, w, cout)
+	return op
+}
+
+// conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout, Cin, k, k].
+func (b *builder) conv2d(x, w *G.Node, k, stride, pad int) *G.Node {
+	s, ws := x.Shape(), w.Shape()
+	op := newConvOp(convForward, s[0], s[1], s[2], s[3], ws[0], k, stride, pad)
+	return b.must(G.ApplyOp(op, x, w))
+}
+
+func (op *convOp) Arity() int { return 2 }
+
+func (op *convOp) Type() hm.Type {
+	t := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}
+	return hm.NewFnType(t, t, t)
+}
+
+func (op *convOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	switch op.kind {
+	case convGradInput:
+		return op.inShape.Clone(), nil
+	case convGradWeights:
+		return op.wShape.Clone(), nil
+	}
+	return op.outShape.Clone(), nil
+}
+
+func (op *convOp) ReturnsPtr() bool      { return false }
+func (op *convOp) CallsExtern() bool     { return false }
+func (op *convOp) OverwritesInput() int  { return -1 }
+func (op *convOp) String() string        { return op.desc }
+func (op *convOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.desc) }
+
+func (op *convOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+// DiffWRT: the forward convolution is differentiable in both inputs; the
+// backward products are not differentiated again.
+func (op *convOp) DiffWRT(int) []bool {
+	d := op.kind == convForward
+	return []bool{d, d}
+}
+
+// SymDiff returns dx = convGradInput(dy, w) and dw = convGradWeights(x, dy).
+func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	if op.kind != convForward {
+		return nil, fmt.Errorf("%s is not differentiable", op)
+	}
+	x, w := inputs[0], inputs[1]
+	dxOp, dwOp := *op, *op
+	dxOp.kind, dwOp.kind = convGradInput, convGradWeights
+	dxOp.desc = fmt.Sprintf("conv%d<%s>", convGradInput, op.desc)
+	dwOp.desc = fmt.Sprintf("conv%d<%s>", convGradWeights, op.desc)
+	dx, err := G.ApplyOp(&dxOp, grad, w)
+	if err != nil {
+		return nil, err
+	}
+	dw, err := G.ApplyOp(&dwOp, x, grad)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{dx, dw}, nil
+}
+
+func f32(v G.Value) ([]float32, error) {
+	t, ok := v.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("convolution: want a dense tensor, got %T", v)
+	}
+	data, ok := t.Data().([]float32)
+	if !ok {
+		return nil, fmt.Errorf("convolution: want float32 data, got %T", t.Data())
+	}
+	return data, nil
+}
+
+// Do computes the op's product for every image.
+func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
+	a, err := f32(inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	bv, err := f32(inputs[1])
+	if err != nil {
+		return nil, err
+	}
+	shape, _ := op.InferShape()
+	out := tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
+	res := out.Data().([]float32)
+	impl := G.WhichBLAS()
+	rows, cols := op.cin*op.k*op.k, op.outH*op.outW // im2col matrix
+	col := make([]float32, rows*cols)
+	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
+	for i := 0; i < op.batch; i++ {
+		switch op.kind {
+		case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i
+			op.im2col(a[i*inSize:(i+1)*inSize], col)
+			impl.Sgemm(blas.NoTrans, blas.NoTrans, op.cout, cols, rows, 1, bv, rows, col, cols, 0, res[i*outSize:(i+1)*outSize], cols)
+		case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
+			impl.Sgemm(blas.Trans, blas.NoTrans, rows, cols, op.cout, 1, bv, rows, a[i*outSize:(i+1)*outSize], cols, 0, col, cols)
+			op.col2im(col, res[i*inSize:(i+1)*inSize])
+		case convGradWeights: // dw [Cout, rows] += dy_i x col_i^T
+			op.im2col(a[i*inSize:(i+1)*inSize], col)
+			impl.Sgemm(blas.NoTrans, blas.Trans, op.cout, rows, cols, 1, bv[i*outSize:(i+1)*outSize], cols, col, cols, 1, res, rows)
+		}
+	}
+	return out, nil
+}
+
+// im2col lays one image [Cin, H, W] out as [Cin*k*k, outH*outW]: row
+// (c, ki, kj), column (oy, ox) holds the input under that kernel tap.
+func (op *convOp) im2col(img, col []float32) {
+	cols := op.outH * op.outW
+	for c := 0; c < op.cin; c++ {
+		plane := img[c*op.h*op.w : (c+1)*op.h*op.w]
+		for ki := 0; ki < op.k; ki++ {
+			for kj := 0; kj < op.k; kj++ {
+				row := col[((c*op.k+ki)*op.k+kj)*cols:][:cols]
+				for oy := 0; oy < op.outH; oy++ {
+					y := oy*op.stride - op.pad + ki
+					dst := row[oy*op.outW : (oy+1)*op.outW]
+					if y < 0 || y >= op.h {
+						clear(dst)
+						continue
+					}
+					src := plane[y*op.w : (y+1)*op.w]
+					for ox := range dst {
+						x := ox*op.stride - op.pad + kj
+						if x < 0 || x >= op.w {
+							dst[ox] = 0
+						} else {
+							dst[ox] = src[x]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2im adds an im2col-shaped gradient back onto the image it came from.
+func (op *convOp) col2im(col, img []float32) {
+	cols := op.outH * op.outW
+	for c := 0; c < op.cin; c++ {
+		plane := img[c*op.h*op.w : (c+1)*op.h*op.w]
+		for ki := 0; ki < op.k; ki++ {
+			for kj := 0; kj < op.k; kj++ {
+				row := col[((c*op.k+ki)*op.k+kj)*cols:][:cols]
+				for oy := 0; oy < op.outH; oy++ {
+					y := oy*op.stride - op.pad + ki
+					if y < 0 || y >= op.h {
+						continue
+					}
+					dst := plane[y*op.w : (y+1)*op.w]
+					src := row[oy*op.outW : (oy+1)*op.outW]
+					for ox, v := range src {
+						if x := ox*op.stride - op.pad + kj; x >= 0 && x < op.w {
+							dst[x] += v
+						}
+					}
+				}
+			}
+		}
+	}
+}
