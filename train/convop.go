@@ -210,3 +210,114 @@ func (op *convOp) col2im(col, img []float32) {
 		}
 	}
 }
+
+// channelBiasOp adds a per-channel bias b [C] to x [B, C, H, W] in place
+// of a broadcast (which materialises the repeated bias every step); its
+// gradient for b is channelSumOp.
+type channelBiasOp struct {
+	sum   bool // channelSumOp: dy [B, C, H, W] -> [C]
+	shape tensor.Shape
+}
+
+func (op *channelBiasOp) Arity() int {
+	if op.sum {
+		return 1
+	}
+	return 2
+}
+
+func (op *channelBiasOp) Type() hm.Type {
+	t4, t1 := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}, G.TensorType{Dims: 1, Of: hm.TypeVariable('a')}
+	if op.sum {
+		return hm.NewFnType(t4, t1)
+	}
+	return hm.NewFnType(t4, t1, t4)
+}
+
+func (op *channelBiasOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	if op.sum {
+		return tensor.Shape{op.shape[1]}, nil
+	}
+	return op.shape.Clone(), nil
+}
+
+func (op *channelBiasOp) ReturnsPtr() bool     { return false }
+func (op *channelBiasOp) CallsExtern() bool    { return false }
+func (op *channelBiasOp) OverwritesInput() int { return -1 }
+
+func (op *channelBiasOp) String() string {
+	if op.sum {
+		return fmt.Sprintf("channelSum%v", op.shape)
+	}
+	return fmt.Sprintf("channelBias%v", op.shape)
+}
+
+func (op *channelBiasOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+
+func (op *channelBiasOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+func (op *channelBiasOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = !op.sum
+	}
+	return d
+}
+
+// SymDiff: dx = dy, db = the sum of dy over everything but channels.
+func (op *channelBiasOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	if op.sum {
+		return nil, fmt.Errorf("%s is not differentiable", op)
+	}
+	db, err := G.ApplyOp(&channelBiasOp{sum: true, shape: op.shape}, grad)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{grad, db}, nil
+}
+
+func (op *channelBiasOp) Do(inputs ...G.Value) (G.Value, error) {
+	x, err := f32(inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	b, c := op.shape[0], op.shape[1]
+	plane := op.shape[2] * op.shape[3]
+	if op.sum {
+		out := make([]float32, c)
+		for i := 0; i < b; i++ {
+			for ch := 0; ch < c; ch++ {
+				var s float32
+				for _, v := range x[(i*c+ch)*plane : (i*c+ch+1)*plane] {
+					s += v
+				}
+				out[ch] += s
+			}
+		}
+		return tensor.New(tensor.WithShape(c), tensor.WithBacking(out)), nil
+	}
+	bias, err := f32(inputs[1])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(x))
+	for i := 0; i < b; i++ {
+		for ch := 0; ch < c; ch++ {
+			off := (i*c + ch) * plane
+			bv := bias[ch]
+			for j, v := range x[off : off+plane] {
+				out[off+j] = v + bv
+			}
+		}
+	}
+	return tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(out)), nil
+}
+
+// channelBias adds bias [C] to every channel of x [B, C, H, W].
+func (b *builder) channelBias(x, bias *G.Node) *G.Node {
+	return b.must(G.ApplyOp(&channelBiasOp{shape: x.Shape().Clone()}, x, bias))
+}

@@ -188,7 +188,7 @@ func (b *builder) conv(x *G.Node, name string, in, out, k, stride, pad int, bias
 	y := b.conv2d(x, w, k, stride, pad)
 	if bias {
 		bv := b.tensorOf(name+".bias", []int{out}, false, b.uniform(in*k*k))
-		y = b.must(G.BroadcastAdd(y, b.must(G.Reshape(bv, tensor.Shape{1, out, 1, 1})), nil, []byte{0, 2, 3}))
+		y = b.channelBias(y, bv)
 	}
 	return y
 }
