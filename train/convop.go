@@ -163,26 +163,40 @@ func (op *convOp) im2col(img, col []float32) {
 		for ki := 0; ki < op.k; ki++ {
 			for kj := 0; kj < op.k; kj++ {
 				row := col[((c*op.k+ki)*op.k+kj)*cols:][:cols]
+				lo, hi := op.validX(kj)
 				for oy := 0; oy < op.outH; oy++ {
 					y := oy*op.stride - op.pad + ki
 					dst := row[oy*op.outW : (oy+1)*op.outW]
-					if y < 0 || y >= op.h {
+					if y < 0 || y >= op.h || lo >= hi {
 						clear(dst)
 						continue
 					}
 					src := plane[y*op.w : (y+1)*op.w]
-					for ox := range dst {
-						x := ox*op.stride - op.pad + kj
-						if x < 0 || x >= op.w {
-							dst[ox] = 0
-						} else {
-							dst[ox] = src[x]
-						}
+					clear(dst[:lo])
+					clear(dst[hi:])
+					if op.stride == 1 {
+						copy(dst[lo:hi], src[lo-op.pad+kj:])
+						continue
+					}
+					for ox := lo; ox < hi; ox++ {
+						dst[ox] = src[ox*op.stride-op.pad+kj]
 					}
 				}
 			}
 		}
 	}
+}
+
+// validX returns the output columns [lo, hi) whose tap kj falls inside the
+// image (outside it is zero padding).
+func (op *convOp) validX(kj int) (lo, hi int) {
+	// x = ox*stride - pad + kj must satisfy 0 <= x < w.
+	lo = max(0, (op.pad-kj+op.stride-1)/op.stride)
+	hi = min(op.outW, (op.w-1+op.pad-kj)/op.stride+1)
+	if op.w-1+op.pad-kj < 0 {
+		hi = 0
+	}
+	return lo, hi
 }
 
 // col2im adds an im2col-shaped gradient back onto the image it came from.
@@ -193,17 +207,23 @@ func (op *convOp) col2im(col, img []float32) {
 		for ki := 0; ki < op.k; ki++ {
 			for kj := 0; kj < op.k; kj++ {
 				row := col[((c*op.k+ki)*op.k+kj)*cols:][:cols]
+				lo, hi := op.validX(kj)
 				for oy := 0; oy < op.outH; oy++ {
 					y := oy*op.stride - op.pad + ki
-					if y < 0 || y >= op.h {
+					if y < 0 || y >= op.h || lo >= hi {
 						continue
 					}
 					dst := plane[y*op.w : (y+1)*op.w]
 					src := row[oy*op.outW : (oy+1)*op.outW]
-					for ox, v := range src {
-						if x := ox*op.stride - op.pad + kj; x >= 0 && x < op.w {
-							dst[x] += v
+					if op.stride == 1 {
+						d := dst[lo-op.pad+kj:][:hi-lo]
+						for i, v := range src[lo:hi] {
+							d[i] += v
 						}
+						continue
+					}
+					for ox := lo; ox < hi; ox++ {
+						dst[ox*op.stride-op.pad+kj] += src[ox]
 					}
 				}
 			}
