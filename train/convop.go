@@ -341,3 +341,126 @@ func (op *channelBiasOp) Do(inputs ...G.Value) (G.Value, error) {
 func (b *builder) channelBias(x, bias *G.Node) *G.Node {
 	return b.must(G.ApplyOp(&channelBiasOp{shape: x.Shape().Clone()}, x, bias))
 }
+
+// maxPool2Op is 2x2 max pooling with stride 2 (odd edges dropped, as
+// PyTorch's MaxPool2d(2) does) on x [B, C, H, W]; with grad set it is the
+// backward product: given (x, dy) it routes each dy to the first maximum of
+// its window.
+type maxPool2Op struct {
+	grad  bool
+	shape tensor.Shape // x's
+}
+
+func (op *maxPool2Op) outShape() tensor.Shape {
+	s := op.shape
+	return tensor.Shape{s[0], s[1], s[2] / 2, s[3] / 2}
+}
+
+func (op *maxPool2Op) Arity() int {
+	if op.grad {
+		return 2
+	}
+	return 1
+}
+
+func (op *maxPool2Op) Type() hm.Type {
+	t := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}
+	if op.grad {
+		return hm.NewFnType(t, t, t)
+	}
+	return hm.NewFnType(t, t)
+}
+
+func (op *maxPool2Op) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	if op.grad {
+		return op.shape.Clone(), nil
+	}
+	return op.outShape(), nil
+}
+
+func (op *maxPool2Op) ReturnsPtr() bool      { return false }
+func (op *maxPool2Op) CallsExtern() bool     { return false }
+func (op *maxPool2Op) OverwritesInput() int  { return -1 }
+func (op *maxPool2Op) String() string        { return fmt.Sprintf("maxpool2<grad %v>%v", op.grad, op.shape) }
+func (op *maxPool2Op) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+
+func (op *maxPool2Op) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+func (op *maxPool2Op) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = !op.grad
+	}
+	return d
+}
+
+// SymDiff: dx = maxpool2grad(x, dy).
+func (op *maxPool2Op) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	if op.grad {
+		return nil, fmt.Errorf("%s is not differentiable", op)
+	}
+	dx, err := G.ApplyOp(&maxPool2Op{grad: true, shape: op.shape}, inputs[0], grad)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{dx}, nil
+}
+
+func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
+	x, err := f32(inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	var dy []float32
+	if op.grad {
+		if dy, err = f32(inputs[1]); err != nil {
+			return nil, err
+		}
+	}
+	s := op.shape
+	h, w := s[2], s[3]
+	oh, ow := h/2, w/2
+	planes := s[0] * s[1]
+	outShape, _ := op.InferShape()
+	out := make([]float32, outShape.TotalSize())
+	for p := 0; p < planes; p++ {
+		in := x[p*h*w : (p+1)*h*w]
+		for oy := 0; oy < oh; oy++ {
+			r0, r1 := in[2*oy*w:][:2*ow], in[(2*oy+1)*w:][:2*ow]
+			if !op.grad {
+				dst := out[(p*oh+oy)*ow:][:ow]
+				for ox := range dst {
+					dst[ox] = max(r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1])
+				}
+				continue
+			}
+			g := dy[(p*oh+oy)*ow:][:ow]
+			d0, d1 := out[p*h*w+2*oy*w:][:2*ow], out[p*h*w+(2*oy+1)*w:][:2*ow]
+			for ox, gv := range g {
+				// The first maximum of the window takes the gradient.
+				a, b, c, d := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
+				m := max(a, b, c, d)
+				switch m {
+				case a:
+					d0[2*ox] += gv
+				case b:
+					d0[2*ox+1] += gv
+				case c:
+					d1[2*ox] += gv
+				default:
+					d1[2*ox+1] += gv
+				}
+			}
+		}
+	}
+	return tensor.New(tensor.WithShape(outShape...), tensor.WithBacking(out)), nil
+}
+
+// maxPool2 is 2x2 max pooling with stride 2.
+func (b *builder) maxPool2(x *G.Node) *G.Node {
+	return b.must(G.ApplyOp(&maxPool2Op{shape: x.Shape().Clone()}, x))
+}

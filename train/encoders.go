@@ -194,7 +194,7 @@ func (e EncoderSpec) convTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 		// ReLU after the pooling: max and ReLU commute, and the ReLU then
 		// touches a quarter of the values.
 		cur = b.conv(cur, fmt.Sprintf("encoder.convs.%d", i), in, out, 3, 1, 1, true)
-		cur = b.relu(b.must(G.MaxPool2D(cur, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2})))
+		cur = b.relu(b.maxPool2(cur))
 		in = out
 	}
 	return cur, in
