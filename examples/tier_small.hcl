@@ -4,7 +4,7 @@
 # other GATE task families, collected into one performance matrix, a
 # results table and a report.
 #
-#   gatepipe apply examples/tier_small.hcl      # 6 min 13 s cold on 2 cores, then cached
+#   gatepipe apply examples/tier_small.hcl      # 4 min 40 s cold on 2 cores, then cached
 #
 # Eight benchmarks over eight task types, as GATE's small tier has eight:
 # classification (Fashion-MNIST), regression, multi-label, segmentation,
