@@ -26,23 +26,51 @@ const (
 // transpose gorgonia's Conv2d pays, and its backward products (for the
 // input and for the weights) are ops of their own.
 type convOp struct {
+	opBasics
 	kind              convKind
 	k, stride, pad    int
 	cin, cout, h, w   int // input channels and size; output channels
 	outH, outW, batch int
 	inShape, wShape   tensor.Shape
 	outShape          tensor.Shape
-	desc              string
 }
 
 func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad int) *convOp {
-	op := &convOp{kind: kind, k: k, stride: stride, pad: pad, cin: cin, cout: cout, h: h, w: w, batch: batch}
+	op := &convOp{opBasics: opBasics{grad: kind != convForward}, kind: kind, k: k, stride: stride, pad: pad, cin: cin, cout: cout, h: h, w: w, batch: batch}
 	op.outH, op.outW = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
 	op.inShape = tensor.Shape{batch, cin, h, w}
 	op.wShape = tensor.Shape{cout, cin, k, k}
 	op.outShape = tensor.Shape{batch, cout, op.outH, op.outW}
 	op.desc = fmt.Sprintf("conv%d<%dx%d/%d pad %d, %dx%dx%dx%d -> %d>", kind, k, k, stride, pad, batch, cin, h, w, cout)
 	return op
+}
+
+// opBasics holds what the ops of this file share: they return fresh
+// values, call no external code, overwrite no input, and hash by their
+// description; backward ops (grad) are not differentiated again.
+type opBasics struct {
+	desc string
+	grad bool
+}
+
+func (o opBasics) ReturnsPtr() bool      { return false }
+func (o opBasics) CallsExtern() bool     { return false }
+func (o opBasics) OverwritesInput() int  { return -1 }
+func (o opBasics) String() string        { return o.desc }
+func (o opBasics) WriteHash(h hash.Hash) { fmt.Fprint(h, o.desc) }
+
+func (o opBasics) Hashcode() uint32 {
+	h := fnv.New32a()
+	o.WriteHash(h)
+	return h.Sum32()
+}
+
+func (o opBasics) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = !o.grad
+	}
+	return d
 }
 
 // conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout, Cin, k, k].
@@ -69,25 +97,6 @@ func (op *convOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.outShape.Clone(), nil
 }
 
-func (op *convOp) ReturnsPtr() bool      { return false }
-func (op *convOp) CallsExtern() bool     { return false }
-func (op *convOp) OverwritesInput() int  { return -1 }
-func (op *convOp) String() string        { return op.desc }
-func (op *convOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.desc) }
-
-func (op *convOp) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
-
-// DiffWRT: the forward convolution is differentiable in both inputs; the
-// backward products are not differentiated again.
-func (op *convOp) DiffWRT(int) []bool {
-	d := op.kind == convForward
-	return []bool{d, d}
-}
-
 // SymDiff returns dx = convGradInput(dy, w) and dw = convGradWeights(x, dy).
 func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	if op.kind != convForward {
@@ -96,6 +105,7 @@ func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	x, w := inputs[0], inputs[1]
 	dxOp, dwOp := *op, *op
 	dxOp.kind, dwOp.kind = convGradInput, convGradWeights
+	dxOp.grad, dwOp.grad = true, true
 	dxOp.desc = fmt.Sprintf("conv%d<%s>", convGradInput, op.desc)
 	dwOp.desc = fmt.Sprintf("conv%d<%s>", convGradWeights, op.desc)
 	dx, err := G.ApplyOp(&dxOp, grad, w)
@@ -235,8 +245,17 @@ func (op *convOp) col2im(col, img []float32) {
 // of a broadcast (which materialises the repeated bias every step); its
 // gradient for b is channelSumOp.
 type channelBiasOp struct {
+	opBasics
 	sum   bool // channelSumOp: dy [B, C, H, W] -> [C]
 	shape tensor.Shape
+}
+
+func newChannelBiasOp(sum bool, shape tensor.Shape) *channelBiasOp {
+	name := "channelBias"
+	if sum {
+		name = "channelSum"
+	}
+	return &channelBiasOp{opBasics: opBasics{desc: fmt.Sprintf("%s%v", name, shape), grad: sum}, sum: sum, shape: shape.Clone()}
 }
 
 func (op *channelBiasOp) Arity() int {
@@ -261,39 +280,12 @@ func (op *channelBiasOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.shape.Clone(), nil
 }
 
-func (op *channelBiasOp) ReturnsPtr() bool     { return false }
-func (op *channelBiasOp) CallsExtern() bool    { return false }
-func (op *channelBiasOp) OverwritesInput() int { return -1 }
-
-func (op *channelBiasOp) String() string {
-	if op.sum {
-		return fmt.Sprintf("channelSum%v", op.shape)
-	}
-	return fmt.Sprintf("channelBias%v", op.shape)
-}
-
-func (op *channelBiasOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-
-func (op *channelBiasOp) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
-
-func (op *channelBiasOp) DiffWRT(n int) []bool {
-	d := make([]bool, n)
-	for i := range d {
-		d[i] = !op.sum
-	}
-	return d
-}
-
 // SymDiff: dx = dy, db = the sum of dy over everything but channels.
 func (op *channelBiasOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	if op.sum {
 		return nil, fmt.Errorf("%s is not differentiable", op)
 	}
-	db, err := G.ApplyOp(&channelBiasOp{sum: true, shape: op.shape}, grad)
+	db, err := G.ApplyOp(newChannelBiasOp(true, op.shape), grad)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +331,7 @@ func (op *channelBiasOp) Do(inputs ...G.Value) (G.Value, error) {
 
 // channelBias adds bias [C] to every channel of x [B, C, H, W].
 func (b *builder) channelBias(x, bias *G.Node) *G.Node {
-	return b.must(G.ApplyOp(&channelBiasOp{shape: x.Shape().Clone()}, x, bias))
+	return b.must(G.ApplyOp(newChannelBiasOp(false, x.Shape()), x, bias))
 }
 
 // maxPool2Op is 2x2 max pooling with stride 2 (odd edges dropped, as
@@ -347,8 +339,12 @@ func (b *builder) channelBias(x, bias *G.Node) *G.Node {
 // backward product: given (x, dy) it routes each dy to the first maximum of
 // its window.
 type maxPool2Op struct {
-	grad  bool
+	opBasics
 	shape tensor.Shape // x's
+}
+
+func newMaxPool2Op(grad bool, shape tensor.Shape) *maxPool2Op {
+	return &maxPool2Op{opBasics: opBasics{desc: fmt.Sprintf("maxpool2<grad %v>%v", grad, shape), grad: grad}, shape: shape.Clone()}
 }
 
 func (op *maxPool2Op) outShape() tensor.Shape {
@@ -378,32 +374,12 @@ func (op *maxPool2Op) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.outShape(), nil
 }
 
-func (op *maxPool2Op) ReturnsPtr() bool      { return false }
-func (op *maxPool2Op) CallsExtern() bool     { return false }
-func (op *maxPool2Op) OverwritesInput() int  { return -1 }
-func (op *maxPool2Op) String() string        { return fmt.Sprintf("maxpool2<grad %v>%v", op.grad, op.shape) }
-func (op *maxPool2Op) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-
-func (op *maxPool2Op) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
-
-func (op *maxPool2Op) DiffWRT(n int) []bool {
-	d := make([]bool, n)
-	for i := range d {
-		d[i] = !op.grad
-	}
-	return d
-}
-
 // SymDiff: dx = maxpool2grad(x, dy).
 func (op *maxPool2Op) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	if op.grad {
 		return nil, fmt.Errorf("%s is not differentiable", op)
 	}
-	dx, err := G.ApplyOp(&maxPool2Op{grad: true, shape: op.shape}, inputs[0], grad)
+	dx, err := G.ApplyOp(newMaxPool2Op(true, op.shape), inputs[0], grad)
 	if err != nil {
 		return nil, err
 	}
@@ -462,5 +438,5 @@ func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
 
 // maxPool2 is 2x2 max pooling with stride 2.
 func (b *builder) maxPool2(x *G.Node) *G.Node {
-	return b.must(G.ApplyOp(&maxPool2Op{shape: x.Shape().Clone()}, x))
+	return b.must(G.ApplyOp(newMaxPool2Op(false, x.Shape()), x))
 }
