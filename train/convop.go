@@ -33,6 +33,9 @@ type convOp struct {
 	outH, outW, batch int
 	inShape, wShape   tensor.Shape
 	outShape          tensor.Shape
+	// bias: the forward op takes a third input, a bias per output
+	// channel, added as each image's product is written.
+	bias bool
 }
 
 func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad int) *convOp {
@@ -73,17 +76,31 @@ func (o opBasics) DiffWRT(n int) []bool {
 	return d
 }
 
-// conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout, Cin, k, k].
-func (b *builder) conv2d(x, w *G.Node, k, stride, pad int) *G.Node {
+// conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout, Cin,
+// k, k], adding bias [Cout] when it is not nil.
+func (b *builder) conv2d(x, w, bias *G.Node, k, stride, pad int) *G.Node {
 	s, ws := x.Shape(), w.Shape()
 	op := newConvOp(convForward, s[0], s[1], s[2], s[3], ws[0], k, stride, pad)
-	return b.must(G.ApplyOp(op, x, w))
+	if bias == nil {
+		return b.must(G.ApplyOp(op, x, w))
+	}
+	op.bias = true
+	op.desc += " + bias"
+	return b.must(G.ApplyOp(op, x, w, bias))
 }
 
-func (op *convOp) Arity() int { return 2 }
+func (op *convOp) Arity() int {
+	if op.bias {
+		return 3
+	}
+	return 2
+}
 
 func (op *convOp) Type() hm.Type {
 	t := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}
+	if op.bias {
+		return hm.NewFnType(t, t, G.TensorType{Dims: 1, Of: hm.TypeVariable('a')}, t)
+	}
 	return hm.NewFnType(t, t, t)
 }
 
@@ -106,6 +123,7 @@ func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	dxOp, dwOp := *op, *op
 	dxOp.kind, dwOp.kind = convGradInput, convGradWeights
 	dxOp.grad, dwOp.grad = true, true
+	dxOp.bias, dwOp.bias = false, false
 	dxOp.desc = fmt.Sprintf("conv%d<%s>", convGradInput, op.desc)
 	dwOp.desc = fmt.Sprintf("conv%d<%s>", convGradWeights, op.desc)
 	dx, err := G.ApplyOp(&dxOp, grad, w)
@@ -116,7 +134,14 @@ func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.Nodes{dx, dw}, nil
+	if !op.bias {
+		return G.Nodes{dx, dw}, nil
+	}
+	db, err := G.ApplyOp(newChannelSumOp(op.outShape), grad)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{dx, dw, db}, nil
 }
 
 func f32(v G.Value) ([]float32, error) {
@@ -141,6 +166,12 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	var bias []float32
+	if op.bias {
+		if bias, err = f32(inputs[2]); err != nil {
+			return nil, err
+		}
+	}
 	shape, _ := op.InferShape()
 	out := tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
 	res := out.Data().([]float32)
@@ -150,9 +181,15 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
 	for i := 0; i < op.batch; i++ {
 		switch op.kind {
-		case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i
+		case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i (+ bias)
 			op.im2col(a[i*inSize:(i+1)*inSize], col)
-			impl.Sgemm(blas.NoTrans, blas.NoTrans, op.cout, cols, rows, 1, bv, rows, col, cols, 0, res[i*outSize:(i+1)*outSize], cols)
+			y := res[i*outSize : (i+1)*outSize]
+			impl.Sgemm(blas.NoTrans, blas.NoTrans, op.cout, cols, rows, 1, bv, rows, col, cols, 0, y, cols)
+			for c, bc := range bias {
+				for j := range y[c*cols : (c+1)*cols] {
+					y[c*cols+j] += bc
+				}
+			}
 		case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
 			impl.Sgemm(blas.Trans, blas.NoTrans, rows, cols, op.cout, 1, bv, rows, a[i*outSize:(i+1)*outSize], cols, 0, col, cols)
 			op.col2im(col, res[i*inSize:(i+1)*inSize])
@@ -241,97 +278,51 @@ func (op *convOp) col2im(col, img []float32) {
 	}
 }
 
-// channelBiasOp adds a per-channel bias b [C] to x [B, C, H, W] in place
-// of a broadcast (which materialises the repeated bias every step); its
-// gradient for b is channelSumOp.
-type channelBiasOp struct {
+// channelSumOp sums dy [B, C, H, W] over everything but channels: the
+// gradient of a per-channel bias (the convolution's, added in its
+// forward pass).
+type channelSumOp struct {
 	opBasics
-	sum   bool // channelSumOp: dy [B, C, H, W] -> [C]
 	shape tensor.Shape
 }
 
-func newChannelBiasOp(sum bool, shape tensor.Shape) *channelBiasOp {
-	name := "channelBias"
-	if sum {
-		name = "channelSum"
-	}
-	return &channelBiasOp{opBasics: opBasics{desc: fmt.Sprintf("%s%v", name, shape), grad: sum}, sum: sum, shape: shape.Clone()}
+func newChannelSumOp(shape tensor.Shape) *channelSumOp {
+	return &channelSumOp{opBasics: opBasics{desc: fmt.Sprintf("channelSum%v", shape), grad: true}, shape: shape.Clone()}
 }
 
-func (op *channelBiasOp) Arity() int {
-	if op.sum {
-		return 1
-	}
-	return 2
+func (op *channelSumOp) Arity() int { return 1 }
+
+func (op *channelSumOp) Type() hm.Type {
+	return hm.NewFnType(G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}, G.TensorType{Dims: 1, Of: hm.TypeVariable('a')})
 }
 
-func (op *channelBiasOp) Type() hm.Type {
-	t4, t1 := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}, G.TensorType{Dims: 1, Of: hm.TypeVariable('a')}
-	if op.sum {
-		return hm.NewFnType(t4, t1)
-	}
-	return hm.NewFnType(t4, t1, t4)
+func (op *channelSumOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.shape[1]}, nil
 }
 
-func (op *channelBiasOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	if op.sum {
-		return tensor.Shape{op.shape[1]}, nil
-	}
-	return op.shape.Clone(), nil
+// SymDiff: the sum is not differentiated again.
+func (op *channelSumOp) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
+	return nil, fmt.Errorf("%s is not differentiable", op)
 }
 
-// SymDiff: dx = dy, db = the sum of dy over everything but channels.
-func (op *channelBiasOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.sum {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	db, err := G.ApplyOp(newChannelBiasOp(true, op.shape), grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{grad, db}, nil
-}
-
-func (op *channelBiasOp) Do(inputs ...G.Value) (G.Value, error) {
+func (op *channelSumOp) Do(inputs ...G.Value) (G.Value, error) {
 	x, err := f32(inputs[0])
 	if err != nil {
 		return nil, err
 	}
 	b, c := op.shape[0], op.shape[1]
 	plane := op.shape[2] * op.shape[3]
-	if op.sum {
-		out := make([]float32, c)
-		for i := 0; i < b; i++ {
-			for ch := 0; ch < c; ch++ {
-				var s float32
-				for _, v := range x[(i*c+ch)*plane : (i*c+ch+1)*plane] {
-					s += v
-				}
-				out[ch] += s
-			}
-		}
-		return tensor.New(tensor.WithShape(c), tensor.WithBacking(out)), nil
-	}
-	bias, err := f32(inputs[1])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, len(x))
+	out := make([]float32, c)
 	for i := 0; i < b; i++ {
 		for ch := 0; ch < c; ch++ {
-			off := (i*c + ch) * plane
-			bv := bias[ch]
-			for j, v := range x[off : off+plane] {
-				out[off+j] = v + bv
+			var s float32
+			for _, v := range x[(i*c+ch)*plane : (i*c+ch+1)*plane] {
+				s += v
 			}
+			out[ch] += s
 		}
 	}
-	return tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(out)), nil
-}
-
-// channelBias adds bias [C] to every channel of x [B, C, H, W].
-func (b *builder) channelBias(x, bias *G.Node) *G.Node {
-	return b.must(G.ApplyOp(newChannelBiasOp(false, x.Shape()), x, bias))
+	return tensor.New(tensor.WithShape(c), tensor.WithBacking(out)), nil
 }
 
 // maxPool2Op is 2x2 max pooling with stride 2 (odd edges dropped, as

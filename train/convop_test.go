@@ -32,7 +32,7 @@ func TestConvOpMatchesGorgonia(t *testing.T) {
 			var y *G.Node
 			if ours {
 				b := &builder{g: g}
-				y = b.conv2d(xn, wn, c.k, c.stride, c.pad)
+				y = b.conv2d(xn, wn, nil, c.k, c.stride, c.pad)
 			} else {
 				y = G.Must(G.Conv2d(xn, wn, tensor.Shape{c.k, c.k}, []int{c.pad, c.pad}, []int{c.stride, c.stride}, []int{1, 1}))
 			}

@@ -185,12 +185,11 @@ func (b *builder) linear(x *G.Node, name string, in, out int, bias bool) *G.Node
 // conv is a 2-D convolution of x [B, in, H, W] with a square kernel.
 func (b *builder) conv(x *G.Node, name string, in, out, k, stride, pad int, bias bool) *G.Node {
 	w := b.tensorOf(name+".weight", []int{out, in, k, k}, false, b.uniform(in*k*k))
-	y := b.conv2d(x, w, k, stride, pad)
+	var bv *G.Node
 	if bias {
-		bv := b.tensorOf(name+".bias", []int{out}, false, b.uniform(in*k*k))
-		y = b.channelBias(y, bv)
+		bv = b.tensorOf(name+".bias", []int{out}, false, b.uniform(in*k*k))
 	}
-	return y
+	return b.conv2d(x, w, bv, k, stride, pad)
 }
 
 // batchNorm is BatchNorm2d over x [B, C, H, W]: batch statistics in
