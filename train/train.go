@@ -46,13 +46,21 @@ func (d *Data) task() Task {
 }
 
 // Len returns the number of examples.
-func (d *Data) Len() int {
+func (d *Data) Len() int { return len(d.X) / d.exampleSize() }
+
+// exampleSize is the number of input values of one example.
+func (d *Data) exampleSize() int {
 	size := 1
 	for _, s := range d.Shape {
 		size *= s
 	}
-	return len(d.X) / size
+	return size
 }
+
+// evalBatch sizes evaluation batches to about 200,000 input values (250
+// Fashion-MNIST images, 38 three-frame clips), which bounds the
+// activations' memory.
+func (d *Data) evalBatch() int { return min(250, max(16, 200_000/d.exampleSize())) }
 
 // Recipe is how to train.
 type Recipe struct {
@@ -163,10 +171,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	defer vm.Close()
 	opt := newAdamW(learn, rec)
 	rng := rand.New(rand.NewPCG(rec.Seed, 0xba7c4))
-	size := 1
-	for _, d := range trainD.Shape {
-		size *= d
-	}
+	size := trainD.exampleSize()
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
 	yb, qb := newTargets(m), newQuestions(m)
 	lr := rec.LR
@@ -310,13 +315,7 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 		return m, nil, err
 	}
 	n := d.Len()
-	size := 1
-	for _, s := range d.Shape {
-		size *= s
-	}
-	// Evaluation batches hold about 200,000 input values (250 Fashion-MNIST
-	// images, 38 three-frame clips), which bounds the activations' memory.
-	b := min(250, max(16, 200_000/size))
+	size, b := d.exampleSize(), d.evalBatch()
 	width := d.rowWidth(outputs)
 	if task == Retrieval {
 		width = 2 * enc.Head.withDefaults().Dim // image and text embeddings

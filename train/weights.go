@@ -15,20 +15,6 @@ import (
 // Weights are named parameter values, as in a PyTorch state_dict.
 type Weights map[string][]float32
 
-// Params lists a model's parameter names and shapes in declaration order
-// (encoder first, then head), buffers included.
-func Params(enc EncoderSpec, task Task, shape []int, classes int) ([]string, [][]int, error) {
-	ps, err := newParams(enc, task, shape, classes, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	names, shapes := make([]string, len(ps)), make([][]int, len(ps))
-	for i, p := range ps {
-		names[i], shapes[i] = p.name, p.shape
-	}
-	return names, shapes, nil
-}
-
 // MatchWeights takes from f the tensors of a model's parameters. Every
 // encoder tensor must be there with the right shape; head tensors are used
 // when their shapes fit (a new task's head starts from its initialisation
@@ -123,11 +109,7 @@ func Features(enc EncoderSpec, w Weights, d *Data) ([]float32, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	size := 1
-	for _, s := range d.Shape {
-		size *= s
-	}
-	n, batch := d.Len(), min(250, max(16, 200_000/size))
+	size, n, batch := d.exampleSize(), d.Len(), d.evalBatch()
 	b := &builder{declared: map[string]*param{}, values: w}
 	for _, p := range ps {
 		b.declared[p.name] = p

@@ -29,10 +29,8 @@ var Tasks = []string{"shape", "count", "colours", "segment", "video", "relationa
 // Sizes split the few-shot task's classes further.
 var Sizes = []string{"small", "large"}
 
-// fewShotClass numbers the few-shot task's 24 classes (colour x shape x
-// size); heldOut says which 8 appear only in the test stream.
-func fewShotClass(colour, shape, size int) int { return (colour*len(Shapes)+shape)*len(Sizes) + size }
-
+// heldOut says which 8 of the few-shot task's 24 classes ((colour x shape)
+// x size, numbered in that order) appear only in the test stream.
 func heldOut(class int) bool { return class%3 == 2 }
 
 // Directions are the video task's classes.

@@ -3,7 +3,6 @@ package dataset
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -258,5 +257,3 @@ func listFiles(dir string) []string {
 	})
 	return names
 }
-
-func openFile(p string) (io.ReadCloser, error) { return os.Open(p) }
