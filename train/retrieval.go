@@ -1,0 +1,143 @@
+package train
+
+// The image-text retrieval head (contrastive) and its metrics.
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Retrieval: image-text contrastive (CLIP style). Images go through the
+// encoder and "head.img", captions through a bag of embedded tokens
+// ("head.embed.weight") and "head.txt", both L2-normalised; the loss is
+// the symmetric cross-entropy of the in-batch similarity matrix (scaled by
+// retrievalScale) against the diagonal. Data.Q holds the caption tokens.
+const Retrieval Task = "retrieval"
+
+// retrievalScale is the fixed inverse temperature of the similarities.
+const retrievalScale = 10
+
+// retrievalHead returns the similarity logits [B, B] and the normalised
+// image and text embeddings side by side [B, 2*dim].
+func (b *builder) retrievalHead(enc EncoderSpec, x, q *G.Node, shape []int) (logits, emb *G.Node) {
+	h := enc.Head.withDefaults()
+	batch, d := x.Shape()[0], h.Dim
+	normalise := func(v *G.Node) *G.Node {
+		n := b.must(G.Sqrt(b.must(G.Add(b.must(G.Sum(b.must(G.Square(v)), 1)), b.scalar(1e-8)))))
+		return b.must(G.BroadcastHadamardDiv(v, b.must(G.Reshape(n, tensor.Shape{batch, 1})), nil, []byte{1}))
+	}
+	feat, f := enc.forward(b, x, shape)
+	img := normalise(b.linear(feat, "head.img", f, d, true))
+	emb0 := b.tensorOf("head.embed.weight", []int{h.Vocab, d}, false, b.truncNormal(0.02))
+	words := b.must(G.Reshape(b.must(G.Mul(q, emb0)), tensor.Shape{batch, h.QLen, d}))
+	bag := b.must(G.HadamardProd(b.sum(words, 1), b.scalar(float32(1)/float32(h.QLen))))
+	txt := normalise(b.linear(bag, "head.txt", d, d, true))
+	logits = b.must(G.HadamardProd(b.must(G.Mul(img, b.must(G.Transpose(txt)))), b.scalar(retrievalScale)))
+	return logits, b.must(G.Concat(1, img, txt))
+}
+
+// eye is the identity matrix, the in-batch targets of retrieval.
+func eye(n int) []float32 {
+	m := make([]float32, n*n)
+	for i := 0; i < n; i++ {
+		m[i*n+i] = 1
+	}
+	return m
+}
+
+// retrievalLoss is the mean of the image-to-text and text-to-image
+// cross-entropies of the similarity logits z [B, B].
+func (b *builder) retrievalLoss(z *G.Node) *G.Node {
+	n := z.Shape()[0]
+	y := b.constant([]int{n, n}, eye(n))
+	_, i2t := crossEntropyOn(b, z, y, n)
+	_, t2i := crossEntropyOn(b, b.must(G.Transpose(z)), y, n)
+	return b.must(G.HadamardProd(b.must(G.Add(i2t, t2i)), b.scalar(0.5)))
+}
+
+// retrievalMetrics ranks every caption for every image of the set and the
+// reverse: Acc@1/@5 count a hit when a retrieved item has the query's own
+// caption (scenes can share a caption); the losses are the full-set
+// cross-entropies at the training scale.
+func retrievalMetrics(d *Data, emb [][]float32) map[string]float64 {
+	n := len(emb)
+	if n == 0 {
+		return map[string]float64{}
+	}
+	dim := len(emb[0]) / 2
+	unit := func(v []float32) []float64 {
+		var s float64
+		for _, x := range v {
+			s += float64(x) * float64(x)
+		}
+		s = math.Sqrt(s) + 1e-12
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x) / s
+		}
+		return out
+	}
+	imgs, txts := make([][]float64, n), make([][]float64, n)
+	for i, e := range emb {
+		imgs[i], txts[i] = unit(e[:dim]), unit(e[dim:])
+	}
+	same := func(i, j int) bool {
+		return slices.Equal(d.Q[i*d.QLen:(i+1)*d.QLen], d.Q[j*d.QLen:(j+1)*d.QLen])
+	}
+	sim := make([][]float64, n)
+	for i := range sim {
+		sim[i] = make([]float64, n)
+		for j := range sim[i] {
+			var s float64
+			for k := 0; k < dim; k++ {
+				s += imgs[i][k] * txts[j][k]
+			}
+			sim[i][j] = s
+		}
+	}
+	rank := func(get func(j int) float64, self int) (hit1, hit5 bool, loss float64) {
+		order := make([]int, n)
+		for j := range order {
+			order[j] = j
+		}
+		sort.SliceStable(order, func(a, b int) bool { return get(order[a]) > get(order[b]) })
+		for r := 0; r < 5 && r < n; r++ {
+			if same(order[r], self) {
+				hit5 = true
+				if r == 0 {
+					hit1 = true
+				}
+			}
+		}
+		mx := get(order[0]) * retrievalScale
+		var z float64
+		for j := 0; j < n; j++ {
+			z += math.Exp(get(j)*retrievalScale - mx)
+		}
+		return hit1, hit5, -(get(self)*retrievalScale - mx - math.Log(z))
+	}
+	out := map[string]float64{}
+	for dir, get := range map[string]func(q, j int) float64{
+		"i2t": func(q, j int) float64 { return sim[q][j] },
+		"t2i": func(q, j int) float64 { return sim[j][q] },
+	} {
+		var a1, a5, loss float64
+		for q := 0; q < n; q++ {
+			h1, h5, l := rank(func(j int) float64 { return get(q, j) }, q)
+			if h1 {
+				a1++
+			}
+			if h5 {
+				a5++
+			}
+			loss += l
+		}
+		out[dir+"_acc1"], out[dir+"_acc5"], out[dir+"_loss"] = 100*a1/float64(n), 100*a5/float64(n), loss/float64(n)
+	}
+	out["loss"] = (out["i2t_loss"] + out["t2i_loss"]) / 2
+	return out
+}

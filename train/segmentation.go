@@ -1,0 +1,120 @@
+package train
+
+// The segmentation head and its metrics.
+
+import (
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Segmentation: a 1x1 conv head on the encoder's feature map, bilinear
+// upsampling to the image size and per-pixel softmax cross-entropy;
+// Data.Y holds a class per pixel.
+const Segmentation Task = "segmentation"
+
+// segmentationHead returns per-pixel logits [B*H*W, K] for x [B, C, H, W]:
+// the feature map's 1x1 conv ("head.weight" [K, C, 1, 1], "head.bias"),
+// upsampled bilinearly (PyTorch's align_corners=False) as a product with a
+// constant [h*w, H*W] matrix.
+func (b *builder) segmentationHead(enc EncoderSpec, x *G.Node, shape []int, classes int) *G.Node {
+	batch, height, width := x.Shape()[0], shape[1], shape[2]
+	fm, c := enc.spatial(b, x, shape)
+	z := b.conv(fm, "head", c, classes, 1, 1, 0, true) // [B, K, h, w]
+	h, w := z.Shape()[2], z.Shape()[3]
+	up := b.constant([]int{h * w, height * width}, bilinear(h, w, height, width))
+	z = b.must(G.Mul(b.must(G.Reshape(z, tensor.Shape{batch * classes, h * w})), up))
+	z = b.must(G.Transpose(b.must(G.Reshape(z, tensor.Shape{batch, classes, height * width})), 0, 2, 1))
+	return b.must(G.Reshape(z, tensor.Shape{batch * height * width, classes}))
+}
+
+// bilinear is the [h*w, H*W] matrix of bilinear interpolation weights from
+// an h x w grid to H x W (half-pixel centres, edges clamped).
+func bilinear(h, w, height, width int) []float32 {
+	weights := func(in, out int) [][2]struct {
+		i int
+		w float64
+	} {
+		ws := make([][2]struct {
+			i int
+			w float64
+		}, out)
+		for o := range ws {
+			src := (float64(o)+0.5)*float64(in)/float64(out) - 0.5
+			src = math.Max(src, 0)
+			i0 := min(int(math.Floor(src)), in-1)
+			i1 := min(i0+1, in-1)
+			f := src - float64(i0)
+			ws[o][0].i, ws[o][0].w = i0, 1-f
+			ws[o][1].i, ws[o][1].w = i1, f
+		}
+		return ws
+	}
+	wy, wx := weights(h, height), weights(w, width)
+	m := make([]float32, h*w*height*width)
+	for oy := 0; oy < height; oy++ {
+		for ox := 0; ox < width; ox++ {
+			col := oy*width + ox
+			for _, a := range wy[oy] {
+				for _, c := range wx[ox] {
+					m[(a.i*w+c.i)*height*width+col] += float32(a.w * c.w)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// segmentationMetrics: mIoU and mean per-class pixel accuracy over the
+// classes present in the truth or the prediction, overall pixel accuracy,
+// mean Dice (all in %) and the per-pixel cross-entropy.
+func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]float64 {
+	conf := make([][]float64, classes) // [truth][pred]
+	for i := range conf {
+		conf[i] = make([]float64, classes)
+	}
+	var loss float64
+	pixels := 0
+	for i, p := range prob {
+		n := len(p) / classes
+		for px := 0; px < n; px++ {
+			row := p[px*classes : (px+1)*classes]
+			best := 0
+			for k := range row {
+				if row[k] > row[best] {
+					best = k
+				}
+			}
+			y := int(d.Y[i*n+px])
+			conf[y][best]++
+			loss -= math.Log(float64(row[y]) + 1e-7)
+			pixels++
+		}
+	}
+	var iou, acc, dice, correct float64
+	present := 0
+	for k := 0; k < classes; k++ {
+		var truth, pred float64
+		for j := 0; j < classes; j++ {
+			truth += conf[k][j]
+			pred += conf[j][k]
+		}
+		tp := conf[k][k]
+		correct += tp
+		if truth+pred == 0 {
+			continue
+		}
+		present++
+		iou += tp / (truth + pred - tp)
+		dice += 2 * tp / (truth + pred)
+		if truth > 0 {
+			acc += tp / truth
+		}
+	}
+	out := map[string]float64{"loss": loss / float64(pixels), "overall_acc": 100 * correct / float64(pixels)}
+	if present > 0 {
+		out["miou"], out["mean_acc"], out["dice"] = 100*iou/float64(present), 100*acc/float64(present), 100*dice/float64(present)
+	}
+	return out
+}
