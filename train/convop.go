@@ -36,6 +36,9 @@ type convOp struct {
 	// bias: the forward op takes a third input, a bias per output
 	// channel, added as each image's product is written.
 	bias bool
+	// noInputGrad: x is the model's data input, whose gradient nobody
+	// reads, so the backward product for it is not built.
+	noInputGrad bool
 }
 
 func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad int) *convOp {
@@ -81,12 +84,22 @@ func (o opBasics) DiffWRT(n int) []bool {
 func (b *builder) conv2d(x, w, bias *G.Node, k, stride, pad int) *G.Node {
 	s, ws := x.Shape(), w.Shape()
 	op := newConvOp(convForward, s[0], s[1], s[2], s[3], ws[0], k, stride, pad)
+	op.noInputGrad = x == b.data
 	if bias == nil {
 		return b.must(G.ApplyOp(op, x, w))
 	}
 	op.bias = true
 	op.desc += " + bias"
 	return b.must(G.ApplyOp(op, x, w, bias))
+}
+
+// DiffWRT leaves out the data input when nobody reads its gradient.
+func (op *convOp) DiffWRT(n int) []bool {
+	d := op.opBasics.DiffWRT(n)
+	if op.noInputGrad && n > 0 {
+		d[0] = false
+	}
+	return d
 }
 
 func (op *convOp) Arity() int {
@@ -121,14 +134,18 @@ func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	}
 	x, w := inputs[0], inputs[1]
 	dxOp, dwOp := *op, *op
+	dxOp.noInputGrad, dwOp.noInputGrad = false, false
 	dxOp.kind, dwOp.kind = convGradInput, convGradWeights
 	dxOp.grad, dwOp.grad = true, true
 	dxOp.bias, dwOp.bias = false, false
 	dxOp.desc = fmt.Sprintf("conv%d<%s>", convGradInput, op.desc)
 	dwOp.desc = fmt.Sprintf("conv%d<%s>", convGradWeights, op.desc)
-	dx, err := G.ApplyOp(&dxOp, grad, w)
-	if err != nil {
-		return nil, err
+	var dx *G.Node // stays nil for the data input: gorgonia skips it
+	var err error
+	if !op.noInputGrad {
+		if dx, err = G.ApplyOp(&dxOp, grad, w); err != nil {
+			return nil, err
+		}
 	}
 	dw, err := G.ApplyOp(&dwOp, x, grad)
 	if err != nil {
@@ -325,111 +342,4 @@ func (op *channelSumOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 	}
 	return tensor.New(tensor.WithShape(c), tensor.WithBacking(out)), nil
-}
-
-// maxPool2Op is 2x2 max pooling with stride 2 (odd edges dropped, as
-// PyTorch's MaxPool2d(2) does) on x [B, C, H, W]; with grad set it is the
-// backward product: given (x, dy) it routes each dy to the first maximum of
-// its window.
-type maxPool2Op struct {
-	opBasics
-	shape tensor.Shape // x's
-}
-
-func newMaxPool2Op(grad bool, shape tensor.Shape) *maxPool2Op {
-	return &maxPool2Op{opBasics: opBasics{desc: fmt.Sprintf("maxpool2<grad %v>%v", grad, shape), grad: grad}, shape: shape.Clone()}
-}
-
-func (op *maxPool2Op) outShape() tensor.Shape {
-	s := op.shape
-	return tensor.Shape{s[0], s[1], s[2] / 2, s[3] / 2}
-}
-
-func (op *maxPool2Op) Arity() int {
-	if op.grad {
-		return 2
-	}
-	return 1
-}
-
-func (op *maxPool2Op) Type() hm.Type {
-	t := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}
-	if op.grad {
-		return hm.NewFnType(t, t, t)
-	}
-	return hm.NewFnType(t, t)
-}
-
-func (op *maxPool2Op) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	if op.grad {
-		return op.shape.Clone(), nil
-	}
-	return op.outShape(), nil
-}
-
-// SymDiff: dx = maxpool2grad(x, dy).
-func (op *maxPool2Op) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.grad {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	dx, err := G.ApplyOp(newMaxPool2Op(true, op.shape), inputs[0], grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx}, nil
-}
-
-func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
-	x, err := f32(inputs[0])
-	if err != nil {
-		return nil, err
-	}
-	var dy []float32
-	if op.grad {
-		if dy, err = f32(inputs[1]); err != nil {
-			return nil, err
-		}
-	}
-	s := op.shape
-	h, w := s[2], s[3]
-	oh, ow := h/2, w/2
-	planes := s[0] * s[1]
-	outShape, _ := op.InferShape()
-	out := make([]float32, outShape.TotalSize())
-	for p := 0; p < planes; p++ {
-		in := x[p*h*w : (p+1)*h*w]
-		for oy := 0; oy < oh; oy++ {
-			r0, r1 := in[2*oy*w:][:2*ow], in[(2*oy+1)*w:][:2*ow]
-			if !op.grad {
-				dst := out[(p*oh+oy)*ow:][:ow]
-				for ox := range dst {
-					dst[ox] = max(r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1])
-				}
-				continue
-			}
-			g := dy[(p*oh+oy)*ow:][:ow]
-			d0, d1 := out[p*h*w+2*oy*w:][:2*ow], out[p*h*w+(2*oy+1)*w:][:2*ow]
-			for ox, gv := range g {
-				// The first maximum of the window takes the gradient.
-				a, b, c, d := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
-				m := max(a, b, c, d)
-				switch m {
-				case a:
-					d0[2*ox] += gv
-				case b:
-					d0[2*ox+1] += gv
-				case c:
-					d1[2*ox] += gv
-				default:
-					d1[2*ox+1] += gv
-				}
-			}
-		}
-	}
-	return tensor.New(tensor.WithShape(outShape...), tensor.WithBacking(out)), nil
-}
-
-// maxPool2 is 2x2 max pooling with stride 2.
-func (b *builder) maxPool2(x *G.Node) *G.Node {
-	return b.must(G.ApplyOp(newMaxPool2Op(false, x.Shape()), x))
 }

@@ -191,10 +191,10 @@ func (e EncoderSpec) spatial(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 func (e EncoderSpec) convTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 	cur := x
 	for i, out := range e.Channels {
-		// ReLU after the pooling: max and ReLU commute, and the ReLU then
-		// touches a quarter of the values.
+		// The ReLU is fused into the pooling: max and ReLU commute, so
+		// relu(pool(x)) is PyTorch's pool(relu(x)) in one pass.
 		cur = b.conv(cur, fmt.Sprintf("encoder.convs.%d", i), in, out, 3, 1, 1, true)
-		cur = b.relu(b.maxPool2(cur))
+		cur = b.maxPool2ReLU(cur)
 		in = out
 	}
 	return cur, in

@@ -191,6 +191,9 @@ func TestGradients(t *testing.T) {
 		"relu + max pool": {shape: []int{2, 2, 5, 4}, layer: func(b *builder, x *G.Node) *G.Node {
 			return b.maxPool2(b.relu(x))
 		}},
+		"max pool + fused relu": {shape: []int{2, 3, 6, 20}, layer: func(b *builder, x *G.Node) *G.Node {
+			return b.maxPool2ReLU(x)
+		}},
 		"batch norm (training)": {shape: []int{3, 2, 3, 3}, train: true, layer: func(b *builder, x *G.Node) *G.Node {
 			return b.batchNorm(x, "bn", 2)
 		}},

@@ -68,6 +68,7 @@ func (b *builder) forward(enc EncoderSpec, task Task, shape []int, classes, batc
 	b.g = G.NewGraph()
 	xshape := append([]int{batch}, shape...)
 	x := G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
+	b.data = x
 	var logits *G.Node
 	switch task {
 	case Segmentation:
