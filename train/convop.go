@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"runtime"
+	"sync"
 
 	"github.com/chewxy/hm"
+	"github.com/gatepipe/gatepipe/train/cblas"
 	"gonum.org/v1/gonum/blas"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -39,7 +42,19 @@ type convOp struct {
 	// noInputGrad: x is the model's data input, whose gradient nobody
 	// reads, so the backward product for it is not built.
 	noInputGrad bool
+	// keepCols: a forward op keeps every image's im2col matrix in cols
+	// for its weight-gradient op (fwd), which then needs no im2col of
+	// its own. The tape runs the forward op first in every pass.
+	keepCols bool
+	cols     []float32
+	fwd      *convOp
+	// scratch holds one im2col buffer per worker, reused across passes.
+	scratch [][]float32
 }
+
+// keptColsBudget bounds the im2col matrices a forward op keeps for its
+// backward pass (bytes); larger layers recompute them.
+const keptColsBudget = 256 << 20
 
 func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad int) *convOp {
 	op := &convOp{opBasics: opBasics{grad: kind != convForward}, kind: kind, k: k, stride: stride, pad: pad, cin: cin, cout: cout, h: h, w: w, batch: batch}
@@ -135,6 +150,9 @@ func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	x, w := inputs[0], inputs[1]
 	dxOp, dwOp := *op, *op
 	dxOp.noInputGrad, dwOp.noInputGrad = false, false
+	dxOp.scratch, dwOp.scratch = nil, nil
+	op.keepCols = 4*op.batch*op.cin*op.k*op.k*op.outH*op.outW <= keptColsBudget
+	dwOp.fwd = op
 	dxOp.kind, dwOp.kind = convGradInput, convGradWeights
 	dxOp.grad, dwOp.grad = true, true
 	dxOp.bias, dwOp.bias = false, false
@@ -173,7 +191,8 @@ func f32(v G.Value) ([]float32, error) {
 	return data, nil
 }
 
-// Do computes the op's product for every image.
+// Do computes the op's product for every image, the images split
+// between GOMAXPROCS workers (each BLAS call then runs on one thread).
 func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 	a, err := f32(inputs[0])
 	if err != nil {
@@ -192,13 +211,20 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 	shape, _ := op.InferShape()
 	out := tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
 	res := out.Data().([]float32)
-	impl := G.WhichBLAS()
 	rows, cols := op.cin*op.k*op.k, op.outH*op.outW // im2col matrix
-	col := make([]float32, rows*cols)
 	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
-	for i := 0; i < op.batch; i++ {
-		switch op.kind {
-		case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i (+ bias)
+	workers := op.workers(rows * cols)
+	impl := cblas.Serial()
+	switch op.kind {
+	case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i (+ bias)
+		if op.keepCols && len(op.cols) != op.batch*rows*cols {
+			op.cols = make([]float32, op.batch*rows*cols)
+		}
+		forImages(op.batch, workers, func(wk, i int) {
+			col := op.scratch[wk]
+			if op.keepCols {
+				col = op.cols[i*rows*cols:][:rows*cols]
+			}
 			op.im2col(a[i*inSize:(i+1)*inSize], col)
 			y := res[i*outSize : (i+1)*outSize]
 			impl.Sgemm(blas.NoTrans, blas.NoTrans, op.cout, cols, rows, 1, bv, rows, col, cols, 0, y, cols)
@@ -207,15 +233,69 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 					y[c*cols+j] += bc
 				}
 			}
-		case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
+		})
+	case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
+		forImages(op.batch, workers, func(wk, i int) {
+			col := op.scratch[wk]
 			impl.Sgemm(blas.Trans, blas.NoTrans, rows, cols, op.cout, 1, bv, rows, a[i*outSize:(i+1)*outSize], cols, 0, col, cols)
 			op.col2im(col, res[i*inSize:(i+1)*inSize])
-		case convGradWeights: // dw [Cout, rows] += dy_i x col_i^T
-			op.im2col(a[i*inSize:(i+1)*inSize], col)
-			impl.Sgemm(blas.NoTrans, blas.Trans, op.cout, rows, cols, 1, bv[i*outSize:(i+1)*outSize], cols, col, cols, 1, res, rows)
+		})
+	case convGradWeights: // dw [Cout, rows] += dy_i x col_i^T
+		kept := op.fwd != nil && len(op.fwd.cols) == op.batch*rows*cols
+		// Each worker sums its images into its own buffer (worker 0
+		// into the result), added up at the end.
+		partial := make([][]float32, workers)
+		partial[0] = res
+		for wk := 1; wk < workers; wk++ {
+			partial[wk] = make([]float32, len(res))
+		}
+		forImages(op.batch, workers, func(wk, i int) {
+			var col []float32
+			if kept {
+				col = op.fwd.cols[i*rows*cols:][:rows*cols]
+			} else {
+				col = op.scratch[wk]
+				op.im2col(a[i*inSize:(i+1)*inSize], col)
+			}
+			impl.Sgemm(blas.NoTrans, blas.Trans, op.cout, rows, cols, 1, bv[i*outSize:(i+1)*outSize], cols, col, cols, 1, partial[wk], rows)
+		})
+		for _, p := range partial[1:] {
+			for j, v := range p {
+				res[j] += v
+			}
 		}
 	}
 	return out, nil
+}
+
+// workers returns how many goroutines share the op's images, making sure
+// each has an im2col scratch buffer of n values.
+func (op *convOp) workers(n int) int {
+	w := max(1, min(runtime.GOMAXPROCS(0), op.batch))
+	for len(op.scratch) < w {
+		op.scratch = append(op.scratch, make([]float32, n))
+	}
+	return w
+}
+
+// forImages calls fn(worker, i) for every image i < n, worker w taking the
+// w-th contiguous share; it returns when all are done.
+func forImages(n, workers int, fn func(worker, i int)) {
+	if workers == 1 {
+		for i := range n {
+			fn(0, i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for wk := range workers {
+		wg.Go(func() {
+			for i := wk * n / workers; i < (wk+1)*n/workers; i++ {
+				fn(wk, i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // im2col lays one image [Cin, H, W] out as [Cin*k*k, outH*outW]: row
