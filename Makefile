@@ -75,7 +75,8 @@ unit:
 	@echo "BLAS build tags: '$(TAGS)'"
 	$(GO) test -tags "$(TAGS)" -count=1 -timeout 40m ./...
 	$(GO) test -count=1 ./train/cblas/
-	GOEXPERIMENT= $(GO) test -short -count=1 ./eevee/...
+	GOEXPERIMENT= $(GO) test -short -count=1 ./eevee/... ./internal/...
+	GOEXPERIMENT= $(GO) test -count=1 -run Pool ./train/
 
 # Each fuzz target runs briefly; failures leave a reproducer in testdata/fuzz.
 FUZZ_TARGETS := \

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gatepipe/gatepipe/eevee/internal/vec"
+	"github.com/gatepipe/gatepipe/internal/vec"
 )
 
 // mlp is one meta-model with its AdamW state and work buffers, reused

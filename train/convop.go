@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/chewxy/hm"
+	"github.com/gatepipe/gatepipe/internal/vec"
 	"github.com/gatepipe/gatepipe/train/cblas"
 	"gonum.org/v1/gonum/blas"
 	G "gorgonia.org/gorgonia"
@@ -184,6 +185,11 @@ func f32(v G.Value) ([]float32, error) {
 	if !ok {
 		return nil, fmt.Errorf("convolution: want a dense tensor, got %T", v)
 	}
+	if t.IsMaterializable() { // a view: lay it out as its shape says
+		if t, ok = t.Materialize().(*tensor.Dense); !ok {
+			return nil, fmt.Errorf("convolution: cannot lay out a %v view", v.Shape())
+		}
+	}
 	data, ok := t.Data().([]float32)
 	if !ok {
 		return nil, fmt.Errorf("convolution: want float32 data, got %T", t.Data())
@@ -229,9 +235,7 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 			y := res[i*outSize : (i+1)*outSize]
 			impl.Sgemm(blas.NoTrans, blas.NoTrans, op.cout, cols, rows, 1, bv, rows, col, cols, 0, y, cols)
 			for c, bc := range bias {
-				for j := range y[c*cols : (c+1)*cols] {
-					y[c*cols+j] += bc
-				}
+				vec.AddConst(y[c*cols:(c+1)*cols], bc)
 			}
 		})
 	case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
@@ -362,10 +366,7 @@ func (op *convOp) col2im(col, img []float32) {
 					dst := plane[y*op.w : (y+1)*op.w]
 					src := row[oy*op.outW : (oy+1)*op.outW]
 					if op.stride == 1 {
-						d := dst[lo-op.pad+kj:][:hi-lo]
-						for i, v := range src[lo:hi] {
-							d[i] += v
-						}
+						vec.Add(dst[lo-op.pad+kj:][:hi-lo], src[lo:hi])
 						continue
 					}
 					for ox := lo; ox < hi; ox++ {
@@ -414,11 +415,7 @@ func (op *channelSumOp) Do(inputs ...G.Value) (G.Value, error) {
 	out := make([]float32, c)
 	for i := 0; i < b; i++ {
 		for ch := 0; ch < c; ch++ {
-			var s float32
-			for _, v := range x[(i*c+ch)*plane : (i*c+ch+1)*plane] {
-				s += v
-			}
-			out[ch] += s
+			out[ch] += vec.Sum(x[(i*c+ch)*plane : (i*c+ch+1)*plane])
 		}
 	}
 	return tensor.New(tensor.WithShape(c), tensor.WithBacking(out)), nil

@@ -176,12 +176,11 @@ func (b *builder) constant(shape []int, data []float32) *G.Node {
 // linear is x W^T + bias for x [M, in]; W [out, in] (PyTorch's layout).
 func (b *builder) linear(x *G.Node, name string, in, out int, bias bool) *G.Node {
 	w := b.tensorOf(name+".weight", []int{out, in}, false, b.uniform(in))
-	y := b.must(G.Mul(x, b.must(G.Transpose(w))))
+	var bv *G.Node
 	if bias {
-		bv := b.tensorOf(name+".bias", []int{out}, false, b.uniform(in))
-		y = b.must(G.BroadcastAdd(y, bv, nil, []byte{0}))
+		bv = b.tensorOf(name+".bias", []int{out}, false, b.uniform(in))
 	}
-	return y
+	return b.linearNode(x, w, bv)
 }
 
 // conv is a 2-D convolution of x [B, in, H, W] with a square kernel.

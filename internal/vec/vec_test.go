@@ -38,6 +38,19 @@ func TestKernelsMatchGeneric(t *testing.T) {
 		if math.Abs(float64(s3-s4)) > 1e-4*(1+math.Abs(float64(s4))) {
 			t.Fatalf("axpydot n=%d: %g vs %g", n, s3, s4)
 		}
+		if a, b := Sum(x), sumGeneric(x); math.Abs(float64(a-b)) > 1e-4*(1+math.Abs(float64(b))) {
+			t.Fatalf("sum n=%d: %g vs %g", n, a, b)
+		}
+		a1, a2 := append([]float32{}, d...), append([]float32{}, d...)
+		Add(a1, x)
+		addGeneric(a2, x)
+		AddConst(a1, 0.25)
+		addConstGeneric(a2, 0.25)
+		for i := range a1 {
+			if a1[i] != a2[i] {
+				t.Fatalf("add n=%d i=%d: %g vs %g", n, i, a1[i], a2[i])
+			}
+		}
 		p1, p2 := append([]float32{}, d...), append([]float32{}, d...)
 		m1, v1 := randSlice(r, n), make([]float32, n)
 		for i := range v1 {

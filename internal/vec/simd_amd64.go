@@ -7,6 +7,7 @@ import "simd/archsimd"
 func init() {
 	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
 		axpyImpl, dotImpl, axpyDotImpl, adamwImpl = axpySIMD, dotSIMD, axpyDotSIMD, adamwSIMD
+		sumImpl, addImpl, addConstImpl = sumSIMD, addSIMD, addConstSIMD
 		accelerated = true
 	}
 }
@@ -87,6 +88,49 @@ func adamwSIMD(p, g, m, v []float32, decay, stepSize, invBC2, b1, b2, eps float3
 		vv.StoreSlicePart(v[i:])
 		denom := vv.Sqrt().MulAdd(vinv, veps)
 		archsimd.LoadFloat32x8SlicePart(p[i:]).Mul(vdecay).Sub(vstep.Mul(mv).Div(denom)).StoreSlicePart(p[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func sumSIMD(x []float32) float32 {
+	var acc0, acc1 archsimd.Float32x8
+	n := len(x)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		acc0 = acc0.Add(archsimd.LoadFloat32x8Slice(x[i:]))
+		acc1 = acc1.Add(archsimd.LoadFloat32x8Slice(x[i+8:]))
+	}
+	for ; i < n; i += 8 {
+		acc0 = acc0.Add(archsimd.LoadFloat32x8SlicePart(x[i:]))
+	}
+	var b [8]float32
+	acc0.Add(acc1).Store(&b)
+	archsimd.ClearAVXUpperBits()
+	return ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]))
+}
+
+func addSIMD(dst, x []float32) {
+	x = x[:len(dst)]
+	n := len(dst)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		archsimd.LoadFloat32x8Slice(dst[i:]).Add(archsimd.LoadFloat32x8Slice(x[i:])).StoreSlice(dst[i:])
+	}
+	if i < n {
+		archsimd.LoadFloat32x8SlicePart(dst[i:]).Add(archsimd.LoadFloat32x8SlicePart(x[i:])).StoreSlicePart(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func addConstSIMD(dst []float32, c float32) {
+	vc := archsimd.BroadcastFloat32x8(c)
+	n := len(dst)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		archsimd.LoadFloat32x8Slice(dst[i:]).Add(vc).StoreSlice(dst[i:])
+	}
+	if i < n {
+		archsimd.LoadFloat32x8SlicePart(dst[i:]).Add(vc).StoreSlicePart(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 }

@@ -1,5 +1,6 @@
-// Package vec holds the float32 vector kernels of the EEVEE scorer: axpy,
-// dot, a fused axpy+dot, and the AdamW update. Built with
+// Package vec holds float32 vector kernels: for the EEVEE scorer axpy,
+// dot, a fused axpy+dot and the AdamW update; for the trainer's ops sum,
+// add and add-a-constant. Built with
 // GOEXPERIMENT=simd on amd64 with AVX2 and FMA, they use 8-wide SIMD;
 // otherwise portable Go loops compute the same thing.
 package vec
@@ -21,13 +22,25 @@ func AdamW(p, g, m, v []float32, decay, stepSize, invBC2, b1, b2, eps float32) {
 	adamwImpl(p, g, m, v, decay, stepSize, invBC2, b1, b2, eps)
 }
 
+// Sum returns the sum of x.
+func Sum(x []float32) float32 { return sumImpl(x) }
+
+// Add computes dst += x; len(x) >= len(dst).
+func Add(dst, x []float32) { addImpl(dst, x) }
+
+// AddConst computes dst += c.
+func AddConst(dst []float32, c float32) { addConstImpl(dst, c) }
+
 // Accelerated reports whether the SIMD kernels are in use.
 func Accelerated() bool { return accelerated }
 
 var (
-	axpyImpl    = axpyGeneric
-	dotImpl     = dotGeneric
-	axpyDotImpl = axpyDotGeneric
-	adamwImpl   = adamwGeneric
-	accelerated = false
+	axpyImpl     = axpyGeneric
+	dotImpl      = dotGeneric
+	axpyDotImpl  = axpyDotGeneric
+	adamwImpl    = adamwGeneric
+	sumImpl      = sumGeneric
+	addImpl      = addGeneric
+	addConstImpl = addConstGeneric
+	accelerated  = false
 )

@@ -40,3 +40,31 @@ func adamwGeneric(p, g, m, v []float32, decay, stepSize, invBC2, b1, b2, eps flo
 		p[i] = p[i]*decay - stepSize*mi/(float32(math.Sqrt(float64(vi)))*invBC2+eps)
 	}
 }
+
+func sumGeneric(x []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i]
+		s1 += x[i+1]
+		s2 += x[i+2]
+		s3 += x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func addGeneric(dst, x []float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
+func addConstGeneric(dst []float32, c float32) {
+	for i := range dst {
+		dst[i] += c
+	}
+}
