@@ -302,9 +302,62 @@ func forImages(n, workers int, fn func(worker, i int)) {
 	wg.Wait()
 }
 
+// same reports a stride-1 convolution whose output is the input's size
+// (padding (k-1)/2). Its im2col rows are whole input planes shifted by the
+// tap's offset, with the taps that fall in the padding zeroed, so they are
+// copied (and added back in col2im) as one span per row.
+func (op *convOp) same() bool { return op.stride == 1 && op.outH == op.h && op.outW == op.w }
+
+// tapShift returns tap (ki, kj)'s offset in rows and columns, and its
+// offset in a flat plane.
+func (op *convOp) tapShift(ki, kj int) (dy, dx, flat int) {
+	dy, dx = ki-op.pad, kj-op.pad
+	return dy, dx, dy*op.w + dx
+}
+
+// zeroPadding clears the entries of a "same" im2col row whose tap (dy,
+// dx) falls outside the image: whole output rows at the top or bottom,
+// and columns at the left or right edge.
+func (op *convOp) zeroPadding(row []float32, dy, dx int) {
+	h, w := op.h, op.w
+	if dy < 0 {
+		clear(row[:min(-dy, h)*w])
+	} else if dy > 0 {
+		clear(row[max(h-dy, 0)*w:])
+	}
+	if dx == 0 {
+		return
+	}
+	x0, x1 := 0, min(-dx, w) // the columns to clear
+	if dx > 0 {
+		x0, x1 = max(w-dx, 0), w
+	}
+	for y := range h {
+		clear(row[y*w+x0 : y*w+x1])
+	}
+}
+
 // im2col lays one image [Cin, H, W] out as [Cin*k*k, outH*outW]: row
 // (c, ki, kj), column (oy, ox) holds the input under that kernel tap.
 func (op *convOp) im2col(img, col []float32) {
+	if op.same() {
+		n := op.h * op.w
+		for c := range op.cin {
+			plane := img[c*n : (c+1)*n]
+			for ki := range op.k {
+				for kj := range op.k {
+					row := col[((c*op.k+ki)*op.k+kj)*n:][:n]
+					dy, dx, s := op.tapShift(ki, kj)
+					lo, hi := max(0, -s), min(n, n-s)
+					clear(row[:lo])
+					copy(row[lo:hi], plane[lo+s:hi+s])
+					clear(row[hi:])
+					op.zeroPadding(row, dy, dx)
+				}
+			}
+		}
+		return
+	}
 	cols := op.outH * op.outW
 	for c := 0; c < op.cin; c++ {
 		plane := img[c*op.h*op.w : (c+1)*op.h*op.w]
@@ -347,10 +400,29 @@ func (op *convOp) validX(kj int) (lo, hi int) {
 	return lo, hi
 }
 
-// col2im adds an im2col-shaped gradient back onto the image it came from.
+// col2im adds an im2col-shaped gradient back onto the image it came from,
+// overwriting col's padding taps.
 // It walks the matrix as im2col does; sharing that walk through a callback
 // cost about 5% of a training step here, so the loops stay written out.
 func (op *convOp) col2im(col, img []float32) {
+	if op.same() {
+		// The padding taps are zeroed in col (scratch) first, so the
+		// span add puts nothing where they would wrap around.
+		n := op.h * op.w
+		for c := range op.cin {
+			plane := img[c*n : (c+1)*n]
+			for ki := range op.k {
+				for kj := range op.k {
+					row := col[((c*op.k+ki)*op.k+kj)*n:][:n]
+					dy, dx, s := op.tapShift(ki, kj)
+					op.zeroPadding(row, dy, dx)
+					lo, hi := max(0, -s), min(n, n-s)
+					vec.Add(plane[lo+s:hi+s], row[lo:hi])
+				}
+			}
+		}
+		return
+	}
 	cols := op.outH * op.outW
 	for c := 0; c < op.cin; c++ {
 		plane := img[c*op.h*op.w : (c+1)*op.h*op.w]

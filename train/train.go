@@ -98,7 +98,8 @@ type Result struct {
 	// validation accuracy.
 	Checkpoints []Checkpoint
 	Seconds     float64
-	// ImagesPerSec is the training throughput (validation excluded).
+	// ImagesPerSec is the training throughput (validation and the first,
+	// warm-up step excluded).
 	ImagesPerSec float64
 	// EnergyJ is the package energy used (RAPL), nil when unreadable.
 	EnergyJ *float64
@@ -180,6 +181,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	energy := newRAPL()
 	lastLog, seen := time.Now(), 0
 	var stepTime time.Duration
+	timed := 0 // steps in stepTime
 	for it := 1; it <= rec.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -210,7 +212,12 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		}
 		opt.step(lr)
 		vm.Reset()
-		stepTime += time.Since(stepStart)
+		// The first step (buffers allocated, gradient norms logged) is
+		// warm-up: throughput counts the steady steps after it.
+		if it > 1 || rec.Iterations == 1 {
+			stepTime += time.Since(stepStart)
+			timed++
+		}
 		seen += b
 		if progress != nil {
 			progress(int64(it), int64(rec.Iterations))
@@ -255,7 +262,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	}
 	res := &Result{Metrics: metrics, Checkpoints: kept, Seconds: time.Since(start).Seconds(), EnergyJ: energy.joules()}
 	if stepTime > 0 {
-		res.ImagesPerSec = float64(rec.Iterations*b) / stepTime.Seconds()
+		res.ImagesPerSec = float64(timed*b) / stepTime.Seconds()
 	}
 	return res, nil
 }
