@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
@@ -193,10 +192,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	seed := n.recipe.Seed
 	info := runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
 		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.Name}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		info.PeakRSSBytes = ru.Maxrss * 1024 // kilobytes on Linux
-	}
+	info.PeakRSSBytes = runmeta.PeakRSS()
 	if err := command.WriteRunInfo(env, info); err != nil {
 		return cty.NilVal, err
 	}
