@@ -339,55 +339,55 @@ func (op *convOp) zeroPadding(row []float32, dy, dx int) {
 	}
 }
 
+// eachTap calls fn for every input channel c and kernel tap (ki, kj) with
+// the channel's plane of img and the tap's row of the im2col matrix col.
+func (op *convOp) eachTap(img, col []float32, fn func(plane, row []float32, ki, kj int)) {
+	n, cols := op.h*op.w, op.outH*op.outW
+	for c := range op.cin {
+		plane := img[c*n : (c+1)*n]
+		for ki := range op.k {
+			for kj := range op.k {
+				fn(plane, col[((c*op.k+ki)*op.k+kj)*cols:][:cols], ki, kj)
+			}
+		}
+	}
+}
+
 // im2col lays one image [Cin, H, W] out as [Cin*k*k, outH*outW]: row
 // (c, ki, kj), column (oy, ox) holds the input under that kernel tap.
 func (op *convOp) im2col(img, col []float32) {
 	if op.same() {
-		n := op.h * op.w
-		for c := range op.cin {
-			plane := img[c*n : (c+1)*n]
-			for ki := range op.k {
-				for kj := range op.k {
-					row := col[((c*op.k+ki)*op.k+kj)*n:][:n]
-					dy, dx, s := op.tapShift(ki, kj)
-					lo, hi := max(0, -s), min(n, n-s)
-					clear(row[:lo])
-					copy(row[lo:hi], plane[lo+s:hi+s])
-					clear(row[hi:])
-					op.zeroPadding(row, dy, dx)
-				}
-			}
-		}
+		op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
+			dy, dx, s := op.tapShift(ki, kj)
+			lo, hi := max(0, -s), min(len(row), len(row)-s)
+			clear(row[:lo])
+			copy(row[lo:hi], plane[lo+s:hi+s])
+			clear(row[hi:])
+			op.zeroPadding(row, dy, dx)
+		})
 		return
 	}
-	cols := op.outH * op.outW
-	for c := 0; c < op.cin; c++ {
-		plane := img[c*op.h*op.w : (c+1)*op.h*op.w]
-		for ki := 0; ki < op.k; ki++ {
-			for kj := 0; kj < op.k; kj++ {
-				row := col[((c*op.k+ki)*op.k+kj)*cols:][:cols]
-				lo, hi := op.validX(kj)
-				for oy := 0; oy < op.outH; oy++ {
-					y := oy*op.stride - op.pad + ki
-					dst := row[oy*op.outW : (oy+1)*op.outW]
-					if y < 0 || y >= op.h || lo >= hi {
-						clear(dst)
-						continue
-					}
-					src := plane[y*op.w : (y+1)*op.w]
-					clear(dst[:lo])
-					clear(dst[hi:])
-					if op.stride == 1 {
-						copy(dst[lo:hi], src[lo-op.pad+kj:])
-						continue
-					}
-					for ox := lo; ox < hi; ox++ {
-						dst[ox] = src[ox*op.stride-op.pad+kj]
-					}
-				}
+	op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
+		lo, hi := op.validX(kj)
+		for oy := range op.outH {
+			y := oy*op.stride - op.pad + ki
+			dst := row[oy*op.outW : (oy+1)*op.outW]
+			if y < 0 || y >= op.h || lo >= hi {
+				clear(dst)
+				continue
+			}
+			src := plane[y*op.w : (y+1)*op.w]
+			clear(dst[:lo])
+			clear(dst[hi:])
+			if op.stride == 1 {
+				copy(dst[lo:hi], src[lo-op.pad+kj:])
+				continue
+			}
+			for ox := lo; ox < hi; ox++ {
+				dst[ox] = src[ox*op.stride-op.pad+kj]
 			}
 		}
-	}
+	})
 }
 
 // validX returns the output columns [lo, hi) whose tap kj falls inside the
@@ -404,52 +404,36 @@ func (op *convOp) validX(kj int) (lo, hi int) {
 
 // col2im adds an im2col-shaped gradient back onto the image it came from,
 // overwriting col's padding taps.
-// It walks the matrix as im2col does; sharing that walk through a callback
-// cost about 5% of a training step here, so the loops stay written out.
 func (op *convOp) col2im(col, img []float32) {
 	if op.same() {
 		// The padding taps are zeroed in col (scratch) first, so the
 		// span add puts nothing where they would wrap around.
-		n := op.h * op.w
-		for c := range op.cin {
-			plane := img[c*n : (c+1)*n]
-			for ki := range op.k {
-				for kj := range op.k {
-					row := col[((c*op.k+ki)*op.k+kj)*n:][:n]
-					dy, dx, s := op.tapShift(ki, kj)
-					op.zeroPadding(row, dy, dx)
-					lo, hi := max(0, -s), min(n, n-s)
-					vec.Add(plane[lo+s:hi+s], row[lo:hi])
-				}
-			}
-		}
+		op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
+			dy, dx, s := op.tapShift(ki, kj)
+			op.zeroPadding(row, dy, dx)
+			lo, hi := max(0, -s), min(len(row), len(row)-s)
+			vec.Add(plane[lo+s:hi+s], row[lo:hi])
+		})
 		return
 	}
-	cols := op.outH * op.outW
-	for c := 0; c < op.cin; c++ {
-		plane := img[c*op.h*op.w : (c+1)*op.h*op.w]
-		for ki := 0; ki < op.k; ki++ {
-			for kj := 0; kj < op.k; kj++ {
-				row := col[((c*op.k+ki)*op.k+kj)*cols:][:cols]
-				lo, hi := op.validX(kj)
-				for oy := 0; oy < op.outH; oy++ {
-					y := oy*op.stride - op.pad + ki
-					if y < 0 || y >= op.h || lo >= hi {
-						continue
-					}
-					dst := plane[y*op.w : (y+1)*op.w]
-					src := row[oy*op.outW : (oy+1)*op.outW]
-					if op.stride == 1 {
-						vec.Add(dst[lo-op.pad+kj:][:hi-lo], src[lo:hi])
-						continue
-					}
-					for ox := lo; ox < hi; ox++ {
-						dst[ox*op.stride-op.pad+kj] += src[ox]
-					}
-				}
+	op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
+		lo, hi := op.validX(kj)
+		for oy := range op.outH {
+			y := oy*op.stride - op.pad + ki
+			if y < 0 || y >= op.h || lo >= hi {
+				continue
+			}
+			dst := plane[y*op.w : (y+1)*op.w]
+			src := row[oy*op.outW : (oy+1)*op.outW]
+			if op.stride == 1 {
+				vec.Add(dst[lo-op.pad+kj:][:hi-lo], src[lo:hi])
+				continue
+			}
+			for ox := lo; ox < hi; ox++ {
+				dst[ox*op.stride-op.pad+kj] += src[ox]
 			}
 		}
-	}
+	})
 }
 
 // channelSumOp sums dy [B, C, H, W] over everything but channels: the
