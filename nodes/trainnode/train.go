@@ -35,7 +35,7 @@ type Kind struct{}
 func (Kind) Name() string { return "train" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "6" }
+func (Kind) Version() string { return "7" }
 
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
