@@ -44,7 +44,7 @@ type builder struct {
 	// of a relational model.
 	out [3]*G.Node
 	q   *G.Node
-	// data is the model's input placeholder: no gradient is built for it.
+	// data is the model's data input node: no gradient is built for it.
 	data *G.Node
 	// emb is a retrieval model's embeddings (its prediction).
 	emb *G.Node
