@@ -182,19 +182,21 @@ func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	return G.Nodes{dx, dw, db}, nil
 }
 
+// f32 returns a value's float32 data in row-major order, for the ops of
+// this package (convolution, pooling, linear).
 func f32(v G.Value) ([]float32, error) {
 	t, ok := v.(*tensor.Dense)
 	if !ok {
-		return nil, fmt.Errorf("convolution: want a dense tensor, got %T", v)
+		return nil, fmt.Errorf("training op: want a dense tensor, got %T", v)
 	}
 	if t.IsMaterializable() { // a view: lay it out as its shape says
 		if t, ok = t.Materialize().(*tensor.Dense); !ok {
-			return nil, fmt.Errorf("convolution: cannot lay out a %v view", v.Shape())
+			return nil, fmt.Errorf("training op: cannot lay out a %v view", v.Shape())
 		}
 	}
 	data, ok := t.Data().([]float32)
 	if !ok {
-		return nil, fmt.Errorf("convolution: want float32 data, got %T", t.Data())
+		return nil, fmt.Errorf("training op: want float32 data, got %T", t.Data())
 	}
 	return data, nil
 }
