@@ -233,7 +233,7 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 		return OutputID{}, err
 	}
 	o := OutputID(sha256.Sum256(data))
-	if err := c.installObject(o, workDir); err != nil {
+	if err := c.installObject(o, workDir, data); err != nil {
 		return OutputID{}, err
 	}
 	if err := writeFileAtomic(c.manifestFile(o), data); err != nil {
@@ -247,11 +247,14 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 }
 
 // installObject moves workDir to the object directory of o, unless an
-// intact copy is already there.
-func (c *Cache) installObject(o OutputID, workDir string) error {
+// intact copy is already there. The copy is checked against manifest (the
+// data that hashes to o), not against the manifest file: a concurrent Put
+// of the same content renames its directory in before it writes that file,
+// and its object must not be mistaken for a damaged one.
+func (c *Cache) installObject(o OutputID, workDir string, manifest []byte) error {
 	dst := c.objectDir(o)
 	if _, err := os.Stat(dst); err == nil {
-		if _, err := c.checkOutput(o, false); err == nil {
+		if _, err := c.checkManifest(o, manifest, false); err == nil {
 			return os.RemoveAll(workDir)
 		}
 		// A damaged copy: move it aside and replace it.

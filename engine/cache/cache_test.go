@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -194,5 +196,41 @@ func TestBlobs(t *testing.T) {
 	}
 	if _, err := c.PartialPath("../evil"); err == nil {
 		t.Fatal("PartialPath accepted a path")
+	}
+}
+
+// TestConcurrentPutsOfSameContent: nodes that produce identical outputs
+// share one object; while one installs it, another's Put must neither move
+// it aside nor leave a moment in which the first cannot read it back.
+func TestConcurrentPutsOfSameContent(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	const workers, rounds = 8, 40
+	for r := range rounds {
+		content := fmt.Sprintf("round %d", r)
+		errs := make(chan error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			dir, err := c.TempDir("test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, "log"), []byte(content), 0o666)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o, err := c.Put(dummyID(fmt.Sprintf("%d/%d", r, w)), dir, []byte(`null`))
+				if err == nil {
+					_, _, err = c.Output(o)
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", r, err)
+			}
+		}
 	}
 }
