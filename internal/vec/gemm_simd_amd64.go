@@ -13,9 +13,23 @@ func init() {
 	}
 }
 
-// gemmSIMD works on blocks of 4 rows x 16 columns held in 8 accumulators:
-// per k it loads two vectors of B and broadcasts four elements of A, for
-// eight FMAs. Partial blocks use masked loads and stores.
+// gemm4x16 and gemm1x16 are the full-block kernels, in assembly
+// (gemm_kernel_amd64.s); the caller has checked every index they touch.
+//
+//go:noescape
+func gemm4x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int)
+
+//go:noescape
+func gemm6x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int)
+
+//go:noescape
+func gemm1x16(c *float32, a *float32, ak int, b *float32, ldb int, k int)
+
+// gemmSIMD works on blocks of 6 (or 4, or 1) rows x 16 columns held in
+// accumulators: per k it loads two vectors of B and broadcasts one element
+// of A per row, for two FMAs per row. Every element is summed over k in
+// order whichever block computes it, so the block shapes do not change
+// results. Partial column blocks use masked loads and stores.
 func gemmSIMD(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb int, m, k, n int) {
 	if m == 0 || n == 0 || k == 0 {
 		return
@@ -26,40 +40,38 @@ func gemmSIMD(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb in
 	_ = b[(k-1)*ldb+n-1]
 	full := n &^ 15
 	i := 0
-	for ; i+4 <= m; i += 4 {
+	for i < m {
+		rows := 1
+		switch rem := m - i; {
+		case rem >= 10 || rem == 6 || rem == 7:
+			rows = 6
+		case rem >= 4:
+			rows = 4
+		}
 		for j := 0; j < full; j += 16 {
-			gemmFull4(unsafe.Pointer(&c[i*ldc+j]), ldc, unsafe.Pointer(&a[i*ai]), ai, ak, unsafe.Pointer(&b[j]), ldb, k)
+			switch rows {
+			case 6:
+				gemm6x16(&c[i*ldc+j], ldc, &a[i*ai], ai, ak, &b[j], ldb, k)
+			case 4:
+				gemm4x16(&c[i*ldc+j], ldc, &a[i*ai], ai, ak, &b[j], ldb, k)
+			default:
+				gemm1x16(&c[i*ldc+j], &a[i*ai], ak, &b[j], ldb, k)
+			}
 		}
 		if full < n {
-			gemmBlock4(c[i*ldc+full:], ldc, a[i*ai:], ai, ak, b[full:], ldb, k, n-full)
+			for r := i; r < i+rows; {
+				if i+rows-r >= 4 {
+					gemmBlock4(c[r*ldc+full:], ldc, a[r*ai:], ai, ak, b[full:], ldb, k, n-full)
+					r += 4
+					continue
+				}
+				gemmBlock1(c[r*ldc+full:], a[r*ai:], ak, b[full:], ldb, k, n-full)
+				r++
+			}
 		}
-	}
-	for ; i < m; i++ {
-		for j := 0; j < full; j += 16 {
-			gemmFull1(unsafe.Pointer(&c[i*ldc+j]), unsafe.Pointer(&a[i*ai]), ak, unsafe.Pointer(&b[j]), ldb, k)
-		}
-		if full < n {
-			gemmBlock1(c[i*ldc+full:], a[i*ai:], ak, b[full:], ldb, k, n-full)
-		}
+		i += rows
 	}
 	archsimd.ClearAVXUpperBits()
-}
-
-func gemmFull1(c unsafe.Pointer, a unsafe.Pointer, ak int, b unsafe.Pointer, ldb int, k int) {
-	const f = 4
-	acc0 := archsimd.LoadFloat32x8((*[8]float32)(c))
-	acc1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(c, 8*f)))
-	pb, pa := b, a
-	sb, sa := uintptr(ldb*f), uintptr(ak*f)
-	for kk := 0; kk < k; kk++ {
-		x := archsimd.BroadcastFloat32x8(*(*float32)(pa))
-		acc0 = archsimd.LoadFloat32x8((*[8]float32)(pb)).MulAdd(x, acc0)
-		acc1 = archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 8*f))).MulAdd(x, acc1)
-		pb = unsafe.Add(pb, sb)
-		pa = unsafe.Add(pa, sa)
-	}
-	acc0.Store((*[8]float32)(c))
-	acc1.Store((*[8]float32)(unsafe.Add(c, 8*f)))
 }
 
 func gemmBlock4(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb int, k, width int) {
@@ -107,44 +119,6 @@ func gemmBlock1(c []float32, a []float32, ak int, b []float32, ldb int, k, width
 	if hi > 0 {
 		acc1.StoreSlicePart(c[8 : 8+hi])
 	}
-}
-
-// gemmFull4 is gemmBlock4 for a full 4x16 block, with the caller having
-// checked every index it touches.
-func gemmFull4(c unsafe.Pointer, ldc int, a unsafe.Pointer, ai, ak int, b unsafe.Pointer, ldb int, k int) {
-	const f = 4 // sizeof(float32)
-	row := func(p unsafe.Pointer, r, stride, off int) *[8]float32 {
-		return (*[8]float32)(unsafe.Add(p, (r*stride+off)*f))
-	}
-	acc00, acc01 := archsimd.LoadFloat32x8(row(c, 0, ldc, 0)), archsimd.LoadFloat32x8(row(c, 0, ldc, 8))
-	acc10, acc11 := archsimd.LoadFloat32x8(row(c, 1, ldc, 0)), archsimd.LoadFloat32x8(row(c, 1, ldc, 8))
-	acc20, acc21 := archsimd.LoadFloat32x8(row(c, 2, ldc, 0)), archsimd.LoadFloat32x8(row(c, 2, ldc, 8))
-	acc30, acc31 := archsimd.LoadFloat32x8(row(c, 3, ldc, 0)), archsimd.LoadFloat32x8(row(c, 3, ldc, 8))
-	pb, pa := b, a
-	sb, sa := uintptr(ldb*f), uintptr(ak*f)
-	a1, a2, a3 := uintptr(ai*f), uintptr(2*ai*f), uintptr(3*ai*f)
-	for kk := 0; kk < k; kk++ {
-		b0 := archsimd.LoadFloat32x8((*[8]float32)(pb))
-		b1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(pb, 8*f)))
-		x := archsimd.BroadcastFloat32x8(*(*float32)(pa))
-		acc00, acc01 = b0.MulAdd(x, acc00), b1.MulAdd(x, acc01)
-		x = archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(pa, a1)))
-		acc10, acc11 = b0.MulAdd(x, acc10), b1.MulAdd(x, acc11)
-		x = archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(pa, a2)))
-		acc20, acc21 = b0.MulAdd(x, acc20), b1.MulAdd(x, acc21)
-		x = archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(pa, a3)))
-		acc30, acc31 = b0.MulAdd(x, acc30), b1.MulAdd(x, acc31)
-		pb = unsafe.Add(pb, sb)
-		pa = unsafe.Add(pa, sa)
-	}
-	acc00.Store(row(c, 0, ldc, 0))
-	acc01.Store(row(c, 0, ldc, 8))
-	acc10.Store(row(c, 1, ldc, 0))
-	acc11.Store(row(c, 1, ldc, 8))
-	acc20.Store(row(c, 2, ldc, 0))
-	acc21.Store(row(c, 2, ldc, 8))
-	acc30.Store(row(c, 3, ldc, 0))
-	acc31.Store(row(c, 3, ldc, 8))
 }
 
 // loadPart loads s[off:off+n] (n <= 8) zero-filled, or zeros when n == 0.

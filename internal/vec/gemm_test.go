@@ -20,7 +20,7 @@ func naive(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb int, 
 
 func TestGemmShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, sh := range [][3]int{{14, 45, 64}, {14, 64, 175}, {64, 14, 175}, {7, 3, 5}, {1, 1, 1}, {5, 9, 17}, {3, 20, 33}} {
+	for _, sh := range [][3]int{{14, 45, 64}, {14, 64, 175}, {64, 14, 175}, {7, 3, 5}, {1, 1, 1}, {5, 9, 17}, {3, 20, 33}, {10, 8, 40}, {22, 5, 48}, {9, 3, 16}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		for _, trans := range []bool{false, true} {
 			a := randSlice(r, m*k)
@@ -54,6 +54,29 @@ func TestGemmShapes(t *testing.T) {
 		for i := range c {
 			if math.Abs(float64(c[i]-want[i])) > 1e-3 {
 				t.Fatalf("gemmBT %v at %d: %g vs %g", sh, i, c[i], want[i])
+			}
+		}
+	}
+}
+
+// TestGemmRowsIndependentOfBlocks: a row of C is bitwise the same whether
+// it is computed alone or inside a block of 4 or 6 rows, so the blocking
+// never changes a meta-model's scores.
+func TestGemmRowsIndependentOfBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const k, n = 37, 50
+	b := randSlice(r, k*n)
+	for _, m := range []int{1, 4, 6, 7, 10, 14} {
+		a := randSlice(r, m*k)
+		c := make([]float32, m*n)
+		Gemm(c, n, a, k, 1, b, n, m, k, n)
+		for i := 0; i < m; i++ {
+			row := make([]float32, n)
+			Gemm(row, n, a[i*k:], k, 1, b, n, 1, k, n)
+			for j := range row {
+				if row[j] != c[i*n+j] {
+					t.Fatalf("m=%d row %d col %d: %g alone, %g in a block", m, i, j, row[j], c[i*n+j])
+				}
 			}
 		}
 	}

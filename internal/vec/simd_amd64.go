@@ -79,15 +79,32 @@ func adamwSIMD(p, g, m, v []float32, decay, stepSize, invBC2, b1, b2, eps float3
 	vb2, vb2c := archsimd.BroadcastFloat32x8(b2), archsimd.BroadcastFloat32x8(1-b2)
 	vdecay, vstep := archsimd.BroadcastFloat32x8(decay), archsimd.BroadcastFloat32x8(stepSize)
 	vinv, veps := archsimd.BroadcastFloat32x8(invBC2), archsimd.BroadcastFloat32x8(eps)
-	n := len(p)
-	for i := 0; i < n; i += 8 {
-		gv := archsimd.LoadFloat32x8SlicePart(g[i:])
-		mv := archsimd.LoadFloat32x8SlicePart(m[i:]).Mul(vb1).Add(gv.Mul(vb1c))
-		vv := archsimd.LoadFloat32x8SlicePart(v[i:]).Mul(vb2).Add(gv.Mul(gv).Mul(vb2c))
-		mv.StoreSlicePart(m[i:])
-		vv.StoreSlicePart(v[i:])
+	step := func(pp, gp, mp, vp *[8]float32) {
+		gv := archsimd.LoadFloat32x8(gp)
+		mv := archsimd.LoadFloat32x8(mp).Mul(vb1).Add(gv.Mul(vb1c))
+		vv := archsimd.LoadFloat32x8(vp).Mul(vb2).Add(gv.Mul(gv).Mul(vb2c))
+		mv.Store(mp)
+		vv.Store(vp)
 		denom := vv.Sqrt().MulAdd(vinv, veps)
-		archsimd.LoadFloat32x8SlicePart(p[i:]).Mul(vdecay).Sub(vstep.Mul(mv).Div(denom)).StoreSlicePart(p[i:])
+		archsimd.LoadFloat32x8(pp).Mul(vdecay).Sub(vstep.Mul(mv).Div(denom)).Store(pp)
+	}
+	n := len(p)
+	full := n &^ 7
+	for i := 0; i < full; i += 8 {
+		step((*[8]float32)(p[i:i+8]), (*[8]float32)(g[i:i+8]), (*[8]float32)(m[i:i+8]), (*[8]float32)(v[i:i+8]))
+	}
+	if full < n {
+		// The tail goes through zero-padded copies (v = 0 gives a zero
+		// step, never 0/0).
+		var tp, tg, tm, tv [8]float32
+		copy(tp[:], p[full:])
+		copy(tg[:], g[full:])
+		copy(tm[:], m[full:])
+		copy(tv[:], v[full:])
+		step(&tp, &tg, &tm, &tv)
+		copy(p[full:], tp[:])
+		copy(m[full:], tm[:])
+		copy(v[full:], tv[:])
 	}
 	archsimd.ClearAVXUpperBits()
 }

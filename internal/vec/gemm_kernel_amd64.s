@@ -1,0 +1,134 @@
+//go:build goexperiment.simd && amd64
+
+#include "textflag.h"
+
+// The GEMM micro-kernels: C[rows][0..15] += sum_k A(i,k) * B[k][0..15]
+// with A(i,k) = a[i*ai+k*ak] and strides in elements; k > 0. Each
+// accumulator stays in one register and each FMA adds into it
+// (VFMADD231PS), which Go's SIMD intrinsics cannot express without a
+// register copy per FMA. Every element is summed over k in order.
+//
+// Registers: DI C, R8 ldc bytes, SI A, R9 ai bytes, R10 ak bytes, DX B,
+// R11 ldb bytes, CX k; Y12/Y13 hold B's row, Y14/Y15 A's broadcasts.
+
+#define ARGS \
+	MOVQ c+0(FP), DI; \
+	MOVQ ldc+8(FP), R8; \
+	SHLQ $2, R8; \
+	MOVQ a+16(FP), SI; \
+	MOVQ ai+24(FP), R9; \
+	SHLQ $2, R9; \
+	MOVQ ak+32(FP), R10; \
+	SHLQ $2, R10; \
+	MOVQ b+40(FP), DX; \
+	MOVQ ldb+48(FP), R11; \
+	SHLQ $2, R11; \
+	MOVQ k+56(FP), CX
+
+// LOAD2/STORE2 move two rows of C (at rc and rc+ldc) to or from four
+// accumulators.
+#define LOAD2(rc, y0, y1, y2, y3) \
+	VMOVUPS (rc), y0; \
+	VMOVUPS 32(rc), y1; \
+	VMOVUPS (rc)(R8*1), y2; \
+	VMOVUPS 32(rc)(R8*1), y3
+
+#define STORE2(rc, y0, y1, y2, y3) \
+	VMOVUPS y0, (rc); \
+	VMOVUPS y1, 32(rc); \
+	VMOVUPS y2, (rc)(R8*1); \
+	VMOVUPS y3, 32(rc)(R8*1)
+
+// FMA2 adds B's row times A(i,k) and A(i+1,k) (at ra and ra+ai).
+#define FMA2(ra, y0, y1, y2, y3) \
+	VBROADCASTSS (ra), Y14; \
+	VBROADCASTSS (ra)(R9*1), Y15; \
+	VFMADD231PS Y12, Y14, y0; \
+	VFMADD231PS Y13, Y14, y1; \
+	VFMADD231PS Y12, Y15, y2; \
+	VFMADD231PS Y13, Y15, y3
+
+#define LOADB \
+	VMOVUPS (DX), Y12; \
+	VMOVUPS 32(DX), Y13
+
+// func gemm4x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int)
+TEXT ·gemm4x16(SB), NOSPLIT, $0-64
+	ARGS
+	LEAQ (DI)(R8*2), AX // C row 2
+	LEAQ (SI)(R9*2), BX // A row 2
+	LOAD2(DI, Y0, Y1, Y2, Y3)
+	LOAD2(AX, Y4, Y5, Y6, Y7)
+
+loop4:
+	LOADB
+	FMA2(SI, Y0, Y1, Y2, Y3)
+	FMA2(BX, Y4, Y5, Y6, Y7)
+	ADDQ R11, DX
+	ADDQ R10, SI
+	ADDQ R10, BX
+	DECQ CX
+	JNZ  loop4
+
+	STORE2(DI, Y0, Y1, Y2, Y3)
+	STORE2(AX, Y4, Y5, Y6, Y7)
+	VZEROUPPER
+	RET
+
+// func gemm6x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int)
+//
+// Six rows: twelve accumulators hide the FMA latency better.
+TEXT ·gemm6x16(SB), NOSPLIT, $0-64
+	ARGS
+	LEAQ (DI)(R8*2), AX  // C row 2
+	LEAQ (AX)(R8*2), R12 // C row 4
+	LEAQ (SI)(R9*2), BX  // A row 2
+	LEAQ (BX)(R9*2), R13 // A row 4
+	LOAD2(DI, Y0, Y1, Y2, Y3)
+	LOAD2(AX, Y4, Y5, Y6, Y7)
+	LOAD2(R12, Y8, Y9, Y10, Y11)
+
+loop6:
+	LOADB
+	FMA2(SI, Y0, Y1, Y2, Y3)
+	FMA2(BX, Y4, Y5, Y6, Y7)
+	FMA2(R13, Y8, Y9, Y10, Y11)
+	ADDQ R11, DX
+	ADDQ R10, SI
+	ADDQ R10, BX
+	ADDQ R10, R13
+	DECQ CX
+	JNZ  loop6
+
+	STORE2(DI, Y0, Y1, Y2, Y3)
+	STORE2(AX, Y4, Y5, Y6, Y7)
+	STORE2(R12, Y8, Y9, Y10, Y11)
+	VZEROUPPER
+	RET
+
+// func gemm1x16(c *float32, a *float32, ak int, b *float32, ldb int, k int)
+TEXT ·gemm1x16(SB), NOSPLIT, $0-48
+	MOVQ c+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ ak+16(FP), R10
+	SHLQ $2, R10
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R11
+	SHLQ $2, R11
+	MOVQ k+40(FP), CX
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+loop1:
+	VBROADCASTSS (SI), Y14
+	VFMADD231PS (DX), Y14, Y0
+	VFMADD231PS 32(DX), Y14, Y1
+	ADDQ R11, DX
+	ADDQ R10, SI
+	DECQ CX
+	JNZ  loop1
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
