@@ -48,6 +48,13 @@
 	VFMADD231PS Y12, Y15, y2; \
 	VFMADD231PS Y13, Y15, y3
 
+// MASKARGS loads the two column masks (int32 lanes, all ones where a
+// column is inside C) into Y8 and Y9.
+#define MASKARGS \
+	MOVQ mask+64(FP), AX; \
+	VMOVDQU (AX), Y8; \
+	VMOVDQU 32(AX), Y9
+
 #define LOADB \
 	VMOVUPS (DX), Y12; \
 	VMOVUPS 32(DX), Y13
@@ -130,5 +137,45 @@ loop1:
 
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemm4x16m(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int, mask *[16]int32)
+//
+// gemm4x16 for the last, partial block of columns: loads and stores of B
+// and C touch only the columns the mask selects.
+TEXT ·gemm4x16m(SB), NOSPLIT, $0-72
+	ARGS
+	MASKARGS
+	LEAQ (DI)(R8*2), AX // C row 2
+	LEAQ (SI)(R9*2), BX // A row 2
+	VMASKMOVPS (DI), Y8, Y0
+	VMASKMOVPS 32(DI), Y9, Y1
+	VMASKMOVPS (DI)(R8*1), Y8, Y2
+	VMASKMOVPS 32(DI)(R8*1), Y9, Y3
+	VMASKMOVPS (AX), Y8, Y4
+	VMASKMOVPS 32(AX), Y9, Y5
+	VMASKMOVPS (AX)(R8*1), Y8, Y6
+	VMASKMOVPS 32(AX)(R8*1), Y9, Y7
+
+loop4m:
+	VMASKMOVPS (DX), Y8, Y12
+	VMASKMOVPS 32(DX), Y9, Y13
+	FMA2(SI, Y0, Y1, Y2, Y3)
+	FMA2(BX, Y4, Y5, Y6, Y7)
+	ADDQ R11, DX
+	ADDQ R10, SI
+	ADDQ R10, BX
+	DECQ CX
+	JNZ  loop4m
+
+	VMASKMOVPS Y0, Y8, (DI)
+	VMASKMOVPS Y1, Y9, 32(DI)
+	VMASKMOVPS Y2, Y8, (DI)(R8*1)
+	VMASKMOVPS Y3, Y9, 32(DI)(R8*1)
+	VMASKMOVPS Y4, Y8, (AX)
+	VMASKMOVPS Y5, Y9, 32(AX)
+	VMASKMOVPS Y6, Y8, (AX)(R8*1)
+	VMASKMOVPS Y7, Y9, 32(AX)(R8*1)
 	VZEROUPPER
 	RET

@@ -23,6 +23,9 @@ func gemm4x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, 
 func gemm6x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int)
 
 //go:noescape
+func gemm4x16m(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int, mask *[16]int32)
+
+//go:noescape
 func gemm1x16(c *float32, a *float32, ak int, b *float32, ldb int, k int)
 
 // gemmSIMD works on blocks of 6 (or 4, or 1) rows x 16 columns held in
@@ -39,6 +42,10 @@ func gemmSIMD(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb in
 	_ = a[(m-1)*ai+(k-1)*ak]
 	_ = b[(k-1)*ldb+n-1]
 	full := n &^ 15
+	var mask [16]int32
+	for j := range n - full {
+		mask[j] = -1
+	}
 	i := 0
 	for i < m {
 		rows := 1
@@ -61,7 +68,7 @@ func gemmSIMD(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb in
 		if full < n {
 			for r := i; r < i+rows; {
 				if i+rows-r >= 4 {
-					gemmBlock4(c[r*ldc+full:], ldc, a[r*ai:], ai, ak, b[full:], ldb, k, n-full)
+					gemm4x16m(&c[r*ldc+full], ldc, &a[r*ai], ai, ak, &b[full], ldb, k, &mask)
 					r += 4
 					continue
 				}
@@ -72,38 +79,6 @@ func gemmSIMD(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb in
 		i += rows
 	}
 	archsimd.ClearAVXUpperBits()
-}
-
-func gemmBlock4(c []float32, ldc int, a []float32, ai, ak int, b []float32, ldb int, k, width int) {
-	lo, hi := min(width, 8), max(min(width-8, 8), 0)
-	c0, c1, c2, c3 := c, c[ldc:], c[2*ldc:], c[3*ldc:]
-	acc00, acc01 := archsimd.LoadFloat32x8SlicePart(c0[:lo]), loadPart(c0, 8, hi)
-	acc10, acc11 := archsimd.LoadFloat32x8SlicePart(c1[:lo]), loadPart(c1, 8, hi)
-	acc20, acc21 := archsimd.LoadFloat32x8SlicePart(c2[:lo]), loadPart(c2, 8, hi)
-	acc30, acc31 := archsimd.LoadFloat32x8SlicePart(c3[:lo]), loadPart(c3, 8, hi)
-	for kk := 0; kk < k; kk++ {
-		row := b[kk*ldb:]
-		b0, b1 := archsimd.LoadFloat32x8SlicePart(row[:lo]), loadPart(row, 8, hi)
-		off := kk * ak
-		x := archsimd.BroadcastFloat32x8(a[off])
-		acc00, acc01 = b0.MulAdd(x, acc00), b1.MulAdd(x, acc01)
-		x = archsimd.BroadcastFloat32x8(a[off+ai])
-		acc10, acc11 = b0.MulAdd(x, acc10), b1.MulAdd(x, acc11)
-		x = archsimd.BroadcastFloat32x8(a[off+2*ai])
-		acc20, acc21 = b0.MulAdd(x, acc20), b1.MulAdd(x, acc21)
-		x = archsimd.BroadcastFloat32x8(a[off+3*ai])
-		acc30, acc31 = b0.MulAdd(x, acc30), b1.MulAdd(x, acc31)
-	}
-	acc00.StoreSlicePart(c0[:lo])
-	acc10.StoreSlicePart(c1[:lo])
-	acc20.StoreSlicePart(c2[:lo])
-	acc30.StoreSlicePart(c3[:lo])
-	if hi > 0 {
-		acc01.StoreSlicePart(c0[8 : 8+hi])
-		acc11.StoreSlicePart(c1[8 : 8+hi])
-		acc21.StoreSlicePart(c2[8 : 8+hi])
-		acc31.StoreSlicePart(c3[8 : 8+hi])
-	}
 }
 
 func gemmBlock1(c []float32, a []float32, ak int, b []float32, ldb int, k, width int) {
