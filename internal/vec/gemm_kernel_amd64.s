@@ -55,6 +55,16 @@
 	VMOVDQU (AX), Y8; \
 	VMOVDQU 32(AX), Y9
 
+// STEP4 is one k step of four rows (A rows 0-1 at SI, 2-3 at BX), B's
+// row already in Y12/Y13; it leaves the flags of the k countdown.
+#define STEP4 \
+	FMA2(SI, Y0, Y1, Y2, Y3); \
+	FMA2(BX, Y4, Y5, Y6, Y7); \
+	ADDQ R11, DX; \
+	ADDQ R10, SI; \
+	ADDQ R10, BX; \
+	DECQ CX
+
 #define LOADB \
 	VMOVUPS (DX), Y12; \
 	VMOVUPS 32(DX), Y13
@@ -69,12 +79,7 @@ TEXT ·gemm4x16(SB), NOSPLIT, $0-64
 
 loop4:
 	LOADB
-	FMA2(SI, Y0, Y1, Y2, Y3)
-	FMA2(BX, Y4, Y5, Y6, Y7)
-	ADDQ R11, DX
-	ADDQ R10, SI
-	ADDQ R10, BX
-	DECQ CX
+	STEP4
 	JNZ  loop4
 
 	STORE2(DI, Y0, Y1, Y2, Y3)
@@ -161,12 +166,7 @@ TEXT ·gemm4x16m(SB), NOSPLIT, $0-72
 loop4m:
 	VMASKMOVPS (DX), Y8, Y12
 	VMASKMOVPS 32(DX), Y9, Y13
-	FMA2(SI, Y0, Y1, Y2, Y3)
-	FMA2(BX, Y4, Y5, Y6, Y7)
-	ADDQ R11, DX
-	ADDQ R10, SI
-	ADDQ R10, BX
-	DECQ CX
+	STEP4
 	JNZ  loop4m
 
 	VMASKMOVPS Y0, Y8, (DI)
