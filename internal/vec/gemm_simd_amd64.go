@@ -13,8 +13,12 @@ func init() {
 	}
 }
 
-// gemm4x16 and gemm1x16 are the full-block kernels, in assembly
-// (gemm_kernel_amd64.s); the caller has checked every index they touch.
+// The block kernels are in assembly (gemm_kernel_amd64.s): gemm6x16,
+// gemm4x16 and gemm1x16 for full 16-column blocks, gemm4x16m for the last
+// partial one (VMASKMOVPS: masked-off lanes are neither read nor written;
+// AMD leaves faults on them implementation-defined, and they lie within
+// the 64 bytes after an element of the slice). The caller has checked
+// every index they touch.
 //
 //go:noescape
 func gemm4x16(c *float32, ldc int, a *float32, ai, ak int, b *float32, ldb int, k int)
