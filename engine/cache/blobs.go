@@ -1,60 +1,147 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 )
 
+func (c *Cache) blobFile(sha string) string {
+	return filepath.Join(c.dir, "blobs", fanout(sha), sha)
+}
+
 // BlobPath returns the path of the blob with the given SHA-256 and whether
-// it is present.
+// it is present and intact. A blob whose stamp differs from the one taken
+// when it was stored is re-hashed; one whose content no longer matches its
+// name is removed and reported absent, so it is fetched again.
 func (c *Cache) BlobPath(sha string) (string, bool) {
 	sha = strings.ToLower(sha)
-	if len(sha) != 64 {
+	if len(sha) != 64 || strings.Trim(sha, "0123456789abcdef") != "" {
 		return "", false
 	}
-	p := filepath.Join(c.dir, "blobs", fanout(sha), sha)
-	info, err := os.Stat(p)
+	p := c.blobFile(sha)
+	info, err := os.Lstat(p)
 	if err != nil || !info.Mode().IsRegular() {
 		return p, false
 	}
-	c.touch(p)
+	var last stamp
+	stamps := readStamps(p + ".stat")
+	if len(stamps) == 1 {
+		last = stamps[0]
+	}
+	now, changed, err := checkFile(p, info.Size(), sha, last, len(stamps) == 1, false)
+	if err != nil {
+		c.discard(p)
+		return p, false
+	}
+	if changed {
+		writeStamps(p+".stat", []stamp{now})
+	}
+	// The stamp file, not the blob, carries the last use for gc: touching
+	// the blob would change its ctime and cost a re-hash.
+	c.touch(p + ".stat")
 	return p, true
 }
 
+// discard moves a damaged blob out of the store.
+func (c *Cache) discard(p string) {
+	trash := filepath.Join(c.dir, "tmp", fmt.Sprintf("damaged-blob-%s-%d", filepath.Base(p)[:12], c.now().UnixNano()))
+	if os.Rename(p, trash) == nil {
+		os.Remove(trash)
+	}
+	os.Remove(p + ".stat")
+}
+
 // PartialPath returns where an interrupted download identified by key is
-// kept between attempts.
+// kept between attempts. Hold LockBlob(key) while using it.
 func (c *Cache) PartialPath(key string) (string, error) {
-	if strings.ContainsAny(key, `/\`) || key == "" || strings.HasPrefix(key, ".") {
-		return "", fmt.Errorf("invalid partial key %q", key)
+	if err := checkKey(key); err != nil {
+		return "", err
 	}
 	return filepath.Join(c.dir, "partial", key+".part"), nil
 }
 
-// AddBlob moves a finished download into the blob store. The caller has
-// verified that tmpPath has the given SHA-256.
-func (c *Cache) AddBlob(tmpPath, sha string) (string, error) {
-	sha = strings.ToLower(sha)
-	if len(sha) != 64 {
-		return "", fmt.Errorf("invalid sha256 %q", sha)
+func checkKey(key string) error {
+	if strings.ContainsAny(key, "/\\\x00") || key == "" || strings.HasPrefix(key, ".") {
+		return fmt.Errorf("invalid blob key %q", key)
 	}
-	dst := filepath.Join(c.dir, "blobs", fanout(sha), sha)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-		return "", err
+	return nil
+}
+
+// LockBlob serialises, across goroutines and processes, the download or
+// copy of one blob identified by key (its SHA-256 when known, else a key
+// derived from its source): two nodes fetching the same file share one
+// partial file, so only one may write it at a time.
+func (c *Cache) LockBlob(ctx context.Context, key string) (unlock func(), err error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return c.lock(ctx, filepath.Join(c.dir, "locks", "blob-"+key+".lock"), false)
+}
+
+// AddBlob verifies the finished file at tmpPath and moves it into the
+// blob store under its SHA-256, which it returns with the blob's path.
+// When want is not empty the content must hash to it, else the file is
+// removed and an error returned: a blob is never stored under a name its
+// content does not match.
+func (c *Cache) AddBlob(tmpPath, want string) (path, sha string, err error) {
+	want = strings.ToLower(want)
+	if want != "" && (len(want) != 64 || strings.Trim(want, "0123456789abcdef") != "") {
+		return "", "", fmt.Errorf("invalid sha256 %q", want)
 	}
 	f, err := os.Open(tmpPath)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	serr := f.Sync()
 	f.Close()
 	if serr != nil {
-		return "", serr
+		return "", "", serr
+	}
+	sum, _, err := FileSHA256(tmpPath)
+	if err != nil {
+		return "", "", err
+	}
+	sha = sum.String()
+	if want != "" && sha != want {
+		os.Remove(tmpPath)
+		return "", "", &ChecksumError{Want: want, Got: sha}
+	}
+	if p, ok := c.BlobPath(sha); ok {
+		os.Remove(tmpPath)
+		return p, sha, nil
+	}
+	if err := os.Chmod(tmpPath, 0o444); err != nil {
+		return "", "", err
+	}
+	dst := c.blobFile(sha)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return "", "", err
 	}
 	if err := os.Rename(tmpPath, dst); err != nil {
-		return "", fmt.Errorf("cache: storing blob: %w", err)
+		return "", "", fmt.Errorf("cache: storing blob: %w", err)
 	}
 	syncDir(filepath.Dir(dst))
-	return dst, nil
+	if info, err := os.Lstat(dst); err == nil {
+		if s, ok := stampOf(info); ok {
+			writeStamps(dst+".stat", []stamp{s})
+		}
+	}
+	return dst, sha, nil
+}
+
+// ChecksumError is a file whose SHA-256 is not the one expected.
+type ChecksumError struct{ Want, Got string }
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("checksum mismatch: expected sha256 %s, got %s", e.Want, e.Got)
+}
+
+// isBlobName reports whether a file in the blob store is a blob (not its
+// stamp file).
+func isBlobName(name string) bool {
+	_, err := ParseID(name)
+	return err == nil
 }

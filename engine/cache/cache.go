@@ -74,6 +74,9 @@ func (c *Cache) objectDir(o OutputID) string {
 
 func (c *Cache) manifestFile(o OutputID) string { return c.objectDir(o) + ".json" }
 
+// stampFile holds the stamps of an output's files (see stamp).
+func (c *Cache) stampFile(o OutputID) string { return c.objectDir(o) + ".stat" }
+
 // Entry is a cache hit.
 type Entry struct {
 	Action ActionID
@@ -177,7 +180,9 @@ func (c *Cache) checkOutput(o OutputID, hashFiles bool) (*Manifest, error) {
 }
 
 // checkManifest parses manifest data that must hash to o and checks the
-// output files it lists.
+// output files it lists: each must be a regular file of its size whose
+// stamp matches the one taken when it was stored or last verified; a file
+// whose stamp differs is re-hashed (hashFiles re-hashes every file).
 func (c *Cache) checkManifest(o OutputID, data []byte, hashFiles bool) (*Manifest, error) {
 	if sha256.Sum256(data) != o {
 		return nil, fmt.Errorf("manifest of %s does not match its hash", o.Short())
@@ -187,26 +192,50 @@ func (c *Cache) checkManifest(o OutputID, data []byte, hashFiles bool) (*Manifes
 		return nil, fmt.Errorf("manifest of %s: %w", o.Short(), err)
 	}
 	dir := c.objectDir(o)
-	for _, f := range m.Files {
+	last := readStamps(c.stampFile(o))
+	if len(last) != len(m.Files) {
+		last = nil
+	}
+	stamps := make([]stamp, len(m.Files))
+	rewrite := false
+	for i, f := range m.Files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+			return nil, fmt.Errorf("output %s: file %q is not inside the output", o.Short(), f.Path)
+		}
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		info, err := os.Stat(p)
+		var prev stamp
+		if last != nil {
+			prev = last[i]
+		}
+		now, changed, err := checkFile(p, f.Size, f.SHA256, prev, last != nil, hashFiles)
 		if err != nil {
 			return nil, fmt.Errorf("output %s: %w", o.Short(), err)
 		}
-		if info.Size() != f.Size {
-			return nil, fmt.Errorf("output %s: %s has %d bytes, want %d", o.Short(), f.Path, info.Size(), f.Size)
-		}
-		if hashFiles {
-			sum, _, err := FileSHA256(p)
-			if err != nil {
-				return nil, err
-			}
-			if sum.String() != f.SHA256 {
-				return nil, fmt.Errorf("output %s: %s has SHA-256 %s, want %s", o.Short(), f.Path, sum, f.SHA256)
-			}
-		}
+		stamps[i] = now
+		rewrite = rewrite || changed
+	}
+	if rewrite {
+		writeStamps(c.stampFile(o), stamps)
 	}
 	return &m, nil
+}
+
+// writeObjectStamps records the stamps of a freshly installed output.
+func (c *Cache) writeObjectStamps(o OutputID, m *Manifest) {
+	dir := c.objectDir(o)
+	stamps := make([]stamp, len(m.Files))
+	for i, f := range m.Files {
+		info, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return
+		}
+		s, ok := stampOf(info)
+		if !ok {
+			return
+		}
+		stamps[i] = s
+	}
+	writeStamps(c.stampFile(o), stamps)
 }
 
 func (c *Cache) touch(name string) {
@@ -233,8 +262,12 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 		return OutputID{}, err
 	}
 	o := OutputID(sha256.Sum256(data))
-	if err := c.installObject(o, workDir, data); err != nil {
+	installed, err := c.installObject(o, workDir, data)
+	if err != nil {
 		return OutputID{}, err
+	}
+	if installed {
+		c.writeObjectStamps(o, &m)
 	}
 	if err := writeFileAtomic(c.manifestFile(o), data); err != nil {
 		return OutputID{}, fmt.Errorf("cache: %w", err)
@@ -247,15 +280,15 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 }
 
 // installObject moves workDir to the object directory of o, unless an
-// intact copy is already there. The copy is checked against manifest (the
+// intact copy is already there; installed says which. The copy is checked against manifest (the
 // data that hashes to o), not against the manifest file: a concurrent Put
 // of the same content renames its directory in before it writes that file,
 // and its object must not be mistaken for a damaged one.
-func (c *Cache) installObject(o OutputID, workDir string, manifest []byte) error {
+func (c *Cache) installObject(o OutputID, workDir string, manifest []byte) (installed bool, err error) {
 	dst := c.objectDir(o)
 	if _, err := os.Stat(dst); err == nil {
 		if _, err := c.checkManifest(o, manifest, false); err == nil {
-			return os.RemoveAll(workDir)
+			return false, os.RemoveAll(workDir)
 		}
 		// A damaged copy: move it aside and replace it.
 		trash := filepath.Join(c.dir, "tmp", fmt.Sprintf("damaged-%s-%d", o.Short(), c.now().UnixNano()))
@@ -265,22 +298,23 @@ func (c *Cache) installObject(o OutputID, workDir string, manifest []byte) error
 	}
 	_ = os.Chmod(workDir, 0o755) // MkdirTemp makes 0700; a shared cache must be readable
 	if err := syncTree(workDir); err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return false, fmt.Errorf("cache: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.Rename(workDir, dst); err != nil {
 		if _, statErr := os.Stat(dst); statErr == nil {
 			// Another process installed the same output first.
-			return os.RemoveAll(workDir)
+			return false, os.RemoveAll(workDir)
 		}
-		return fmt.Errorf("cache: %w", err)
+		return false, fmt.Errorf("cache: %w", err)
 	}
 	syncDir(filepath.Dir(dst))
-	return nil
+	return true, nil
 }
 
+// hashTree seals and hashes every file under root.
 func hashTree(root string) ([]FileEntry, error) {
 	var files []FileEntry
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -292,6 +326,15 @@ func hashTree(root string) ([]FileEntry, error) {
 		}
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s is not a regular file (symlinks and devices cannot be cached)", p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		// Stored files are read-only inodes of their own, so that nothing
+		// outside the cache can change them through a hard link.
+		if err := sealFile(p, info); err != nil {
+			return fmt.Errorf("sealing %s: %w", p, err)
 		}
 		sum, size, err := FileSHA256(p)
 		if err != nil {

@@ -105,6 +105,21 @@ func TestDamageIsMiss(t *testing.T) {
 		"garbage index": func(c *Cache, a ActionID, o OutputID) {
 			os.WriteFile(c.actionFile(a), []byte("\x00\x01garbage\n"), 0o666)
 		},
+		// Same size, and the mtime put back: only the ctime tells.
+		"same-size byte flip": func(c *Cache, a ActionID, o OutputID) {
+			p := filepath.Join(c.objectDir(o), "f")
+			info, _ := os.Stat(p)
+			os.Chmod(p, 0o644)
+			os.WriteFile(p, []byte("cOntent"), 0o644)
+			os.Chtimes(p, info.ModTime(), info.ModTime())
+		},
+		"file replaced by a symlink": func(c *Cache, a ActionID, o OutputID) {
+			p := filepath.Join(c.objectDir(o), "f")
+			elsewhere := filepath.Join(c.dir, "elsewhere")
+			os.WriteFile(elsewhere, []byte("content"), 0o644)
+			os.Remove(p)
+			os.Symlink(elsewhere, p)
+		},
 	}
 	for name, damage := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -186,7 +201,7 @@ func TestBlobs(t *testing.T) {
 	if _, ok := c.BlobPath(sum.String()); ok {
 		t.Fatal("blob present before add")
 	}
-	p, err := c.AddBlob(tmp, sum.String())
+	p, _, err := c.AddBlob(tmp, sum.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +247,134 @@ func TestConcurrentPutsOfSameContent(t *testing.T) {
 				t.Fatalf("round %d: %v", r, err)
 			}
 		}
+	}
+}
+
+// TestStoredFilesAreReadOnlyCopies: a command output that is a hard link
+// to a file outside the cache is stored as a copy, so editing that file
+// later changes nothing cached.
+func TestStoredFilesAreReadOnlyCopies(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	os.WriteFile(outside, []byte("original"), 0o644)
+	dir, _ := c.TempDir("test")
+	if err := os.Link(outside, filepath.Join(dir, "out.txt")); err != nil {
+		t.Skip("no hard links:", err)
+	}
+	a := dummyID("linked")
+	o, err := c.Put(a, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(outside, []byte("ORIGINAL"), 0o644) // same size
+	_, m, odir, err := c.GetOutput(a)
+	if err != nil || m.Files[0].Size != 8 {
+		t.Fatalf("Get after editing the linked file: %v", err)
+	}
+	p := filepath.Join(odir, "out.txt")
+	if b, _ := os.ReadFile(p); string(b) != "original" {
+		t.Fatalf("cached file follows the outside file: %q", b)
+	}
+	info, _ := os.Stat(p)
+	if info.Mode().Perm()&0o222 != 0 {
+		t.Fatalf("stored file is writable: %v", info.Mode())
+	}
+	if _, _, err := c.Output(o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHitReadsOnlyStampsUntilAFileChanges: a hit whose stamps match does
+// not re-hash (a file made unreadable still hits), and a touched file is
+// re-hashed once and then served again if its content is intact.
+func TestHitReadsOnlyStampsUntilAFileChanges(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads unreadable files")
+	}
+	c, _ := Open(t.TempDir())
+	a := dummyID("stamped")
+	o := putFiles(t, c, a, map[string]string{"f": "content"})
+	p := filepath.Join(c.objectDir(o), "f")
+	os.Chmod(p, 0)
+	if _, err := c.Get(a); err != nil {
+		t.Fatalf("a hit with matching stamps read the file: %v", err)
+	}
+	os.Chmod(p, 0o444) // changes the ctime: the next hit re-hashes
+	if _, err := c.Get(a); err != nil {
+		t.Fatalf("intact file after a chmod: %v", err)
+	}
+}
+
+func TestDamagedBlobIsNotServed(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	tmp := filepath.Join(t.TempDir(), "dl")
+	os.WriteFile(tmp, []byte("data"), 0o666)
+	sum, _, _ := FileSHA256(tmp)
+	p, _, err := c.AddBlob(tmp, sum.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(p)
+	os.Chmod(p, 0o644)
+	os.WriteFile(p, []byte("DATA"), 0o644)
+	os.Chtimes(p, info.ModTime(), info.ModTime())
+	if _, ok := c.BlobPath(sum.String()); ok {
+		t.Fatal("a blob whose content no longer matches its name was served")
+	}
+	if _, err := os.Stat(p); err == nil {
+		t.Fatal("the damaged blob was left in the store")
+	}
+}
+
+func TestAddBlobVerifies(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	tmp := filepath.Join(t.TempDir(), "dl")
+	os.WriteFile(tmp, []byte("data"), 0o666)
+	wrong := dummyID("not data").String()
+	_, _, err := c.AddBlob(tmp, wrong)
+	var ce *ChecksumError
+	if !errors.As(err, &ce) {
+		t.Fatalf("AddBlob with a wrong sha256: %v", err)
+	}
+	if _, ok := c.BlobPath(wrong); ok {
+		t.Fatal("a blob was stored under a name its content does not match")
+	}
+	if _, err := os.Stat(tmp); err == nil {
+		t.Fatal("the wrong file was kept for resuming")
+	}
+}
+
+func TestLockBlobSerialises(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	ctx := context.Background()
+	var mu sync.Mutex
+	inside, most := 0, 0
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock, err := c.LockBlob(ctx, "key")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			inside++
+			most = max(most, inside)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			unlock()
+		}()
+	}
+	wg.Wait()
+	if most != 1 {
+		t.Fatalf("%d holders of one blob lock at once", most)
+	}
+	if _, err := c.LockBlob(ctx, "../x"); err == nil {
+		t.Fatal("a key with a path was accepted")
 	}
 }

@@ -132,6 +132,7 @@ func (c *Cache) Verify(repair bool) ([]Problem, error) {
 				os.Remove(p)
 				os.RemoveAll(c.objectDir(e.Output))
 				os.Remove(c.manifestFile(e.Output))
+				os.Remove(c.stampFile(e.Output))
 			}
 		}
 	})
@@ -151,6 +152,7 @@ func (c *Cache) Verify(repair bool) ([]Problem, error) {
 			problems = append(problems, Problem{What: "blob " + want.Short(), Err: fmt.Errorf("content has SHA-256 %s", got)})
 			if repair {
 				os.Remove(p)
+				os.Remove(p + ".stat")
 			}
 		}
 		return nil
@@ -197,8 +199,8 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 		for _, ent := range entries {
 			name := ent.Name()
 			idStr := name
-			if filepath.Ext(name) == ".json" {
-				idStr = name[:len(name)-len(".json")]
+			if ext := filepath.Ext(name); ext == ".json" || ext == ".stat" {
+				idStr = name[:len(name)-len(ext)]
 			}
 			id, perr := ParseID(idStr)
 			if perr == nil && live[id] {
@@ -218,11 +220,18 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 		}
 	}
 	_ = filepath.WalkDir(filepath.Join(c.dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || !isBlobName(d.Name()) {
 			return nil
 		}
-		if info, err := d.Info(); err == nil && info.ModTime().Before(cutoff) {
+		// A blob's last use is its stamp file's mtime (BlobPath touches
+		// that, not the blob), or the blob's own for blobs without one.
+		used := time.Time{}
+		if info, err := os.Stat(p + ".stat"); err == nil {
+			used = info.ModTime()
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().Before(cutoff) && used.Before(cutoff) {
 			if os.Remove(p) == nil {
+				os.Remove(p + ".stat")
 				st.Blobs++
 				st.Bytes += info.Size()
 			}
