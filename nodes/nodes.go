@@ -134,14 +134,19 @@ type Assignment struct {
 // every pipeline that uses the cache.
 type BlobStore interface {
 	// BlobPath returns the path of the blob with the given SHA-256 (hex)
-	// and whether it is present and intact in size.
+	// and whether it is present and intact (a blob whose content no
+	// longer matches its name is never served).
 	BlobPath(sha256hex string) (string, bool)
+	// LockBlob serialises the fetching of one blob, identified by key,
+	// across goroutines and processes.
+	LockBlob(ctx context.Context, key string) (unlock func(), err error)
 	// PartialPath returns where a partial download for key may be kept
-	// across interruptions.
+	// across interruptions; hold LockBlob(key) while using it.
 	PartialPath(key string) (string, error)
-	// AddBlob moves the finished file at tmpPath into the store under its
-	// SHA-256 and returns the blob's path.
-	AddBlob(tmpPath, sha256hex string) (string, error)
+	// AddBlob hashes the finished file at tmpPath, checks it against want
+	// (when not empty) and moves it into the store under its SHA-256,
+	// returning the blob's path and SHA-256.
+	AddBlob(tmpPath, want string) (path, sha256hex string, err error)
 }
 
 // Progress receives progress updates from a running node.

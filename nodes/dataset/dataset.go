@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -50,6 +51,10 @@ var spec = hcldec.ObjectSpec{
 		"insecure": &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool},
 		"extract":  &hcldec.AttrSpec{Name: "extract", Type: cty.Bool},
 		"name":     &hcldec.AttrSpec{Name: "name", Type: cty.String},
+		// Limits on what extracting the source may write (archive bombs).
+		"max_extract_bytes":   &hcldec.AttrSpec{Name: "max_extract_bytes", Type: cty.Number},
+		"max_extract_ratio":   &hcldec.AttrSpec{Name: "max_extract_ratio", Type: cty.Number},
+		"max_extract_entries": &hcldec.AttrSpec{Name: "max_extract_entries", Type: cty.Number},
 	}},
 	"format":        &hcldec.AttrSpec{Name: "format", Type: cty.String, Required: true},
 	"train":         &hcldec.AttrSpec{Name: "train", Type: cty.List(cty.String)},
@@ -89,6 +94,10 @@ type sourceConfig struct {
 	Insecure *bool   `cty:"insecure"`
 	Extract  *bool   `cty:"extract"`
 	Name     *string `cty:"name"`
+
+	MaxExtractBytes   *int64   `cty:"max_extract_bytes"`
+	MaxExtractRatio   *float64 `cty:"max_extract_ratio"`
+	MaxExtractEntries *int     `cty:"max_extract_entries"`
 }
 
 type generatorConfig struct {
@@ -128,7 +137,17 @@ type source struct {
 	localPath string
 	name      string // file name in the raw directory
 	extract   bool
+	limits    archive.Limits
 }
+
+// sourceError is a source that failed to decode, with the attribute to
+// point at.
+type sourceError struct {
+	attr string
+	err  error
+}
+
+func (e *sourceError) Error() string { return e.err.Error() }
 
 // Node is a decoded dataset block.
 type Node struct {
@@ -157,11 +176,15 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	for i, sc := range cfg.Source {
 		s, err := decodeSource(sc, decl.Dir)
 		if err != nil {
+			attr := "url"
+			if se, ok := err.(*sourceError); ok {
+				attr = se.attr
+			}
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid dataset source",
 				Detail:   fmt.Sprintf("source %d: %s", i+1, err),
-				Subject:  decl.NestedAttrRange("source", i, "url"),
+				Subject:  decl.NestedAttrRange("source", i, attr),
 				Context:  decl.DeclRange.Ptr(),
 			})
 			continue
@@ -267,11 +290,35 @@ func decodeSource(sc sourceConfig, dir string) (*source, error) {
 		s.scheme, s.localPath = "file", p
 		s.name = filepath.Base(p)
 	}
+	badName := func(n string) bool {
+		return n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00")
+	}
 	if sc.Name != nil {
 		s.name = *sc.Name
+		if badName(s.name) {
+			return nil, &sourceError{"name", fmt.Errorf("name = %q is not a file name: it must be one path element, not empty, \".\" or \"..\", and without / or \\", s.name)}
+		}
 	}
-	if s.name == "" || s.name == "." || s.name == "/" || strings.ContainsAny(s.name, `/\`) {
+	if badName(s.name) {
 		return nil, fmt.Errorf("cannot derive a file name from %s; set name = \"...\"", sc.URL)
+	}
+	if sc.MaxExtractBytes != nil {
+		if *sc.MaxExtractBytes < 1 {
+			return nil, &sourceError{"max_extract_bytes", fmt.Errorf("max_extract_bytes must be positive")}
+		}
+		s.limits.MaxBytes = *sc.MaxExtractBytes
+	}
+	if sc.MaxExtractRatio != nil {
+		if *sc.MaxExtractRatio < 1 {
+			return nil, &sourceError{"max_extract_ratio", fmt.Errorf("max_extract_ratio must be at least 1")}
+		}
+		s.limits.MaxRatio = *sc.MaxExtractRatio
+	}
+	if sc.MaxExtractEntries != nil {
+		if *sc.MaxExtractEntries < 1 {
+			return nil, &sourceError{"max_extract_entries", fmt.Errorf("max_extract_entries must be positive")}
+		}
+		s.limits.MaxEntries = *sc.MaxExtractEntries
 	}
 	return s, nil
 }

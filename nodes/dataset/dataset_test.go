@@ -269,12 +269,19 @@ func TestDecodeErrors(t *testing.T) {
 		"folder without size":     {`source { url = "a" }` + "\nformat = \"image_folder\"\ntrain = [\"a\"]", "image_size"},
 		"fractions sum":           {`source { url = "a" }` + "\nformat = \"raw\"\nval_fraction = 0.6\ntest_fraction = 0.5", "below 1"},
 		"test files and fraction": {`source { url = "a" }` + "\nformat = \"idx\"\ntrain = [\"a\"]\ntest = [\"b\"]\ntest_fraction = 0.1", "not both"},
+		"name dotdot":             {"source {\nurl = \"a\"\nname = \"..\"\n}\nformat = \"raw\"", `name = ".." is not a file name`},
+		"name with slash":         {"source {\nurl = \"a\"\nname = \"x/y\"\n}\nformat = \"raw\"", "not a file name"},
+		"zero extract limit":      {"source {\nurl = \"a.tar\"\nmax_extract_bytes = 0\n}\nformat = \"raw\"", "max_extract_bytes must be positive"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, diags := decode(t, t.TempDir(), tc.src)
 			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) {
 				t.Fatalf("diags %v, want %q", diags, tc.want)
+			}
+			// Errors in a source block point at the attribute at fault.
+			if strings.Contains(tc.src, "source {\n") && (diags[0].Subject == nil || diags[0].Subject.Start.Line < 2) {
+				t.Fatalf("diagnostic without a source range: %v", diags)
 			}
 		})
 	}

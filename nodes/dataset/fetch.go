@@ -59,11 +59,26 @@ func (f *fetcher) fetch(ctx context.Context, s *source) (string, string, error) 
 	case "http", "https":
 		return f.fetchHTTP(ctx, s)
 	default:
-		return f.fetchLocal(s)
+		return f.fetchLocal(ctx, s)
 	}
 }
 
-func (f *fetcher) fetchLocal(s *source) (string, string, error) {
+// lock takes the blob lock for key and, once held, looks for the blob
+// again: another node or process may have stored it meanwhile.
+func (f *fetcher) lock(ctx context.Context, key, sha string) (unlock func(), path string, err error) {
+	unlock, err = f.blobs.LockBlob(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	if sha != "" {
+		if p, ok := f.blobs.BlobPath(sha); ok {
+			return unlock, p, nil
+		}
+	}
+	return unlock, "", nil
+}
+
+func (f *fetcher) fetchLocal(ctx context.Context, s *source) (string, string, error) {
 	sum, _, err := cache.FileSHA256(s.localPath)
 	if err != nil {
 		return "", "", fmt.Errorf("source %s: %w", s.URL, err)
@@ -72,23 +87,30 @@ func (f *fetcher) fetchLocal(s *source) (string, string, error) {
 	if s.SHA256 != "" && got != s.SHA256 {
 		return "", "", checksumError(s, got)
 	}
-	if p, ok := f.blobs.BlobPath(got); ok {
+	key := "local-" + got
+	unlock, p, err := f.lock(ctx, key, got)
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	if p != "" {
 		return p, got, nil
 	}
-	part, err := f.blobs.PartialPath("local-" + got)
+	part, err := f.blobs.PartialPath(key)
 	if err != nil {
 		return "", "", err
 	}
 	if err := copyFile(s.localPath, part); err != nil {
+		os.Remove(part)
 		return "", "", fmt.Errorf("source %s: %w", s.URL, err)
 	}
-	// Hash the copy: the source may have changed while it was copied.
-	copySum, _, err := cache.FileSHA256(part)
-	if err != nil || copySum.String() != got {
-		os.Remove(part)
+	// AddBlob hashes the copy: the source may have changed while it was
+	// copied.
+	p, _, err = f.blobs.AddBlob(part, got)
+	var ce *cache.ChecksumError
+	if errors.As(err, &ce) {
 		return "", "", fmt.Errorf("source %s changed while it was being read", s.URL)
 	}
-	p, err := f.blobs.AddBlob(part, got)
 	return p, got, err
 }
 
@@ -104,6 +126,14 @@ func (f *fetcher) fetchHTTP(ctx context.Context, s *source) (string, string, err
 	if key == "" {
 		h := sha256.Sum256([]byte(s.URL))
 		key = "url-" + hex.EncodeToString(h[:])
+	}
+	unlock, p, err := f.lock(ctx, key, s.SHA256)
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	if p != "" {
+		return p, s.SHA256, nil
 	}
 	part, err := f.blobs.PartialPath(key)
 	if err != nil {
@@ -133,16 +163,13 @@ func (f *fetcher) fetchHTTP(ctx context.Context, s *source) (string, string, err
 	if lastErr != nil {
 		return "", "", fmt.Errorf("download %s: giving up after %d attempts: %w", s.URL, f.retries+1, lastErr)
 	}
-	sum, _, err := cache.FileSHA256(part)
-	if err != nil {
-		return "", "", err
+	// AddBlob verifies the file; a wrong one is removed, so it is neither
+	// resumed nor cached.
+	p, got, err := f.blobs.AddBlob(part, s.SHA256)
+	var ce *cache.ChecksumError
+	if errors.As(err, &ce) {
+		return "", "", checksumError(s, ce.Got)
 	}
-	got := sum.String()
-	if s.SHA256 != "" && got != s.SHA256 {
-		os.Remove(part) // a wrong file must not be resumed or cached
-		return "", "", checksumError(s, got)
-	}
-	p, err := f.blobs.AddBlob(part, got)
 	return p, got, err
 }
 

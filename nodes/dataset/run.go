@@ -54,12 +54,14 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	for _, g := range got {
 		if g.s.extract && archive.Kind(g.s.name) != "" {
-			if _, err := archive.Extract(g.path, g.s.name, rawDir); err != nil {
+			if _, err := archive.ExtractLimited(g.path, g.s.name, rawDir, g.s.limits); err != nil {
 				return cty.NilVal, err
 			}
 			continue
 		}
-		if err := linkOrCopy(g.path, filepath.Join(rawDir, g.s.name)); err != nil {
+		// A copy, never a link: the output must not share an inode with
+		// the blob, or damage to one would be damage to both.
+		if err := copyFile(g.path, filepath.Join(rawDir, g.s.name)); err != nil {
 			return cty.NilVal, err
 		}
 	}
@@ -217,13 +219,6 @@ func mapOrEmpty(m map[string]cty.Value) cty.Value {
 		return cty.MapValEmpty(cty.String)
 	}
 	return cty.MapVal(m)
-}
-
-func linkOrCopy(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	return copyFile(src, dst)
 }
 
 // resolveFiles expands patterns inside the raw directory.
