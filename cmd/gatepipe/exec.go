@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/procattr"
 	"io"
 	"os"
 	"os/exec"
@@ -94,7 +95,7 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 	defer fw.Close()
 	cmd.Stderr = fw
 	cmd.Stdout = fw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procattr.Child()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	err = cmd.Run()
 	fw.Close()

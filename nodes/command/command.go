@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/procattr"
 	"io"
 	"os"
 	"os/exec"
@@ -212,7 +213,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	defer logFile.Close()
 	tail := &tailBuffer{max: 4096}
-	out := io.MultiWriter(logFile, tail)
+	out := &logWriter{file: logFile, tail: tail}
 
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = n.dir
@@ -244,8 +245,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+sub(n.cfg.Env[k]))
 	}
-	// Own process group, so cancellation reaches the program's children.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, so cancellation reaches the program's children;
+	// killed with gatepipe.
+	cmd.SysProcAttr = procattr.Child()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 
@@ -255,7 +257,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if ctx.Err() != nil {
 			return cty.NilVal, fmt.Errorf("command %q stopped: %w", args[0], ctx.Err())
 		}
-		return cty.NilVal, fmt.Errorf("command %q failed: %v\n%s", args[0], err, indent(tail.String()))
+		return cty.NilVal, fmt.Errorf("command %q failed: %v%s\n%s", args[0], err, out.fileError(), indent(tail.String()))
+	}
+	if out.err != nil {
+		return cty.NilVal, fmt.Errorf("command %q ran, but its log could not be written%s", args[0], out.fileError())
 	}
 	outs := map[string]cty.Value{}
 	for name, rel := range n.cfg.Outputs {
@@ -286,6 +291,33 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		"log":     cty.StringVal(logPath),
 		"metrics": cty.StringVal(metrics),
 	}), nil
+}
+
+// logWriter copies a command's output to its log file and its tail. A
+// failing log file (a full disk) neither stops the copy, which would kill
+// the command with SIGPIPE, nor loses the tail, which then holds the
+// command's own account of the failure.
+type logWriter struct {
+	file *os.File
+	tail *tailBuffer
+	err  error
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.tail.Write(p)
+	if w.err == nil {
+		if _, err := w.file.Write(p); err != nil {
+			w.err = err
+		}
+	}
+	return len(p), nil
+}
+
+func (w *logWriter) fileError() string {
+	if w.err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (and writing its log failed: %v)", w.err)
 }
 
 // tailBuffer keeps the last max bytes written, for error messages.

@@ -124,3 +124,32 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFullDiskKeepsTheCommandsOwnMessage: when the disk is full, the log
+// file cannot be written either (here it leads to /dev/full); the error
+// must still carry what the command said, not "exit status 141 (no
+// output)" from a SIGPIPE.
+func TestFullDiskKeepsTheCommandsOwnMessage(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	n, diags := decode(t, t.TempDir(), `run = ["sh", "-c", "echo starting; echo data > /dev/full; echo 'training: No space left on device' >&2; exit 3"]`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(out, LogFile)); err != nil {
+		t.Fatal(err)
+	}
+	env := &nodes.Env{Addr: addrs.AbsInstance{Instance: addrs.Block{Kind: "command", Name: "c"}.Instance(addrs.NoKey)},
+		OutDir: out, Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}}
+	_, err := n.Run(context.Background(), env)
+	if err == nil {
+		t.Fatal("a failing command succeeded")
+	}
+	for _, want := range []string{"exit status 3", "training: No space left on device", "writing its log failed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
