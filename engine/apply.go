@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/bug"
 	"os"
 	"sort"
 	"strings"
@@ -318,7 +319,7 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 		Devices: dev, Log: log, Progress: nodeProgress{r: e.opts.Reporter, addr: in.key()},
 		ActionID: in.action.String(), Version: e.opts.Version,
 	}
-	val, err := in.node.Run(ctx, env)
+	val, err := runNode(ctx, in.node, env)
 	in.duration = time.Since(in.start)
 	if err == nil {
 		val, err = e.storableValue(in, val, work)
@@ -435,4 +436,11 @@ func (a *applier) fail(ctx context.Context, in *instance, err error) error {
 	in.run, in.err = RunFailed, err
 	rep.NodeFinished(in.key(), RunFailed, in.duration, err)
 	return err
+}
+
+// runNode runs a node, turning a panic in it into an internal error of
+// that node: the others go on, and apply exits with its own code.
+func runNode(ctx context.Context, n nodes.Node, env *nodes.Env) (val cty.Value, err error) {
+	defer bug.Recover(&err)
+	return n.Run(ctx, env)
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"github.com/gatepipe/gatepipe/internal/bug"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,6 +178,26 @@ step "fine" { value = "ok" }
 	for _, n := range rec.Nodes {
 		if n.Addr == "step.downdown" && !strings.Contains(n.Error, "step.bad") {
 			t.Errorf("skip reason %q should name the root cause step.bad", n.Error)
+		}
+	}
+}
+
+// TestPanicIsAnInternalErrorOfItsNode: a node that panics fails as an
+// internal error naming the bug; the other nodes still run.
+func TestPanicIsAnInternalErrorOfItsNode(t *testing.T) {
+	h := newHarness(t)
+	h.write(map[string]string{"main.hcl": `
+step "buggy" { panic = true }
+step "fine" { value = "ok" }
+`})
+	rec, _ := h.apply(engine.Options{})
+	got := statuses(rec)
+	if got["step.buggy"] != engine.RunFailed || got["step.fine"] != engine.RunRan {
+		t.Fatalf("statuses %v", got)
+	}
+	for _, n := range rec.Nodes {
+		if n.Addr == "step.buggy" && (!bug.IsMessage(n.Error) || !strings.Contains(n.Error, "step panicked on purpose")) {
+			t.Errorf("error %q should be an internal error carrying the panic", n.Error)
 		}
 	}
 }

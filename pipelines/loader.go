@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/safefile"
 	"io/fs"
 	"os"
 	"path"
@@ -86,6 +87,12 @@ func (l *Loader) loadChildren(parent *Module, depth int) hcl.Diagnostics {
 			continue
 		}
 		p, pDiags := l.loadPipeline(dir)
+		for _, d := range pDiags {
+			if d.Subject == nil {
+				d.Subject = call.SourceRange.Ptr()
+				d.Detail = fmt.Sprintf("Module %q (source %q): %s", name, call.Source, d.Detail)
+			}
+		}
 		diags = append(diags, pDiags...)
 		if p == nil {
 			continue
@@ -160,6 +167,12 @@ func (l *Loader) loadPipeline(p string) (*Pipeline, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read file", Detail: err.Error()})
 			continue
 		}
+		if d := prescan(src, f); d.HasErrors() {
+			// Register the source so the diagnostic can show a snippet.
+			l.parser.Files()[f] = &hcl.File{Bytes: src}
+			diags = append(diags, d...)
+			continue
+		}
 		file, pDiags := l.parser.ParseHCL(src, f)
 		diags = append(diags, pDiags...)
 		if file == nil {
@@ -206,5 +219,5 @@ func (l *Loader) readFile(name string) ([]byte, error) {
 	if strings.HasPrefix(name, StdlibPrefix) {
 		return fs.ReadFile(l.stdlib, strings.TrimPrefix(name, StdlibPrefix))
 	}
-	return os.ReadFile(name)
+	return safefile.ReadFile(name, safefile.MaxConfigBytes)
 }

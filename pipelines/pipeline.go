@@ -105,7 +105,9 @@ type Settings struct {
 	CacheDir    string
 	Parallelism int
 	Devices     []string
-	DeclRange   hcl.Range
+	// DevicesRange is where devices is set, for diagnostics about a spec.
+	DevicesRange hcl.Range
+	DeclRange    hcl.Range
 }
 
 // Module is one module instance in the loaded tree.

@@ -44,6 +44,7 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 		val, d := literalOf(attr, cty.List(cty.String))
 		diags = append(diags, d...)
 		if !d.HasErrors() {
+			s.DevicesRange = attr.Expr.Range()
 			for _, v := range val.AsValueSlice() {
 				s.Devices = append(s.Devices, v.AsString())
 			}

@@ -2,7 +2,7 @@ package pipelines
 
 import (
 	"fmt"
-	"os"
+	"github.com/gatepipe/gatepipe/internal/safefile"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -34,9 +34,12 @@ func ParseVarFlag(arg string) (string, VarValue, error) {
 
 // LoadVarFile reads a .hclvars file of name = value attributes.
 func (l *Loader) LoadVarFile(filename string) (map[string]VarValue, hcl.Diagnostics) {
-	src, err := os.ReadFile(filename)
+	src, err := safefile.ReadFile(filename, safefile.MaxConfigBytes)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: err.Error()}}
+	}
+	if d := prescan(src, filename); d.HasErrors() {
+		return nil, d
 	}
 	f, diags := l.parser.ParseHCL(src, filename)
 	if diags.HasErrors() {
@@ -104,6 +107,9 @@ func convertVarValue(v *Variable, g VarValue) (cty.Value, hcl.Diagnostics) {
 	} else if v.Type == cty.String || v.Type == cty.DynamicPseudoType || v.Type.IsPrimitiveType() {
 		raw = cty.StringVal(g.Raw)
 	} else {
+		if d := prescan([]byte(g.Raw), "-var "+v.Name); d.HasErrors() {
+			return cty.NilVal, d
+		}
 		expr, diags := hclsyntax.ParseExpression([]byte(g.Raw), "-var "+v.Name, hcl.InitialPos)
 		if diags.HasErrors() {
 			return cty.NilVal, diags

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/bug"
 	"io"
 	"os"
 	"path/filepath"
@@ -122,6 +123,11 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return exitRunFailure
 	}
 	if rec.Failed() {
+		for _, n := range rec.Nodes {
+			if bug.IsMessage(n.Error) {
+				return exitInternal
+			}
+		}
 		return exitRunFailure
 	}
 	return exitOK

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -62,21 +64,73 @@ func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 //	   |   ^^^^^
 //	Detail.
 func (v *diagText) Diagnostics(diags hcl.Diagnostics) {
-	for _, d := range sortDiags(diags) {
+	sorted := sortDiags(diags)
+	for i, d := range sorted {
+		if i == maxDiagsShown {
+			fmt.Fprintf(v.w, "... and %d more diagnostics, not shown: fix the ones above first.\n", len(sorted)-i)
+			return
+		}
 		sev := "Error"
 		if d.Severity == hcl.DiagWarning {
 			sev = "Warning"
 		}
-		fmt.Fprintf(v.w, "%s: %s\n", sev, d.Summary)
+		fmt.Fprintf(v.w, "%s: %s\n", sev, printable(d.Summary))
 		if r := d.Subject; r != nil {
-			fmt.Fprintf(v.w, "  --> %s:%d:%d\n", r.Filename, r.Start.Line, r.Start.Column)
+			fmt.Fprintf(v.w, "  --> %s:%d:%d\n", printable(r.Filename), r.Start.Line, r.Start.Column)
 			v.snippet(r)
 		}
 		if d.Detail != "" {
-			fmt.Fprintln(v.w, wrap(d.Detail, 78))
+			fmt.Fprintln(v.w, wrap(printable(d.Detail), 78))
 		}
 		fmt.Fprintln(v.w)
 	}
+}
+
+// maxDiagsShown caps the diagnostics printed for people: a binary file
+// given as configuration gives hundreds, and the first few say it all.
+const maxDiagsShown = 20
+
+// snippetWidth caps the characters of a source line shown in a snippet.
+const snippetWidth = 100
+
+// printable escapes control characters (terminal escape sequences from a
+// configuration file must not reach the terminal) and invalid UTF-8,
+// keeping newlines and tabs.
+func printable(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[0])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
+// snippetLine turns a source line into printable runes, one per column,
+// so the caret line stays aligned: control characters and bytes that
+// are not UTF-8 show as '?' and tabs as spaces.
+func snippetLine(line string) []rune {
+	out := make([]rune, 0, len(line))
+	for _, r := range line {
+		switch {
+		case r == '\t':
+			out = append(out, ' ')
+		case r == utf8.RuneError || unicode.IsControl(r):
+			out = append(out, '?')
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (v *diagText) snippet(r *hcl.Range) {
@@ -88,11 +142,9 @@ func (v *diagText) snippet(r *hcl.Range) {
 	if r.Start.Line < 1 || r.Start.Line > len(lines) {
 		return
 	}
-	line := strings.TrimRight(lines[r.Start.Line-1], "\r")
+	line := snippetLine(strings.TrimRight(lines[r.Start.Line-1], "\r"))
 	num := fmt.Sprint(r.Start.Line)
 	pad := strings.Repeat(" ", len(num))
-	fmt.Fprintf(v.w, " %s |\n", pad)
-	fmt.Fprintf(v.w, " %s | %s\n", num, strings.ReplaceAll(line, "\t", " "))
 	start := max(r.Start.Column-1, 0)
 	end := r.End.Column - 1
 	if r.End.Line != r.Start.Line || end > len(line) {
@@ -101,6 +153,24 @@ func (v *diagText) snippet(r *hcl.Range) {
 	if end <= start {
 		end = start + 1
 	}
+	// A long line shows a window around the range, marked with "...".
+	from, to, lead, trail := 0, len(line), "", ""
+	if len(line) > snippetWidth {
+		from = max(min(start-snippetWidth/3, len(line)-snippetWidth), 0)
+		to = min(from+snippetWidth, len(line))
+		if from > 0 {
+			lead = "..."
+		}
+		if to < len(line) {
+			trail = "..."
+		}
+		start, end = start-from+len(lead), min(end-from, to-from)+len(lead)
+		if end <= start {
+			end = start + 1
+		}
+	}
+	fmt.Fprintf(v.w, " %s |\n", pad)
+	fmt.Fprintf(v.w, " %s | %s%s%s\n", num, lead, string(line[from:to]), trail)
 	fmt.Fprintf(v.w, " %s | %s%s\n", pad, strings.Repeat(" ", start), strings.Repeat("^", end-start))
 }
 

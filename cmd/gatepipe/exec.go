@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/bug"
 	"github.com/gatepipe/gatepipe/internal/procattr"
 	"io"
 	"os"
@@ -48,6 +49,9 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	}
 	if err := s.engine.ApplyOne(ctx, pos[1], *parentLocked); err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe exec:", err)
+		if bug.Is(err) {
+			return exitInternal
+		}
 		return exitRunFailure
 	}
 	return exitOK

@@ -78,6 +78,22 @@ func (f *configFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 }
 
+// check refuses -log-format and -log-level values that would otherwise
+// be silently replaced by the defaults.
+func (f *configFlags) check() error {
+	switch f.logFmt {
+	case "console", "json":
+	default:
+		return fmt.Errorf("-log-format %q: want console or json", f.logFmt)
+	}
+	switch f.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	return nil
+}
+
 // varValues collects -var-file and -var values; later ones win.
 func (f *configFlags) varValues(l *pipelines.Loader) (map[string]pipelines.VarValue, error) {
 	vals := map[string]pipelines.VarValue{}

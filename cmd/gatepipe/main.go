@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/bug"
 	"io"
 	"os"
 	"os/signal"
@@ -21,6 +22,9 @@ const (
 	exitOK          = 0
 	exitRunFailure  = 1
 	exitConfigError = 2
+	// exitInternal is a bug in gatepipe (a recovered panic), never the
+	// user's configuration or data.
+	exitInternal = 3
 )
 
 type command struct {
@@ -75,7 +79,13 @@ func main() {
 	os.Exit(code)
 }
 
-func (c *cli) main(ctx context.Context, args []string) int {
+func (c *cli) main(ctx context.Context, args []string) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(c.stderr, "gatepipe: %s: panic: %v\n%s", bug.Marker, r, debug.Stack())
+			code = exitInternal
+		}
+	}()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		c.usage(c.stdout)
 		if len(args) == 0 {
@@ -113,7 +123,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Run 'gatepipe <command> --help' for a command's flags.
-Exit codes: 0 success, 1 a node failed, 2 configuration or usage error.
+Exit codes: 0 success, 1 a node failed, 2 configuration or usage error,
+3 internal error (a bug in gatepipe: please report it).
 The language and every flag are documented in SPEC.md.
 `)
 }

@@ -70,6 +70,10 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 		s.view.Diagnostics(diags)
 		return nil, exitConfigError
 	}
+	if err := o.flags.check(); err != nil {
+		fmt.Fprintf(c.stderr, "gatepipe: %v\n", err)
+		return nil, exitConfigError
+	}
 	mod, diags := s.loader.LoadConfig(o.path)
 	if diags.HasErrors() {
 		return fail(diags)
@@ -104,8 +108,11 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	}
 	if len(devs) > 0 {
 		d, err := parseDevices(devs)
+		if err != nil && o.devicesFlag == "" && settings.DevicesRange.Filename != "" {
+			return fail(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid device", Detail: err.Error() + ".", Subject: settings.DevicesRange.Ptr()}})
+		}
 		if err != nil {
-			return fail(asDiags(err))
+			return fail(asDiags(fmt.Errorf("-devices: %w", err)))
 		}
 		opts.Devices = d
 	} else if o.withCache {

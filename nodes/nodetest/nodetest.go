@@ -39,11 +39,13 @@ func (*Kind) Name() string { return "step" }
 // Version returns "1".
 func (*Kind) Version() string { return "1" }
 
-// Spec: value (string), fail (bool), sleep_ms (number), inputs (any).
+// Spec: value (string), fail (bool), panic (bool), sleep_ms (number),
+// inputs (any).
 func (*Kind) Spec() hcldec.Spec {
 	return hcldec.ObjectSpec{
 		"value":    &hcldec.AttrSpec{Name: "value", Type: cty.String},
 		"fail":     &hcldec.AttrSpec{Name: "fail", Type: cty.Bool},
+		"panic":    &hcldec.AttrSpec{Name: "panic", Type: cty.Bool},
 		"sleep_ms": &hcldec.AttrSpec{Name: "sleep_ms", Type: cty.Number},
 		"inputs":   &hcldec.AttrSpec{Name: "inputs", Type: cty.DynamicPseudoType},
 	}
@@ -58,6 +60,7 @@ type node struct {
 	k       *Kind
 	value   string
 	fail    bool
+	panics  bool
 	sleepMS int
 }
 
@@ -69,6 +72,9 @@ func (k *Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics
 	}
 	if a := v.GetAttr("fail"); !a.IsNull() {
 		n.fail = a.True()
+	}
+	if a := v.GetAttr("panic"); !a.IsNull() {
+		n.panics = a.True()
 	}
 	if a := v.GetAttr("sleep_ms"); !a.IsNull() {
 		_ = gocty.FromCtyValue(a, &n.sleepMS)
@@ -99,6 +105,9 @@ func (n *node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	if n.fail {
 		return cty.NilVal, errors.New("step failed on purpose")
+	}
+	if n.panics {
+		panic("step panicked on purpose")
 	}
 	file := ""
 	if !n.k.NoFiles {

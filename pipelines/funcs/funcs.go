@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/safefile"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -57,7 +59,8 @@ type fileReader struct {
 	stdlib fs.FS
 }
 
-func (r fileReader) read(name string) ([]byte, error) {
+// resolve names a file relative to the module's directory.
+func (r fileReader) resolve(name string) string {
 	if !filepath.IsAbs(name) {
 		if strings.HasPrefix(r.base, "stdlib/") {
 			name = path.Join(r.base, name)
@@ -65,10 +68,16 @@ func (r fileReader) read(name string) ([]byte, error) {
 			name = filepath.Join(r.base, name)
 		}
 	}
+	return name
+}
+
+// read reads a regular file of at most max bytes (see safefile).
+func (r fileReader) read(name string, max int64) ([]byte, error) {
+	name = r.resolve(name)
 	if strings.HasPrefix(name, "stdlib/") && r.stdlib != nil {
 		return fs.ReadFile(r.stdlib, strings.TrimPrefix(name, "stdlib/"))
 	}
-	return os.ReadFile(name)
+	return safefile.ReadFile(name, max)
 }
 
 func (r fileReader) fileFunc() function.Function {
@@ -76,7 +85,7 @@ func (r fileReader) fileFunc() function.Function {
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			b, err := r.read(args[0].AsString())
+			b, err := r.read(args[0].AsString(), safefile.MaxFileFuncBytes)
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
 			}
@@ -90,8 +99,13 @@ func (r fileReader) existsFunc() function.Function {
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.Bool),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			_, err := r.read(args[0].AsString())
-			return cty.BoolVal(err == nil), nil
+			name := r.resolve(args[0].AsString())
+			if strings.HasPrefix(name, "stdlib/") && r.stdlib != nil {
+				_, err := fs.Stat(r.stdlib, strings.TrimPrefix(name, "stdlib/"))
+				return cty.BoolVal(err == nil), nil
+			}
+			info, err := os.Stat(name)
+			return cty.BoolVal(err == nil && info.Mode().IsRegular()), nil
 		},
 	})
 }
@@ -101,12 +115,26 @@ func (r fileReader) sha256Func() function.Function {
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			b, err := r.read(args[0].AsString())
-			if err != nil {
-				return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
+			name := r.resolve(args[0].AsString())
+			h := sha256.New()
+			if strings.HasPrefix(name, "stdlib/") && r.stdlib != nil {
+				b, err := fs.ReadFile(r.stdlib, strings.TrimPrefix(name, "stdlib/"))
+				if err != nil {
+					return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
+				}
+				h.Write(b)
+			} else {
+				f, _, err := safefile.Open(name, safefile.MaxHashBytes)
+				if err != nil {
+					return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
+				}
+				_, err = io.Copy(h, f)
+				f.Close()
+				if err != nil {
+					return cty.NilVal, fmt.Errorf("cannot read file: %w", err)
+				}
 			}
-			sum := sha256.Sum256(b)
-			return cty.StringVal(hex.EncodeToString(sum[:])), nil
+			return cty.StringVal(hex.EncodeToString(h.Sum(nil))), nil
 		},
 	})
 }

@@ -1,0 +1,7 @@
+dataset "d" {
+  source {
+    url  = "data.bin"
+    name = ".." # ERROR: Invalid dataset source
+  }
+  format = "raw"
+}

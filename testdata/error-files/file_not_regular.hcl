@@ -1,0 +1,3 @@
+command "c" {
+  run = ["echo", file("/dev/zero")] # ERROR: Error in function call
+}

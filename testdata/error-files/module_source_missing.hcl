@@ -1,0 +1,3 @@
+module "m" {
+  source = "./no-such-module" # ERROR: Cannot read configuration
+}

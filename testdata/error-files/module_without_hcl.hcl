@@ -1,0 +1,3 @@
+module "m" {
+  source = "./module-without-hcl" # ERROR: No configuration files
+}
