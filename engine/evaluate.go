@@ -27,11 +27,54 @@ func (e *Engine) evalVertex(v *vertex) hcl.Diagnostics {
 	case vOutput:
 		val, diags = v.output.Expr.Value(e.evalContext(v, nil))
 	}
+	if !diags.HasErrors() && v.kind != vVariable {
+		var rng hcl.Range
+		if v.kind == vLocal {
+			rng = v.local.Expr.Range()
+		} else {
+			rng = v.output.Expr.Range()
+		}
+		diags = append(diags, infinities(val, func(cty.Path) hcl.Range { return rng })...)
+	}
 	if diags.HasErrors() {
 		val = cty.DynamicVal
 	}
 	e.state.set(v.key, val)
 	return e.suggestAttributes(diags)
+}
+
+// infinities reports an infinite number in val (10 / 0 evaluates to +Inf
+// in HCL) at the range where gives for its path.
+func infinities(val cty.Value, where func(cty.Path) hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	_ = cty.Walk(val, func(p cty.Path, v cty.Value) (bool, error) {
+		if len(diags) > 0 || !v.IsKnown() || v.IsNull() || v.Type() != cty.Number || !v.AsBigFloat().IsInf() {
+			return len(diags) == 0, nil
+		}
+		r := where(p)
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Infinite number",
+			Detail:   "This value is infinite (a division by zero?); gatepipe accepts only finite numbers.",
+			Subject:  r.Ptr(),
+		})
+		return false, nil
+	})
+	return diags
+}
+
+// attributeRange returns the range of the attribute a path into a
+// block's configuration starts with, or the block's own.
+func attributeRange(body hcl.Body, decl hcl.Range, p cty.Path) hcl.Range {
+	if len(p) > 0 {
+		if step, ok := p[0].(cty.GetAttrStep); ok {
+			content, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: step.Name}}})
+			if a, ok := content.Attributes[step.Name]; ok {
+				return a.Expr.Range()
+			}
+		}
+	}
+	return decl
 }
 
 func (e *Engine) evalVariable(v *vertex) (cty.Value, hcl.Diagnostics) {
@@ -76,10 +119,21 @@ func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
 	v := in.v
 	ctx := e.evalContext(v, in)
 	cfg, diags := hcldec.Decode(v.block.Body, v.nodeKind.Spec(), ctx)
+	if !diags.HasErrors() {
+		diags = append(diags, infinities(cfg, func(p cty.Path) hcl.Range {
+			return attributeRange(v.block.Body, v.block.DeclRange, p)
+		})...)
+	}
 	if diags.HasErrors() {
 		return e.suggestAttributes(diags)
 	}
 	in.config, in.node = cfg, nil
+	if pc, ok := v.nodeKind.(nodes.PartialChecker); ok && !cfg.IsWhollyKnown() {
+		pDiags := pc.CheckPartial(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir})
+		if diags = append(diags, pDiags...); pDiags.HasErrors() {
+			return diags
+		}
+	}
 	if cfg.IsWhollyKnown() {
 		node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir})
 		diags = append(diags, dDiags...)

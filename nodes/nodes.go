@@ -30,6 +30,14 @@ type Kind interface {
 	Decode(cfg cty.Value, decl Decl) (Node, hcl.Diagnostics)
 }
 
+// PartialChecker is a Kind that can check a configuration that is not
+// wholly known yet, as at validate and plan time when it references
+// blocks that have not run: the references' types are known, so a
+// reference to the wrong kind of block is caught before apply.
+type PartialChecker interface {
+	CheckPartial(cfg cty.Value, decl Decl) hcl.Diagnostics
+}
+
 // Decl is what a kind knows about the block it decodes, for diagnostics
 // and relative paths.
 type Decl struct {

@@ -178,6 +178,7 @@ func (l *Loader) loadPipeline(p string) (*Pipeline, hcl.Diagnostics) {
 		if file == nil {
 			continue
 		}
+		diags = append(diags, duplicateKeys(file.Body)...)
 		diags = append(diags, l.decodeFile(pl, file.Body)...)
 	}
 	return pl, diags

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // MaxNesting bounds how deeply brackets, braces and parentheses may nest
@@ -137,4 +139,43 @@ func skipHeredoc(src []byte, i int, filename string, start hcl.Pos, advance func
 
 func isIdentByte(c byte) bool {
 	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// duplicateKeys reports object constructors that name one key twice,
+// such as for_each = { a = 1, a = 2 }: HCL keeps the last silently.
+func duplicateKeys(body hcl.Body) hcl.Diagnostics {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	_ = hclsyntax.VisitAll(sb, func(n hclsyntax.Node) hcl.Diagnostics {
+		obj, ok := n.(*hclsyntax.ObjectConsExpr)
+		if !ok {
+			return nil
+		}
+		seen := map[string]hcl.Range{}
+		for _, item := range obj.Items {
+			key := hcl.ExprAsKeyword(item.KeyExpr)
+			if key == "" {
+				v, d := item.KeyExpr.Value(nil)
+				if d.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+					continue
+				}
+				key = v.AsString()
+			}
+			if first, dup := seen[key]; dup {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate key",
+					Detail:   fmt.Sprintf("The key %q is already set at line %d; HCL would silently keep only the last value.", key, first.Start.Line),
+					Subject:  item.KeyExpr.Range().Ptr(),
+				})
+				continue
+			}
+			seen[key] = item.KeyExpr.Range()
+		}
+		return nil
+	})
+	return diags
 }

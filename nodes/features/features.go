@@ -56,6 +56,11 @@ type Node struct {
 	dataset string
 }
 
+// CheckPartial checks the references' kinds before their values exist.
+func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	return specs.CheckTypes(v, decl, map[string]string{"encoder": "arch", "benchmark": "dataset"})
+}
+
 // Decode reads the referenced encoder and benchmark.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	r := &specs.Reader{V: v, Decl: decl}

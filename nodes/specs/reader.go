@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -31,6 +32,37 @@ func (r *Reader) Get(obj, attr string) cty.Value {
 		return cty.NilVal
 	}
 	return o.GetAttr(attr)
+}
+
+// CheckTypes checks, from types alone, that each reference names a block
+// with the given attribute (encoder = recipe.x is caught at validate
+// time, before the referenced blocks have values). refs maps an
+// attribute of the checked block to an attribute its block must have.
+func CheckTypes(v cty.Value, decl nodes.Decl, refs map[string]string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, obj := range sortedKeys(refs) {
+		attr := refs[obj]
+		if !v.Type().IsObjectType() || !v.Type().HasAttribute(obj) {
+			continue
+		}
+		t := v.GetAttr(obj).Type()
+		if t == cty.DynamicPseudoType {
+			continue
+		}
+		if !t.IsObjectType() || !t.HasAttribute(attr) {
+			diags = append(diags, decl.Errorf(obj, "Invalid reference", "%s must be a %s block (as in %s = %s.NAME); it has no %q.", obj, obj, obj, obj, attr))
+		}
+	}
+	return diags
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Str reads a string attribute ("" when null).

@@ -64,6 +64,9 @@ func (k kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 		}
 		vals[n] = conv
 	}
+	if diags := checkWhole(vals, decl, wholeAttrs[k.name]); diags.HasErrors() {
+		return nil, diags
+	}
 	if diags := k.validate(vals, decl); diags.HasErrors() {
 		return nil, diags
 	}
@@ -93,6 +96,40 @@ func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnosti
 		}
 	}
 	return hcl.Diagnostics{decl.Errorf(attrName, "Unsupported value", "%s %q is not supported; use %s.", attrName, v, strings.Join(allowed, " or "))}
+}
+
+// wholeAttrs are the attributes, by block kind, that count something and
+// so must be whole numbers: 2.5 iterations is a mistake, not 2.
+var wholeAttrs = map[string][]string{
+	"encoder": {"depth", "dim", "heads", "mlp_ratio", "patch", "blocks", "channels", "hidden", "input_shape"},
+	"adapter": {"dim", "heads", "layers", "queries", "shots", "ways"},
+	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed"},
+}
+
+// checkWhole refuses fractional values (or list elements) of names.
+func checkWhole(vals map[string]cty.Value, decl nodes.Decl, names []string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, n := range names {
+		v, ok := vals[n]
+		if !ok || v.IsNull() || !v.IsKnown() {
+			continue
+		}
+		elems := []cty.Value{v}
+		if v.Type().IsListType() {
+			elems = v.AsValueSlice()
+		}
+		for _, e := range elems {
+			if e.IsNull() || !e.IsKnown() || e.Type() != cty.Number {
+				continue
+			}
+			if !e.AsBigFloat().IsInt() {
+				f, _ := e.AsBigFloat().Float64()
+				diags = append(diags, decl.Errorf(n, "Invalid value", "%s must be a whole number, not %g.", n, f))
+				break
+			}
+		}
+	}
+	return diags
 }
 
 func positive(decl nodes.Decl, vals map[string]cty.Value, names ...string) hcl.Diagnostics {

@@ -72,6 +72,15 @@ type Node struct {
 	category  string
 }
 
+// references lists, for each reference of a train block, an attribute
+// only the right kind of block has.
+var references = map[string]string{"encoder": "arch", "adapter": "task", "recipe": "iterations", "benchmark": "dataset"}
+
+// CheckPartial checks the references' kinds before their values exist.
+func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	return specs.CheckTypes(v, decl, references)
+}
+
 // Decode reads the referenced encoder, adapter, recipe and benchmark.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n := &Node{}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errb, env: func(string) string { return "" }}
+	code = c.main(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+// TestBinaryConfigGivesBoundedPrintableDiagnostics: 4 KB of random bytes
+// gave ~195 diagnostics and 140 KB with raw bytes; a config with terminal
+// escape sequences reached the terminal.
+func TestBinaryConfigGivesBoundedPrintableDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	junk := make([]byte, 4096)
+	for i := range junk {
+		junk[i] = byte(r.UintN(256))
+	}
+	bin := filepath.Join(dir, "random.hcl")
+	os.WriteFile(bin, junk, 0o644)
+	code, _, stderr := runCLI("validate", bin)
+	if code != exitConfigError {
+		t.Fatalf("exit %d", code)
+	}
+	if len(stderr) > 16<<10 {
+		t.Errorf("%d bytes of diagnostics for a 4 KB file", len(stderr))
+	}
+	if !strings.Contains(stderr, "more diagnostics, not shown") {
+		t.Error("the diagnostics were not capped")
+	}
+	esc := filepath.Join(dir, "esc.hcl")
+	os.WriteFile(esc, []byte("command \"a\" {\n  run = [\"\x1b[31mred\x07\", 1 +]\n}\n"), 0o644)
+	_, _, stderr = runCLI("validate", esc)
+	if strings.ContainsAny(stderr, "\x1b\x07") {
+		t.Errorf("control characters reached the output: %q", stderr)
+	}
+	if !strings.Contains(stderr, "?[31mred?") {
+		t.Errorf("the snippet does not show the escaped line: %s", stderr)
+	}
+}
+
+func TestBadLogFlagsAreErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte("locals {\n  a = 1\n}\n"), 0o644)
+	for _, args := range [][]string{{"-log-format", "yaml"}, {"-log-level", "verbose"}} {
+		code, _, stderr := runCLI(append(append([]string{"validate"}, args...), dir)...)
+		if code != exitConfigError || !strings.Contains(stderr, args[1]) {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+}
