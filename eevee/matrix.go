@@ -1,6 +1,7 @@
 package eevee
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -30,12 +31,26 @@ type Matrix struct {
 	Values  [][]float64
 }
 
+// MaxValue bounds the magnitude of a matrix cell. Scores are accuracies,
+// losses and the like; a value past it is a mistake, and squaring it in
+// the z-scores would overflow to infinity and turn every score into NaN.
+const MaxValue = 1e12
+
+// skipBOM drops a UTF-8 byte-order mark (spreadsheets write one).
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3)
+	}
+	return br
+}
+
 // LoadCSV reads the long format
 // category,benchmark,metric,model,value,higher_is_better (a header row,
 // then one row per cell). An empty value, "NaN" or "-" is a missing cell.
 // Columns keep their first-appearance order; models too.
 func LoadCSV(r io.Reader, name string) (*Matrix, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	header, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading header: %w", name, err)
@@ -96,8 +111,11 @@ func LoadCSV(r io.Reader, name string) (*Matrix, error) {
 		v := math.NaN()
 		if s := get("value"); s != "" && s != "-" && !strings.EqualFold(s, "nan") {
 			v, err = strconv.ParseFloat(s, 64)
-			if err != nil {
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, fmt.Errorf("%s:%d: value %q is not a number", name, line, s)
+			}
+			if math.IsInf(v, 0) || math.Abs(v) > MaxValue {
+				return nil, fmt.Errorf("%s:%d: value %q is not a finite number of at most %g in magnitude", name, line, s, MaxValue)
 			}
 		}
 		cells = append(cells, cell{mi, ci, v})

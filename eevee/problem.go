@@ -112,6 +112,9 @@ type Problem struct {
 	Benchmarks []string
 	// Pool holds the indices (into Benchmarks) that candidates draw from.
 	Pool []int
+	// Warning, when set, says why the scores may not be trusted (too few
+	// models).
+	Warning string
 	// benchCols[b] are the column indices of benchmark b.
 	benchCols [][]int
 	colBench  []int
@@ -130,6 +133,13 @@ type split struct {
 	inner, outer []int // best_val: inner validation and remaining training models
 }
 
+// MinModels is the fewest models a matrix may have; fewer than FewModels
+// training models per split earn a warning.
+const (
+	MinModels = 3
+	FewModels = 5
+)
+
 // NewProblem prepares m for scoring. The matrix must have no missing cell
 // (see Matrix.DropMissing): EEVEE never fills one with a constant.
 func NewProblem(m *Matrix, o Options) (*Problem, error) {
@@ -138,6 +148,9 @@ func NewProblem(m *Matrix, o Options) (*Problem, error) {
 	}
 	if miss := m.Missing(); len(miss) > 0 {
 		return nil, fmt.Errorf("the matrix has %d missing cells (first: %s); drop the models or columns with missing results first", len(miss), miss[0])
+	}
+	if len(m.Models) < MinModels {
+		return nil, fmt.Errorf("the matrix has %d models; EEVEE needs at least %d (its meta-models train on some models and are scored on the others)", len(m.Models), MinModels)
 	}
 	m = selectColumns(m, o.Columns)
 	p := &Problem{Opts: o, Matrix: m, inits: &initCache{}}
@@ -183,6 +196,9 @@ func NewProblem(m *Matrix, o Options) (*Problem, error) {
 	nTest := int(math.Ceil(o.TestSize * float64(n)))
 	if nTest < 1 || n-nTest < 2 {
 		return nil, fmt.Errorf("%d models are too few for test_size %g", n, o.TestSize)
+	}
+	if n-nTest < FewModels {
+		p.Warning = fmt.Sprintf("only %d models train each split's meta-model (%d models, test_size %g): scores will be noisy and the chosen benchmarks unstable; add models", n-nTest, n, o.TestSize)
 	}
 	for s := 0; s < o.Splits; s++ {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(s)+0x5eed))

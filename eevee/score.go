@@ -99,7 +99,13 @@ func (s *scorer) score(combo []int) float64 {
 		net.forward(s.xv, len(sp.val))
 		total += net.loss(s.yv, len(sp.val), s.w32, false)
 	}
-	return total / float64(len(p.splits))
+	loss := total / float64(len(p.splits))
+	if math.IsNaN(loss) {
+		// A meta-model that diverged predicts nothing: the worst score,
+		// so the search goes on with the other candidates.
+		return math.Inf(1)
+	}
+	return loss
 }
 
 // initRand is the random source of split si's initial parameters for a

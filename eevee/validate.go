@@ -1,6 +1,7 @@
 package eevee
 
 import (
+	"fmt"
 	"math"
 	"sort"
 )
@@ -38,6 +39,9 @@ func LeaveOneModelOut(m *Matrix, o Options, tier []string) ([]LOMORow, error) {
 		predRank, trueRank      []float64
 	}
 	accs := make([]acc, len(methods))
+	if len(m.Models) < MinModels+1 {
+		return nil, fmt.Errorf("leave-one-model-out needs at least %d models, the matrix has %d", MinModels+1, len(m.Models))
+	}
 	for held := range m.Models {
 		rest := &Matrix{Columns: m.Columns}
 		for i := range m.Models {

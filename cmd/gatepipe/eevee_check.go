@@ -40,6 +40,14 @@ func runCheckPublished(ctx context.Context, c *cli, args []string, usage string)
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(c.stderr, "gatepipe eevee:", err); return exitRunFailure }
+	if *random < 1 {
+		fmt.Fprintf(c.stderr, "gatepipe eevee: -random %d: at least one random combination per k is needed to compare against\n", *random)
+		return exitConfigError
+	}
+	if *kmin < 1 || *kmax < *kmin {
+		fmt.Fprintf(c.stderr, "gatepipe eevee: -k-min %d -k-max %d: want 1 <= k-min <= k-max\n", *kmin, *kmax)
+		return exitConfigError
+	}
 	m, err := loadMatrixFile(*matrix)
 	if err != nil {
 		return fail(err)
@@ -89,6 +97,9 @@ func runCheckPublished(ctx context.Context, c *cli, args []string, usage string)
 		p, err := eevee.NewProblem(m, o)
 		if err != nil {
 			return fail(err)
+		}
+		if p.Warning != "" && seed == runsFirstSeed(*seeds) {
+			fmt.Fprintln(c.stderr, "Warning:", p.Warning)
 		}
 		ev := p.NewEvaluator(*workers)
 		rows, err := p.CheckPublished(ctx, ev, sel, *random, seed)
@@ -189,4 +200,11 @@ func printRankings(w io.Writer, runs []checkRun) {
 		fmt.Fprintln(tw, line+fmt.Sprintf("%.3f", sum/float64(len(runs))))
 	}
 	tw.Flush()
+}
+
+// runsFirstSeed is the first of the -seeds list, so a warning about the
+// matrix is printed once.
+func runsFirstSeed(seeds string) uint64 {
+	first, _ := strconv.ParseUint(strings.TrimSpace(strings.Split(seeds, ",")[0]), 10, 64)
+	return first
 }

@@ -60,3 +60,28 @@ func TestBadLogFlagsAreErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEEVEEToolsRefuseDegenerateInput: these panicked (index out of
+// range) or printed NaN tables with exit 0.
+func TestEEVEEToolsRefuseDegenerateInput(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.csv")
+	os.WriteFile(one, []byte("category,benchmark,metric,model,value,higher_is_better\nImg,a,acc,m1,0.5,true\nImg,b,acc,m1,0.6,true\n"), 0o644)
+	inf := filepath.Join(dir, "inf.csv")
+	os.WriteFile(inf, []byte("category,benchmark,metric,model,value,higher_is_better\nImg,a,acc,m1,0.5,true\nImg,a,acc,m2,Inf,true\n"), 0o644)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"eevee", "loo", "-matrix", one, "-tier", "a", "-exclude", ""}, exitRunFailure, "needs at least"},
+		{[]string{"eevee", "loo", "-matrix", inf, "-tier", "a", "-exclude", ""}, exitRunFailure, "inf.csv:3: value \"Inf\" is not a finite number"},
+		{[]string{"eevee", "check-published", "-random", "0"}, exitConfigError, "-random 0"},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runCLI(tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}

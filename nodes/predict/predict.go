@@ -138,6 +138,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
+	if p.Warning != "" {
+		env.Log.Warn().Msg(p.Warning)
+	}
 	tier, err := p.Combo(n.tier)
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("tier: %w", err)

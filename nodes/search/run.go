@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
+	if p.Warning != "" {
+		env.Log.Warn().Msg(p.Warning)
+	}
 	workers := max(env.Devices.CPUs, 1)
 	ev := p.NewEvaluator(workers)
 	so := n.search
@@ -79,6 +83,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	tiers, best, scores := map[string]cty.Value{}, map[string]cty.Value{}, map[string]cty.Value{}
 	for _, r := range rep.Results {
 		ks := strconv.Itoa(r.K)
+		if sc := r.Best().Score; math.IsNaN(sc) || math.IsInf(sc, 0) {
+			return cty.NilVal, fmt.Errorf("k = %d: every candidate's meta-model diverged (loss %g); the matrix may hold extreme values, or lr is too high", r.K, sc)
+		}
 		if err := writeK(env.OutDir, r); err != nil {
 			return cty.NilVal, err
 		}
