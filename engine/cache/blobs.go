@@ -31,7 +31,7 @@ func (c *Cache) BlobPath(sha string) (string, bool) {
 	if len(stamps) == 1 {
 		last = stamps[0]
 	}
-	now, changed, err := checkFile(p, info.Size(), sha, last, len(stamps) == 1, false)
+	now, changed, err := checkFile(c.hash, p, info.Size(), sha, last, len(stamps) == 1, false)
 	if err != nil {
 		c.discard(p)
 		return p, false
