@@ -117,6 +117,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	}
 	if !rec.Failed() {
 		printOutputs(c.stdout, s.engine.Outputs())
+		printReports(c.stdout, s.engine, rec)
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")
@@ -220,5 +221,20 @@ func printOutputs(w io.Writer, outs map[string]cty.Value) {
 			continue
 		}
 		fmt.Fprintf(w, "  %s = %s\n", k, data)
+	}
+}
+
+// printReports prints where each report of the run now lies in the cache
+// (the node logs only its work directory, which is moved on success).
+func printReports(w io.Writer, e *engine.Engine, rec *engine.RunRecord) {
+	for _, n := range rec.Nodes {
+		if n.Kind != "report" || (n.Status != engine.RunRan && n.Status != engine.RunCached) {
+			continue
+		}
+		r, err := e.Result(n.Addr)
+		if err != nil || r.Manifest == nil || !r.Value.Type().IsObjectType() || !r.Value.Type().HasAttribute("html") {
+			continue
+		}
+		fmt.Fprintf(w, "Report %s: %s\n", n.Addr, r.Value.GetAttr("html").AsString())
 	}
 }

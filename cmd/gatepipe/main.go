@@ -39,6 +39,8 @@ func commands() []command {
 		{"plan", "Show what apply would run, reuse or wait for", runPlan},
 		{"apply", "Run everything that is not cached yet", runApply},
 		{"graph", "Print the dependency graph in Graphviz DOT format", runGraph},
+		{"show", "Show one node's cached result: value, files, metrics, log tail", runShow},
+		{"open", "Print the path of the report (or of a node's output) to open", runOpen},
 		{"fmt", "Rewrite .hcl files in canonical style", runFmt},
 		{"cache", "Inspect and trim the cache (ls, du, verify, gc)", runCache},
 		{"runs", "List the run records of earlier applies", runRuns},

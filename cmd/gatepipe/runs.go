@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,14 @@ import (
 )
 
 func runRuns(_ context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "runs", "runs [flags] [RUN-ID]\n\nLists the run records of earlier applies, newest last. Given a run ID (or a\nunique prefix), prints that record as JSON.")
+	fs := newFlagSet(c, "runs", `runs [flags] [show [-json]] [RUN-ID]
+
+Lists the run records of earlier applies, newest last, with their totals.
+"runs show RUN-ID" prints one run's per-node table (status, duration, device,
+output, error); RUN-ID is an ID, a unique prefix of one, or "last". With
+-json, or as "runs RUN-ID", it prints the record as JSON.`)
 	dir := fs.String("cache-dir", "", "cache directory (default: $GATEPIPE_CACHE_DIR or $XDG_CACHE_HOME/gatepipe)")
+	asJSON := fs.Bool("json", false, "with show: print the record as JSON")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -32,10 +39,22 @@ func runRuns(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe runs:", err)
 		return exitRunFailure
 	}
+	show := len(pos) > 0 && pos[0] == "show"
+	if show {
+		pos = pos[1:]
+		if len(pos) != 1 {
+			fmt.Fprintln(c.stderr, "gatepipe runs show: want one RUN-ID (or \"last\")")
+			return exitConfigError
+		}
+	}
+	if len(pos) > 1 {
+		fmt.Fprintln(c.stderr, "gatepipe runs: want at most one RUN-ID")
+		return exitConfigError
+	}
 	if len(pos) == 1 {
 		var match []string
 		for _, p := range paths {
-			if strings.HasPrefix(filepath.Base(p), pos[0]) {
+			if strings.HasPrefix(filepath.Base(p), pos[0]) || (pos[0] == "last" && p == paths[len(paths)-1]) {
 				match = append(match, p)
 			}
 		}
@@ -48,8 +67,17 @@ func runRuns(_ context.Context, c *cli, args []string) int {
 			fmt.Fprintln(c.stderr, "gatepipe runs:", err)
 			return exitRunFailure
 		}
-		c.stdout.Write(data)
-		fmt.Fprintln(c.stdout)
+		if !show || *asJSON {
+			c.stdout.Write(data)
+			fmt.Fprintln(c.stdout)
+			return exitOK
+		}
+		var r engine.RunRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			fmt.Fprintf(c.stderr, "gatepipe runs: %s: %v\n", match[0], err)
+			return exitRunFailure
+		}
+		writeRunTable(c.stdout, &r)
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
@@ -68,4 +96,35 @@ func runRuns(_ context.Context, c *cli, args []string) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// writeRunTable prints one run: its totals, then a row per node.
+func writeRunTable(w io.Writer, r *engine.RunRecord) {
+	fmt.Fprintf(w, "Run %s, started %s, took %s: %d ran, %d cached, %d failed, %d skipped.\n\n",
+		r.ID, r.Started.Local().Format(time.DateTime), formatDuration(r.Finished.Sub(r.Started)),
+		r.Counts["ran"], r.Counts["cached"], r.Counts["failed"], r.Counts["skipped"])
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tKIND\tSTATUS\tDURATION\tDEVICE\tOUTPUT\tERROR")
+	for _, n := range r.Nodes {
+		dur, out := "-", "-"
+		if n.Status == engine.RunRan || n.Status == engine.RunFailed {
+			dur = formatDuration(time.Duration(n.DurationMS * float64(time.Millisecond)))
+		}
+		if len(n.OutputID) >= 12 {
+			out = n.OutputID[:12]
+		}
+		dev := n.Device
+		if dev == "" {
+			dev = "-"
+		}
+		errText := ""
+		if n.Error != "" {
+			errText = printable(strings.SplitN(n.Error, "\n", 2)[0])
+			if len(errText) > 80 {
+				errText = errText[:77] + "..."
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr, n.Kind, n.Status, dur, dev, out, errText)
+	}
+	tw.Flush()
 }

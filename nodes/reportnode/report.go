@@ -231,7 +231,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	env.Log.Info().Str("html", out.HTML).Int("figures", len(out.Figures)).Msg("report written")
+	// out.HTML is in the work directory, which moves into the cache once
+	// the node succeeds: apply prints the final path, and
+	// 'gatepipe open' finds it later.
+	env.Log.Info().Int("figures", len(out.Figures)).Msg("report written (apply prints its path; later, 'gatepipe open " + env.Addr.String() + "')")
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "html": cty.StringVal(out.HTML),
 		"markdown": cty.StringVal(out.Markdown), "latex": cty.StringVal(out.LaTeX),

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/pipelines"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Result is what the cache holds for one planned instance, for `show`.
+type Result struct {
+	Addr   string
+	Kind   string
+	Status PlanStatus
+	// Reason explains a blocked instance.
+	Reason   string
+	ActionID string
+	// The rest is set only when the instance is cached.
+	OutputID string
+	Dir      string
+	Manifest *cache.Manifest
+	Value    cty.Value
+	Type     cty.Type
+}
+
+// ErrNoInstance is returned by Result for an address the pipeline does
+// not have.
+var ErrNoInstance = errors.New("no such instance")
+
+// Result returns what is known of the instance at addr after Plan or
+// Apply: its status and, once it is in the cache, its output directory,
+// manifest and value.
+func (e *Engine) Result(addr string) (*Result, error) {
+	var names []string
+	for _, v := range e.orderedVertices() {
+		for _, in := range v.instances {
+			names = append(names, in.key())
+			if in.key() != addr {
+				continue
+			}
+			r := &Result{Addr: addr, Kind: v.nodeKind.Name(), Status: in.status, Reason: in.reason, Type: v.nodeKind.OutputType()}
+			if !in.action.IsZero() {
+				r.ActionID = in.action.String()
+			}
+			if e.cache == nil || (in.output.IsZero() && in.status != StatusCached) {
+				return r, nil
+			}
+			var m *cache.Manifest
+			var dir string
+			var err error
+			if in.output.IsZero() {
+				var entry cache.Entry
+				entry, m, dir, err = e.cache.GetOutput(in.action)
+				in.output = entry.Output
+			} else {
+				m, dir, err = e.cache.Output(in.output)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", addr, err)
+			}
+			r.Status = StatusCached
+			r.OutputID, r.Dir, r.Manifest, r.Value = in.output.String(), dir, m, in.getValue()
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q%s", ErrNoInstance, addr, instanceHint(addr, names))
+}
+
+// instanceHint suggests instances for a wrong address: those of the block
+// it names (command.train for command.train["cnn"]) or of the block whose
+// name is closest to it.
+func instanceHint(addr string, names []string) string {
+	base := func(a string) string {
+		if i := strings.IndexByte(a, '['); i >= 0 {
+			return a[:i]
+		}
+		return a
+	}
+	byBase := map[string][]string{}
+	var bases []string
+	for _, n := range names {
+		b := base(n)
+		if _, ok := byBase[b]; !ok {
+			bases = append(bases, b)
+		}
+		byBase[b] = append(byBase[b], n)
+	}
+	b := base(addr)
+	if _, ok := byBase[b]; !ok {
+		b = pipelines.NameSuggestion(b, bases)
+	}
+	insts := byBase[b]
+	switch {
+	case len(insts) == 0:
+		return ""
+	case len(insts) == 1:
+		return fmt.Sprintf(". Did you mean %q?", insts[0])
+	case len(insts) > 5:
+		insts = append(insts[:5], "...")
+	}
+	return fmt.Sprintf(". Did you mean one of %s?", strings.Join(insts, ", "))
+}
