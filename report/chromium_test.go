@@ -20,7 +20,7 @@ func TestReportInHeadlessChromium(t *testing.T) {
 		t.Skip("chromium is not installed (apt-get install chromium), so the browser test cannot run")
 	}
 	dir := t.TempDir()
-	out, err := Write(dir, paper(t), nil, Options{})
+	out, err := Write(dir, paper(t), nil, Options{Runs: mixedRuns(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,47 @@ func TestReportInHeadlessChromium(t *testing.T) {
 			t.Errorf("rendered page lacks %q", want)
 		}
 	}
-	if n := strings.Count(dom, `<table class="results"`); n != 10 {
-		t.Errorf("%d result tables rendered, want 10 (9 families + tiers)", n)
+	if n := strings.Count(dom, `<table class="results"`); n != 12 {
+		t.Errorf("%d result tables rendered, want 12 (9 families, tiers, experiments, run metadata)", n)
 	}
+	// Each experiment shows its own headline metric and direction, never
+	// a classification column of zeros.
+	exp := dom[strings.Index(dom, `id="experiments"`):]
+	exp = exp[:strings.Index(exp, "</table>")]
+	for _, want := range []string{
+		"<td>mIoU ↑</td><td>0.4312</td>",
+		"<td>Img2Txt Acc@1 ↑</td><td>31.20</td>",
+		"<td>MAE Score ↓</td><td>1.37</td>",
+		"<td>Acc@1 ↑</td><td>91.50</td>",
+		"<td>–</td>", // the count run has no other metrics
+	} {
+		if !strings.Contains(exp, want) {
+			t.Errorf("experiments table lacks %q:\n%s", want, exp)
+		}
+	}
+	if strings.Contains(exp, "<td>0.00</td>") {
+		t.Errorf("experiments table shows a metric the experiment does not have:\n%s", exp)
+	}
+}
+
+// mixedRuns writes experiments of four tasks whose metrics differ.
+func mixedRuns(t *testing.T) []Run {
+	t.Helper()
+	specs := []struct{ model, bench, metrics string }{
+		{"cnn", "cifar", `{"Acc@1":{"value":91.5,"higher_is_better":true},"Acc@5":{"value":99,"higher_is_better":true},"Loss":{"value":0.3,"higher_is_better":false}}`},
+		{"cnn", "ade20k", `{"CE Loss":{"value":1.1,"higher_is_better":false},"Dice Score":{"value":0.51,"higher_is_better":true},"mIoU":{"value":0.4312,"higher_is_better":true}}`},
+		{"vit", "flickr30k", `{"Img2Txt Acc@1":{"value":31.2,"higher_is_better":true},"Txt2Img Acc@1":{"value":29.9,"higher_is_better":true}}`},
+		{"vit", "clevr-count", `{"MAE Score":{"value":1.37,"higher_is_better":false}}`},
+	}
+	var runs []Run
+	for _, sp := range specs {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, "metrics.json"), []byte(`{"model":"`+sp.model+`","benchmark":"`+sp.bench+`","metrics":`+sp.metrics+`}`), 0o644)
+		r, err := LoadRun(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	return runs
 }

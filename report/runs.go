@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gatepipe/gatepipe/formats/runmeta"
@@ -22,7 +25,11 @@ type Run struct {
 	Model     string
 	Benchmark string
 	Metrics   map[string]float64
-	Log       []RunLog
+	// Higher says, per metric, whether higher is better.
+	Higher map[string]bool
+	// Primary is the headline metric (see PrimaryMetric).
+	Primary string
+	Log     []RunLog
 	// Info is the run's run.json, nil when the run has none.
 	Info *runmeta.Info
 }
@@ -39,14 +46,17 @@ type RunLog struct {
 
 // LoadRun reads a train block's (or trainer's) output directory.
 func LoadRun(dir string) (Run, error) {
-	r := Run{Dir: dir, Metrics: map[string]float64{}}
+	r := Run{Dir: dir, Metrics: map[string]float64{}, Higher: map[string]bool{}}
 	data, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
 	if err != nil {
 		return r, err
 	}
 	var m struct {
-		Model, Benchmark string
-		Metrics          map[string]struct{ Value float64 }
+		Model, Benchmark, Primary string
+		Metrics                   map[string]struct {
+			Value          float64
+			HigherIsBetter bool `json:"higher_is_better"`
+		}
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return r, fmt.Errorf("%s: %w", dir, err)
@@ -54,7 +64,9 @@ func LoadRun(dir string) (Run, error) {
 	r.Model, r.Benchmark = m.Model, m.Benchmark
 	for k, v := range m.Metrics {
 		r.Metrics[k] = v.Value
+		r.Higher[k] = v.HigherIsBetter
 	}
+	r.Primary = PrimaryMetric(m.Primary, r.Metrics, r.Higher)
 	info, ok, err := runmeta.Read(dir)
 	if err != nil {
 		return r, fmt.Errorf("%s: %s: %w", dir, runmeta.File, err)
@@ -172,9 +184,83 @@ func (r Run) energy() *float64 {
 	return nil
 }
 
-// runsHTML writes the experiments table, each row linking to its curves.
+// headlineMetrics are the GATE matrix's headline metric names, by task,
+// in the order PrimaryMetric prefers them.
+var headlineMetrics = []string{"Acc@1", "mIoU", "APS Macro", "MAE Score", "Img2Txt Acc@1", "Txt2Img Acc@1"}
+
+// PrimaryMetric picks an experiment's headline metric: the one its
+// metrics.json names, else a known headline name it has, else the first
+// higher-is-better metric by name, else the first metric by name.
+func PrimaryMetric(declared string, metrics map[string]float64, higher map[string]bool) string {
+	if _, ok := metrics[declared]; ok && declared != "" {
+		return declared
+	}
+	for _, h := range headlineMetrics {
+		if _, ok := metrics[h]; ok {
+			return h
+		}
+	}
+	names := make([]string, 0, len(metrics))
+	for k := range metrics {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if higher[k] {
+			return k
+		}
+	}
+	if len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+// arrow is the direction mark of a metric.
+func (r Run) arrow(metric string) string {
+	if r.Higher[metric] {
+		return "↑"
+	}
+	return "↓"
+}
+
+// otherMetrics lists the metrics besides the primary one, "–" when none.
+func (r Run) otherMetrics() string {
+	names := make([]string, 0, len(r.Metrics))
+	for k := range r.Metrics {
+		if k != r.Primary {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return "–"
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %s %s", html.EscapeString(k), r.arrow(k), formatMetric(r.Metrics[k]))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// formatMetric prints a metric with the digits its size needs.
+func formatMetric(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.4f", v)
+}
+
+// runsHTML writes the experiments table, each row linking to its curves:
+// each experiment's own headline metric with its direction, then its
+// other metrics; "–" where there is nothing to show.
 func runsHTML(w io.Writer, runs []Run) {
-	fmt.Fprintln(w, `<table class="results" id="experiments"><caption>Experiments</caption><thead><tr><th>model</th><th>benchmark</th><th>Acc@1</th><th>Acc@5</th><th>Loss</th><th>iterations</th><th>energy (J)</th><th>curves</th></tr></thead><tbody>`)
+	fmt.Fprintln(w, `<table class="results" id="experiments"><caption>Experiments</caption><thead><tr><th>model</th><th>benchmark</th><th>metric</th><th>value</th><th>other metrics</th><th>iterations</th><th>energy (J)</th><th>curves</th></tr></thead><tbody>`)
 	for _, r := range runs {
 		iters := 0
 		if len(r.Log) > 0 {
@@ -187,8 +273,16 @@ func runsHTML(w io.Writer, runs []Run) {
 		if e := r.energy(); e != nil {
 			energy = fmt.Sprintf("%.0f", *e)
 		}
-		fmt.Fprintf(w, `<tr><th scope="row">%s</th><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.3f</td><td>%d</td><td>%s</td><td><a href="#fig-curves_%s">curves</a></td></tr>`+"\n",
-			html.EscapeString(r.Model), html.EscapeString(r.Benchmark), r.Metrics["Acc@1"], r.Metrics["Acc@5"], r.Metrics["Loss"], iters, energy, r.id())
+		metric, value, itersText := "–", "–", "–"
+		if r.Primary != "" {
+			metric = html.EscapeString(r.Primary) + " " + r.arrow(r.Primary)
+			value = formatMetric(r.Metrics[r.Primary])
+		}
+		if iters > 0 {
+			itersText = fmt.Sprint(iters)
+		}
+		fmt.Fprintf(w, `<tr><th scope="row">%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><a href="#fig-curves_%s">curves</a></td></tr>`+"\n",
+			html.EscapeString(r.Model), html.EscapeString(r.Benchmark), metric, value, r.otherMetrics(), itersText, energy, r.id())
 	}
 	fmt.Fprintln(w, "</tbody></table>")
 }

@@ -127,7 +127,11 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 	}
 	for _, r := range o.Runs {
 		f, err := Curves(r, figDir)
-		if err := add(f, err, fmt.Sprintf("%s on %s: test Acc@1 %.2f.", r.Model, r.Benchmark, r.Metrics["Acc@1"])); err != nil {
+		caption := fmt.Sprintf("%s on %s.", r.Model, r.Benchmark)
+		if r.Primary != "" {
+			caption = fmt.Sprintf("%s on %s: test %s %s.", r.Model, r.Benchmark, r.Primary, formatMetric(r.Metrics[r.Primary]))
+		}
+		if err := add(f, err, caption); err != nil {
 			return nil, err
 		}
 	}

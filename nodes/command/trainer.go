@@ -50,6 +50,9 @@ type Metrics struct {
 	Benchmark string            `json:"benchmark"`
 	Category  string            `json:"category"`
 	Metrics   map[string]Metric `json:"metrics"`
+	// Primary names the headline metric (optional; reports otherwise
+	// pick a known headline name or the first higher-is-better metric).
+	Primary string `json:"primary,omitempty"`
 }
 
 // Metric is one result.

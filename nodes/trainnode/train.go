@@ -35,7 +35,7 @@ type Kind struct{}
 func (Kind) Name() string { return "train" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "7" }
+func (Kind) Version() string { return "8" }
 
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
@@ -190,8 +190,11 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		ckpts = append(ckpts, cty.StringVal(p))
 	}
 	m := command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{}}
-	for _, pm := range train.PaperMetrics(task, res.Metrics) {
+	for i, pm := range train.PaperMetrics(task, res.Metrics) {
 		m.Metrics[pm.Name] = command.Metric{Value: pm.Value, HigherIsBetter: pm.HigherIsBetter}
+		if i == 0 {
+			m.Primary = pm.Name
+		}
 	}
 	metricsPath := filepath.Join(env.OutDir, command.MetricsFile)
 	data, _ := json.MarshalIndent(m, "", "  ")
