@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -11,63 +10,88 @@ import (
 	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/rs/zerolog"
+	"github.com/vbauerster/mpb/v8"
 )
 
 // progressView is the live display of an apply: a log line per node that
-// ran, failed or was skipped, plus, on a terminal, a status line with the
-// count of finished nodes and each running node's progress. Off a terminal
-// it logs progress at most every few seconds per node instead.
+// ran, failed or was skipped and, on a terminal, a bar per running node
+// (barView). Off a terminal it logs progress at most every few seconds
+// per node instead.
 type progressView struct {
 	mu       sync.Mutex
 	out      io.Writer
-	tty      bool
 	log      zerolog.Logger
 	total    int
 	finished int
 	running  map[string]*nodeState
-	shown    bool // a status line is on screen
-	lastDraw time.Time
 	every    time.Duration
+	bars     *barView // nil off a terminal
 }
 
 type nodeState struct {
+	mu          sync.Mutex
 	done, total int64
 	unit        string
+	started     time.Time
 	lastLog     time.Time
 	dev         nodes.Assignment
+	bar         *mpb.Bar
 }
 
 var _ engine.Reporter = (*progressView)(nil)
 
-// newProgressView returns the view and the writer the logger must use so
-// log lines and the status line do not garble each other.
+// newProgressView returns the view and the writer the logger must use:
+// on a terminal, log lines go above the bars.
 func newProgressView(out io.Writer, tty bool) (*progressView, io.Writer) {
-	p := &progressView{out: out, tty: tty, running: map[string]*nodeState{}, every: 5 * time.Second}
-	return p, statusSafeWriter{p}
+	return newProgressViewWith(out, tty, barOptions{width: terminalWidth(out)})
+}
+
+func newProgressViewWith(out io.Writer, tty bool, o barOptions) (*progressView, io.Writer) {
+	p := &progressView{out: out, running: map[string]*nodeState{}, every: 5 * time.Second}
+	if !tty {
+		return p, out
+	}
+	p.bars = newBarView(out, o)
+	return p, logRouter{p}
 }
 
 func (p *progressView) setLogger(l zerolog.Logger) { p.log = l }
 
-type statusSafeWriter struct{ p *progressView }
+// logRouter sends log lines above the bars while they are shown, then
+// straight to the output.
+type logRouter struct{ p *progressView }
 
-func (w statusSafeWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	w.p.clearLocked()
-	n, err := w.p.out.Write(b)
-	w.p.drawLocked()
-	return n, err
+func (w logRouter) Write(b []byte) (int, error) {
+	v := w.p.bars
+	v.mu.Lock()
+	active := v.active
+	v.mu.Unlock()
+	if active {
+		if n, err := v.Write(b); err == nil {
+			return n, nil
+		}
+	}
+	return w.p.out.Write(b)
 }
 
 func (p *progressView) Start(total int) {
 	p.mu.Lock()
 	p.total = total
 	p.mu.Unlock()
+	if p.bars != nil {
+		p.bars.begin(total)
+	}
 }
 
 func (p *progressView) NodeStarted(addr string, dev nodes.Assignment) {
+	now := time.Now()
+	st := &nodeState{dev: dev, lastLog: now, started: now}
+	if p.bars != nil {
+		st.started = p.bars.now()
+		st.bar = p.bars.addNode(addr, st)
+	}
 	p.mu.Lock()
-	p.running[addr] = &nodeState{dev: dev, lastLog: time.Now()}
+	p.running[addr] = st
 	p.mu.Unlock()
 	ev := p.log.Info().Str("node", addr).Int("cpus", dev.CPUs)
 	if len(dev.GPUs) > 0 {
@@ -79,20 +103,23 @@ func (p *progressView) NodeStarted(addr string, dev nodes.Assignment) {
 func (p *progressView) NodeProgress(addr string, done, total int64, unit string) {
 	p.mu.Lock()
 	st := p.running[addr]
+	p.mu.Unlock()
 	if st == nil {
-		p.mu.Unlock()
 		return
 	}
+	st.mu.Lock()
 	st.done, st.total, st.unit = done, total, unit
-	logNow := !p.tty && time.Since(st.lastLog) >= p.every
+	logNow := p.bars == nil && time.Since(st.lastLog) >= p.every
 	if logNow {
 		st.lastLog = time.Now()
 	}
-	if p.tty && time.Since(p.lastDraw) > 100*time.Millisecond {
-		p.clearLocked()
-		p.drawLocked()
+	st.mu.Unlock()
+	if st.bar != nil {
+		if total > 0 {
+			st.bar.SetTotal(total, false)
+		}
+		st.bar.SetCurrent(min(done, max(total, done)))
 	}
-	p.mu.Unlock()
 	if logNow {
 		p.log.Info().Str("node", addr).Str("progress", describeProgress(done, total, unit)).Msg("working")
 	}
@@ -100,10 +127,18 @@ func (p *progressView) NodeProgress(addr string, done, total int64, unit string)
 
 func (p *progressView) NodeFinished(addr string, status engine.RunStatus, d time.Duration, err error) {
 	p.mu.Lock()
+	st := p.running[addr]
 	delete(p.running, addr)
 	p.finished++
 	n, total := p.finished, p.total
 	p.mu.Unlock()
+	if p.bars != nil {
+		var bar *mpb.Bar
+		if st != nil {
+			bar = st.bar
+		}
+		p.bars.nodeDone(bar)
+	}
 	counter := fmt.Sprintf("%d/%d", n, total)
 	switch status {
 	case engine.RunRan:
@@ -121,45 +156,23 @@ func (p *progressView) NodeFinished(addr string, status engine.RunStatus, d time
 	}
 }
 
-func (p *progressView) clearLocked() {
-	if p.tty && p.shown {
-		fmt.Fprint(p.out, "\r\033[K")
-		p.shown = false
-	}
-}
-
-func (p *progressView) drawLocked() {
-	if !p.tty || len(p.running) == 0 {
+// finish draws the last frame and hands the terminal back.
+func (p *progressView) finish() {
+	if p.bars == nil {
 		return
 	}
-	names := make([]string, 0, len(p.running))
-	for k := range p.running {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, k := range names {
-		st := p.running[k]
-		if st.unit != "" {
-			parts = append(parts, fmt.Sprintf("%s %s", k, describeProgress(st.done, st.total, st.unit)))
-		} else {
-			parts = append(parts, k)
+	p.mu.Lock()
+	var left []*mpb.Bar
+	for _, st := range p.running {
+		if st.bar != nil {
+			left = append(left, st.bar)
 		}
 	}
-	line := fmt.Sprintf("[%d/%d] running: %s", p.finished, p.total, strings.Join(parts, " | "))
-	if len(line) > 160 {
-		line = line[:157] + "..."
-	}
-	fmt.Fprint(p.out, line)
-	p.shown = true
-	p.lastDraw = time.Now()
-}
-
-// finish removes the status line.
-func (p *progressView) finish() {
-	p.mu.Lock()
-	p.clearLocked()
 	p.mu.Unlock()
+	for _, b := range left {
+		b.Abort(true)
+	}
+	p.bars.stop()
 }
 
 func describeProgress(done, total int64, unit string) string {
