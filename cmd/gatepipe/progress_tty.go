@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
-	"golang.org/x/sys/unix"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/sys/unix"
 )
 
 // barView is the terminal display of an apply, drawn by mpb: one bar per
