@@ -108,7 +108,7 @@ func writeResult(w io.Writer, r *engine.Result, logLines int) {
 		fmt.Fprintln(w, "\nrun")
 		writeRunInfo(w, &info)
 	}
-	if p := firstFile(r.Dir, logFiles); p != "" && logLines > 0 {
+	if p := firstNonEmpty(r.Dir, logFiles); p != "" && logLines > 0 {
 		fmt.Fprintf(w, "\nlog (%s, last %d lines)\n", filepath.Base(p), logLines)
 		tail := readTail(p, logLines)
 		if len(tail) == 0 {
@@ -182,6 +182,17 @@ func firstFile(dir string, names []string) string {
 		}
 	}
 	return ""
+}
+
+// firstNonEmpty is the first of names in dir with content, else the first
+// that exists.
+func firstNonEmpty(dir string, names []string) string {
+	for _, n := range names {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+			return filepath.Join(dir, n)
+		}
+	}
+	return firstFile(dir, names)
 }
 
 func writeIndented(w io.Writer, lines []string) {

@@ -56,11 +56,18 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	ev := p.NewEvaluator(workers)
 	so := n.search
 	so.Workers = workers
-	totalGens := int64(len(so.K) * (so.Generations + 1))
+	// Progress counts candidates: the initial population, then each
+	// generation's children (duplicates are looked up, not re-scored).
+	perGen := int64(so.Winners * so.Children)
+	total := int64(len(so.K)) * (int64(so.Initial) + int64(so.Generations)*perGen)
 	var done int64
 	so.Progress = func(st eevee.GenerationStats) {
-		done++
-		env.Progress.Update(done, totalGens, "generations")
+		if st.Generation == 0 {
+			done += int64(so.Initial)
+		} else {
+			done += perGen
+		}
+		env.Progress.Update(min(done, total), total, "candidates")
 		env.Log.Info().Int("k", st.K).Int("generation", st.Generation).Float64("best", st.Best).
 			Float64("median_top", st.Median).Int("scored", st.Scored).Str("rate", fmt.Sprintf("%.1f candidates/s", st.CandidatesPerSec)).Msg("eevee")
 	}
