@@ -75,7 +75,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	switch *executor {
 	case "local":
 		if isolate != nil {
-			sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir(), log: s.log}
+			sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir(), log: s.log, progress: view}
 			s.engine.SetSpawner(sp.spawn, isolate)
 		}
 	case "slurm":

@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/rs/zerolog"
 )
@@ -25,6 +27,7 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	f.configFlags.register(fs)
 	fs.StringVar(&f.devices, "devices", "", "devices this process may use, e.g. cpu:2,gpu:1")
 	parentLocked := fs.Bool("parent-holds-lock", false, "the calling apply holds the action's lock (internal)")
+	relay := fs.Bool("relay-progress", false, "write the node's progress as JSON lines for the calling apply (internal)")
 	fs.Var(&f.replace, "replace", "run even if cached")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -38,6 +41,9 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe exec:", err)
 		return exitConfigError
+	}
+	if *relay {
+		opts.Reporter = &progressRelay{w: c.stderr, every: 200 * time.Millisecond}
 	}
 	s, code := c.load(ctx, sessionOptions{path: pos[0], flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices})
 	if s == nil {
@@ -67,6 +73,8 @@ type processSpawner struct {
 	// log receives the child's log lines (the node's own messages:
 	// validation metrics, loaded weights...).
 	log zerolog.Logger
+	// progress receives the child's relayed progress (nil: not asked for).
+	progress engine.Reporter
 }
 
 func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assignment) error {
@@ -79,6 +87,9 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 		devs += ",gpu:" + g
 	}
 	args := []string{"exec", "-cache-dir", p.cacheDir, "-devices", devs, "-parent-holds-lock", "-log-format", "json", "-log-level", p.flags.logLevel}
+	if p.progress != nil {
+		args = append(args, "-relay-progress")
+	}
 	for _, v := range p.flags.vars {
 		args = append(args, "-var", v)
 	}
@@ -96,6 +107,9 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 	}
 	var stderr strings.Builder
 	fw := &logForwarder{log: p.log, other: &stderr}
+	if p.progress != nil {
+		fw.progress = func(ev progressEvent) { p.progress.NodeProgress(addr, ev.Done, ev.Total, ev.Unit) }
+	}
 	defer fw.Close()
 	cmd.Stderr = fw
 	cmd.Stdout = fw
@@ -146,6 +160,8 @@ type logForwarder struct {
 	log     zerolog.Logger
 	other   io.Writer
 	partial []byte
+	// progress receives relayed progress lines (nil: they are logged).
+	progress func(progressEvent)
 }
 
 func (f *logForwarder) Write(p []byte) (int, error) {
@@ -170,6 +186,15 @@ func (f *logForwarder) Close() error {
 }
 
 func (f *logForwarder) line(b []byte) {
+	if f.progress != nil && bytes.Contains(b, []byte(progressKey)) {
+		var raw map[string]json.RawMessage
+		if json.Unmarshal(b, &raw) == nil {
+			if ev, ok := parseProgress(raw); ok {
+				f.progress(ev)
+				return
+			}
+		}
+	}
 	var fields map[string]any
 	if json.Unmarshal(b, &fields) != nil {
 		f.other.Write(append(b, '\n'))

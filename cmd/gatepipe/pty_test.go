@@ -20,8 +20,16 @@ import (
 
 // TestApplyOnATerminal runs the real binary with its stderr on a pseudo
 // terminal while two trainers log progress and a download trickles in,
-// and checks the screen holds a bar for each in its own unit.
+// and checks the screen holds a bar for each in its own unit, for nodes
+// run inside apply and in their own `gatepipe exec` processes (whose
+// progress is relayed to apply's display).
 func TestApplyOnATerminal(t *testing.T) {
+	for _, isolation := range []string{"none", "process"} {
+		t.Run(isolation, func(t *testing.T) { applyOnATerminal(t, isolation) })
+	}
+}
+
+func applyOnATerminal(t *testing.T, isolation string) {
 	body := make([]byte, 6<<20)
 	for i := range body {
 		body[i] = byte(i * 7)
@@ -58,7 +66,7 @@ dataset "cifar" {
   format = "raw"
 }
 `, srv.URL, hex.EncodeToString(sum[:])))
-	cmd := exec.Command(binPath, "apply", "-parallelism", "3", "-devices", "cpu:3", dir)
+	cmd := exec.Command(binPath, "apply", "-parallelism", "3", "-devices", "cpu:3", "-isolation", isolation, dir)
 	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache)
 	ptmx, tty, err := pty.Open()
 	if err != nil {
