@@ -1,0 +1,210 @@
+package pmf
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Data is a partly observed matrix to complete.
+type Data struct {
+	// Values[row][col] in the column's own units; NaN where unobserved.
+	Values [][]float64
+	// Benchmark[col] groups the columns that share one latent benchmark
+	// vector under PTF, and Metric[col] indexes the per-metric linear map
+	// (w_s, b_s). PMF ignores both (one latent vector per column). Nil
+	// means each column is its own benchmark and all share one metric.
+	Benchmark, Metric []int
+	// Profiles[row] are optional model covariates (constrained PMF):
+	// U'_m = U_m + Profiles[m] Y. Nil means none.
+	Profiles [][]float64
+}
+
+// Rows and Cols return the matrix shape.
+func (d *Data) Rows() int { return len(d.Values) }
+
+// Cols returns the number of columns.
+func (d *Data) Cols() int {
+	if len(d.Values) == 0 {
+		return 0
+	}
+	return len(d.Values[0])
+}
+
+// Check reports a ragged matrix, an infinite value or mismatched
+// groupings.
+func (d *Data) Check() error {
+	if d.Rows() == 0 || d.Cols() == 0 {
+		return fmt.Errorf("the matrix is empty")
+	}
+	for i, row := range d.Values {
+		if len(row) != d.Cols() {
+			return fmt.Errorf("row %d has %d values, want %d", i, len(row), d.Cols())
+		}
+		for j, v := range row {
+			if math.IsInf(v, 0) {
+				return fmt.Errorf("row %d column %d is infinite", i, j)
+			}
+		}
+	}
+	if d.Benchmark != nil && len(d.Benchmark) != d.Cols() || d.Metric != nil && len(d.Metric) != d.Cols() {
+		return fmt.Errorf("benchmark and metric indices need one entry per column")
+	}
+	if d.Profiles != nil {
+		if len(d.Profiles) != d.Rows() {
+			return fmt.Errorf("profiles need one row per model: have %d, want %d", len(d.Profiles), d.Rows())
+		}
+		for i, p := range d.Profiles {
+			if len(p) != len(d.Profiles[0]) {
+				return fmt.Errorf("profile %d has %d entries, want %d", i, len(p), len(d.Profiles[0]))
+			}
+		}
+	}
+	return nil
+}
+
+// Observed counts the observed cells.
+func (d *Data) Observed() int {
+	n := 0
+	for _, row := range d.Values {
+		for _, v := range row {
+			if !math.IsNaN(v) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// metricOf returns column j's metric index (0 when none is given).
+func (d *Data) metricOf(j int) int {
+	if d.Metric == nil {
+		return 0
+	}
+	return d.Metric[j]
+}
+
+// Scale is the per-column normalisation: z = (v - Mean) / Std.
+type Scale struct {
+	Mean, Std []float64
+	// Count is the number of observed entries in each column.
+	Count []int
+	// Borrowed marks columns whose Std came from other columns.
+	Borrowed []bool
+}
+
+// Predictable reports whether column j can be predicted in its own units:
+// it has at least one observed entry.
+func (s *Scale) Predictable(j int) bool { return s.Count[j] > 0 }
+
+// Normalise z-scores each column on its observed entries (population
+// standard deviation). Columns with too few observations are handled so:
+//
+//   - two or more observations with a spread: their own mean and std;
+//   - one observation, or all observations equal: mean of the observed
+//     value(s), and the std borrowed from the columns of the same metric
+//     that have a spread (their median), else from every such column, else 1;
+//   - no observation: not predictable (Mean and Std NaN); every method
+//     leaves its cells NaN, since nothing ties them to the column's units.
+func Normalise(d *Data) (z [][]float64, s Scale) {
+	rows, cols := d.Rows(), d.Cols()
+	s = Scale{Mean: make([]float64, cols), Std: make([]float64, cols), Count: make([]int, cols), Borrowed: make([]bool, cols)}
+	own := map[int][]float64{} // metric -> stds of columns with a spread
+	var all []float64
+	for j := 0; j < cols; j++ {
+		var sum float64
+		for i := 0; i < rows; i++ {
+			if v := d.Values[i][j]; !math.IsNaN(v) {
+				sum += v
+				s.Count[j]++
+			}
+		}
+		if s.Count[j] == 0 {
+			s.Mean[j], s.Std[j] = math.NaN(), math.NaN()
+			continue
+		}
+		mean := sum / float64(s.Count[j])
+		var sq float64
+		for i := 0; i < rows; i++ {
+			if v := d.Values[i][j]; !math.IsNaN(v) {
+				sq += (v - mean) * (v - mean)
+			}
+		}
+		s.Mean[j] = mean
+		std := math.Sqrt(sq / float64(s.Count[j]))
+		if s.Count[j] >= 2 && std > 1e-12*math.Max(1, math.Abs(mean)) {
+			s.Std[j] = std
+			own[d.metricOf(j)] = append(own[d.metricOf(j)], std)
+			all = append(all, std)
+		} else {
+			s.Borrowed[j] = true
+		}
+	}
+	for j := 0; j < cols; j++ {
+		if !s.Borrowed[j] {
+			continue
+		}
+		switch {
+		case len(own[d.metricOf(j)]) > 0:
+			s.Std[j] = median(own[d.metricOf(j)])
+		case len(all) > 0:
+			s.Std[j] = median(all)
+		default:
+			s.Std[j] = 1
+		}
+	}
+	z = make([][]float64, rows)
+	for i := range z {
+		z[i] = make([]float64, cols)
+		for j := range z[i] {
+			z[i][j] = (d.Values[i][j] - s.Mean[j]) / s.Std[j] // NaN stays NaN
+		}
+	}
+	return z, s
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Completion is a completed matrix.
+type Completion struct {
+	Method string
+	// Mean and Std are the prediction and its posterior standard
+	// deviation per cell, in the column's own units; NaN where the column
+	// is not predictable. Observed cells are predicted too (the fitted
+	// value), so a caller chooses whether to show the observation.
+	Mean, Std [][]float64
+	// Noise is the posterior mean of the noise standard deviation in
+	// normalised units (NaN for the baselines).
+	Noise float64
+	// Draws[k][row*cols+col] are the kept posterior draws of the
+	// normalised prediction (nil for the baselines): acquisition rules
+	// read their covariances.
+	Draws [][]float64
+	Scale Scale
+}
+
+// denormalise fills Mean and Std in column units from normalised ones.
+func (c *Completion) denormalise(zMean, zStd [][]float64) {
+	c.Mean = make([][]float64, len(zMean))
+	c.Std = make([][]float64, len(zMean))
+	for i := range zMean {
+		c.Mean[i] = make([]float64, len(zMean[i]))
+		c.Std[i] = make([]float64, len(zMean[i]))
+		for j := range zMean[i] {
+			if !c.Scale.Predictable(j) {
+				c.Mean[i][j], c.Std[i][j] = math.NaN(), math.NaN()
+				continue
+			}
+			c.Mean[i][j] = zMean[i][j]*c.Scale.Std[j] + c.Scale.Mean[j]
+			c.Std[i][j] = zStd[i][j] * c.Scale.Std[j]
+		}
+	}
+}

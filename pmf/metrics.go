@@ -1,0 +1,99 @@
+package pmf
+
+import (
+	"math"
+	"sort"
+)
+
+// Stat is a mean and standard deviation over seeds.
+type Stat struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+}
+
+func statOf(v []float64) Stat {
+	if len(v) == 0 {
+		return Stat{math.NaN(), math.NaN()}
+	}
+	var s Stat
+	for _, x := range v {
+		s.Mean += x
+	}
+	s.Mean /= float64(len(v))
+	if len(v) > 1 {
+		for _, x := range v {
+			s.Std += (x - s.Mean) * (x - s.Mean)
+		}
+		s.Std = math.Sqrt(s.Std / float64(len(v)-1))
+	}
+	return s
+}
+
+// errors summarises predictions against truth: root mean squared error,
+// mean absolute error and R² (1 - SSE/SST about the truth's mean).
+func errorStats(pred, truth []float64) (rmse, mae, r2 float64) {
+	var sse, sae, mean float64
+	for i := range pred {
+		e := pred[i] - truth[i]
+		sse += e * e
+		sae += math.Abs(e)
+		mean += truth[i]
+	}
+	n := float64(len(pred))
+	mean /= n
+	var sst float64
+	for _, t := range truth {
+		sst += (t - mean) * (t - mean)
+	}
+	r2 = math.NaN()
+	if sst > 0 {
+		r2 = 1 - sse/sst
+	}
+	return math.Sqrt(sse / n), sae / n, r2
+}
+
+// spearman is the rank correlation of a and b (average ranks for ties).
+func spearman(a, b []float64) float64 {
+	return pearson(ranks(a), ranks(b))
+}
+
+func ranks(v []float64) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return v[idx[x]] < v[idx[y]] })
+	r := make([]float64, len(v))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+			j++
+		}
+		for k := i; k <= j; k++ {
+			r[idx[k]] = float64(i+j)/2 + 1
+		}
+		i = j + 1
+	}
+	return r
+}
+
+func pearson(a, b []float64) float64 {
+	n := float64(len(a))
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= n
+	mb /= n
+	var sab, saa, sbb float64
+	for i := range a {
+		sab += (a[i] - ma) * (b[i] - mb)
+		saa += (a[i] - ma) * (a[i] - ma)
+		sbb += (b[i] - mb) * (b[i] - mb)
+	}
+	if saa == 0 || sbb == 0 {
+		return math.NaN()
+	}
+	return sab / math.Sqrt(saa*sbb)
+}

@@ -1,0 +1,274 @@
+package pmf
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// lowRank returns rows x cols values U Vᵀ + noise of rank d, U ~ N(0, 1)
+// and each V_n of norm √d (so every column has about the same spread and
+// the noise is the same in every column's normalised units), and the
+// noise-free matrix.
+func lowRank(rng *rand.Rand, rows, cols, d int, noise float64) (noisy, clean [][]float64) {
+	u := make([][]float64, rows)
+	for i := range u {
+		u[i] = make([]float64, d)
+		for k := range u[i] {
+			u[i][k] = rng.NormFloat64()
+		}
+	}
+	v := make([][]float64, cols)
+	for j := range v {
+		v[j] = make([]float64, d)
+		for k := range v[j] {
+			v[j][k] = rng.NormFloat64()
+		}
+		norm := math.Sqrt(dot(v[j], v[j]) / float64(d))
+		for k := range v[j] {
+			v[j][k] /= norm
+		}
+	}
+	noisy, clean = make([][]float64, rows), make([][]float64, rows)
+	for i := range noisy {
+		noisy[i], clean[i] = make([]float64, cols), make([]float64, cols)
+		for j := range noisy[i] {
+			clean[i][j] = 50 + 10*dot(u[i], v[j]) // a percentage-like scale
+			noisy[i][j] = clean[i][j] + 10*noise*rng.NormFloat64()
+		}
+	}
+	return noisy, clean
+}
+
+// mask hides cells at random with the given probability per row.
+func mask(rng *rand.Rand, full [][]float64, hide func(row int) float64) (*Data, [][2]int) {
+	d := &Data{Values: make([][]float64, len(full))}
+	var hidden [][2]int
+	for i, row := range full {
+		d.Values[i] = append([]float64(nil), row...)
+		for j := range row {
+			if rng.Float64() < hide(i) {
+				d.Values[i][j] = math.NaN()
+				hidden = append(hidden, [2]int{i, j})
+			}
+		}
+	}
+	return d, hidden
+}
+
+func rmse(c *Completion, truth [][]float64, cells [][2]int) float64 {
+	var sq float64
+	for _, ij := range cells {
+		e := c.Mean[ij[0]][ij[1]] - truth[ij[0]][ij[1]]
+		sq += e * e
+	}
+	return math.Sqrt(sq / float64(len(cells)))
+}
+
+func complete(t *testing.T, m Method, d *Data) *Completion {
+	t.Helper()
+	c, err := m.Complete(context.Background(), d, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSamplerRecoversNoiseAndBeatsBaselines(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const noise = 0.3
+	noisy, clean := lowRank(rng, 30, 40, 3, noise)
+	d, hidden := mask(rng, noisy, func(int) float64 { return 0.5 })
+	// Rank 3 needs D = 5 here: centring each column on its observed
+	// entries adds a column offset (one more dimension), and a larger D
+	// absorbs part of the noise into the factors.
+	o := DefaultOptions()
+	o.Latent = 5
+	c := complete(t, &Sampler{Opts: o}, d)
+	// The generated noise is 10·noise in column units; in normalised units
+	// it is that over each column's observed std (RMS over columns).
+	var inv float64
+	for j := range c.Scale.Std {
+		inv += 1 / (c.Scale.Std[j] * c.Scale.Std[j])
+	}
+	want := 10 * noise * math.Sqrt(inv/float64(len(c.Scale.Std)))
+	if math.Abs(c.Noise-want)/want > 0.2 {
+		t.Errorf("posterior noise %.3f, generated %.3f (normalised units)", c.Noise, want)
+	}
+	got := rmse(c, clean, hidden)
+	for _, base := range []Method{GlobalMean{}, MeanOfMeans{}} {
+		b := rmse(complete(t, base, d), clean, hidden)
+		if got >= 0.5*b {
+			t.Errorf("PMF held-out RMSE %.2f is not well below %s's %.2f", got, base.Name(), b)
+		}
+		t.Logf("held-out RMSE: pmf %.2f, %s %.2f", got, base.Name(), b)
+	}
+	if got > 2*10*noise {
+		t.Errorf("PMF held-out RMSE %.2f against the noise-free matrix, noise was %.2f", got, 10*noise)
+	}
+}
+
+// TestStdTracksError hides most of some rows' cells: their predictions
+// are worse, and the posterior spread must say so.
+func TestStdTracksError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	noisy, clean := lowRank(rng, 40, 30, 3, 0.1)
+	d, hidden := mask(rng, noisy, func(row int) float64 {
+		if row < 12 {
+			return 0.9
+		}
+		return 0.3
+	})
+	c := complete(t, &Sampler{Opts: DefaultOptions()}, d)
+	var std, abs []float64
+	for _, ij := range hidden {
+		std = append(std, c.Std[ij[0]][ij[1]])
+		abs = append(abs, math.Abs(c.Mean[ij[0]][ij[1]]-clean[ij[0]][ij[1]]))
+	}
+	if r := spearman(std, abs); r < 0.3 {
+		t.Errorf("Spearman(posterior std, |error|) = %.2f on %d held-out cells, want >= 0.3", r, len(std))
+	} else {
+		t.Logf("Spearman(posterior std, |error|) = %.2f", r)
+	}
+}
+
+// TestProfilesHelpAColdStart: a model with no observation is predicted
+// from the models that share its profile only when profiles are given.
+func TestProfilesHelpAColdStart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, cols = 24, 30
+	family := make([][]float64, 3) // each family's latent vector
+	for f := range family {
+		family[f] = []float64{2 * rng.NormFloat64(), 2 * rng.NormFloat64()}
+	}
+	v := make([][]float64, cols)
+	for j := range v {
+		v[j] = []float64{rng.NormFloat64(), rng.NormFloat64()}
+	}
+	full := make([][]float64, rows)
+	prof := make([][]float64, rows)
+	for i := range full {
+		f := i % 3
+		prof[i] = make([]float64, 3)
+		prof[i][f] = 1
+		full[i] = make([]float64, cols)
+		for j := range full[i] {
+			full[i][j] = 10*dot(family[f], v[j]) + rng.NormFloat64()
+		}
+	}
+	d, _ := mask(rng, full, func(int) float64 { return 0.3 })
+	for j := range d.Values[0] { // model 0 is new
+		d.Values[0][j] = math.NaN()
+	}
+	var cold [][2]int
+	for j := 0; j < cols; j++ {
+		cold = append(cold, [2]int{0, j})
+	}
+	plain := rmse(complete(t, &Sampler{Opts: DefaultOptions()}, d), full, cold)
+	d.Profiles = prof
+	with := rmse(complete(t, &Sampler{Opts: DefaultOptions()}, d), full, cold)
+	t.Logf("cold-start RMSE: %.2f without profiles, %.2f with", plain, with)
+	if with >= 0.5*plain {
+		t.Errorf("profiles did not help the cold start: %.2f with, %.2f without", with, plain)
+	}
+}
+
+// TestPTFSharesABenchmarkAcrossMetrics: in a sparse matrix (85% hidden),
+// two metrics of each benchmark are
+// linear maps of one latent score. When a model's second metric is hidden
+// everywhere but its first is seen, PTF predicts it from the first; PMF,
+// with one latent vector per column, only from other models.
+func TestPTFSharesABenchmarkAcrossMetrics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, benches = 30, 20
+	score, _ := lowRank(rng, rows, benches, 3, 0.05)
+	d := &Data{}
+	full := make([][]float64, rows)
+	for i := range full {
+		for n := 0; n < benches; n++ {
+			full[i] = append(full[i], score[i][n], 100-0.5*score[i][n]+0.5*rng.NormFloat64())
+		}
+	}
+	for n := 0; n < benches; n++ {
+		d.Benchmark = append(d.Benchmark, n, n)
+		d.Metric = append(d.Metric, 0, 1)
+	}
+	masked, _ := mask(rng, full, func(int) float64 { return 0.85 })
+	d.Values = masked.Values
+	var hidden [][2]int
+	for i := 0; i < rows; i++ {
+		for j := 0; j < 2*benches; j++ {
+			if j%2 == 1 && !math.IsNaN(d.Values[i][j-1]) && math.IsNaN(d.Values[i][j]) {
+				hidden = append(hidden, [2]int{i, j})
+			}
+		}
+	}
+	pmf, _ := New("pmf", DefaultOptions())
+	ptf, _ := New("ptf", DefaultOptions())
+	a, b := rmse(complete(t, pmf, d), full, hidden), rmse(complete(t, ptf, d), full, hidden)
+	t.Logf("second metric where the first is seen: PMF RMSE %.2f, PTF %.2f", a, b)
+	if b >= a {
+		t.Errorf("PTF (%.2f) is not better than PMF (%.2f) on a metric tied to a seen one", b, a)
+	}
+}
+
+func TestNormaliseColumnsWithFewObservations(t *testing.T) {
+	nan := math.NaN()
+	d := &Data{Values: [][]float64{
+		{1, 10, 5, nan, 7},
+		{3, 30, nan, nan, 7},
+		{5, 20, nan, nan, 7},
+	}, Metric: []int{0, 1, 0, 0, 1}}
+	z, s := Normalise(d)
+	tests := []struct {
+		col            int
+		mean, std      float64
+		borrowed, pred bool
+	}{
+		{0, 3, math.Sqrt(8.0 / 3), false, true},
+		{1, 20, math.Sqrt(200.0 / 3), false, true},
+		{2, 5, math.Sqrt(8.0 / 3), true, true},   // one value: std of metric 0's column
+		{3, nan, nan, false, false},              // nothing observed
+		{4, 7, math.Sqrt(200.0 / 3), true, true}, // constant: std of metric 1's column
+	}
+	for _, tt := range tests {
+		same := func(a, b float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-12 }
+		if !same(s.Mean[tt.col], tt.mean) || !same(s.Std[tt.col], tt.std) || s.Borrowed[tt.col] != tt.borrowed || s.Predictable(tt.col) != tt.pred {
+			t.Errorf("column %d: mean %v std %v borrowed %v predictable %v; want %v %v %v %v", tt.col,
+				s.Mean[tt.col], s.Std[tt.col], s.Borrowed[tt.col], s.Predictable(tt.col), tt.mean, tt.std, tt.borrowed, tt.pred)
+		}
+	}
+	if z[0][2] != 0 || !math.IsNaN(z[1][2]) {
+		t.Errorf("normalised column 2 = %v, %v", z[0][2], z[1][2])
+	}
+	c := complete(t, &Sampler{Opts: DefaultOptions()}, d)
+	for i := range c.Mean {
+		if !math.IsNaN(c.Mean[i][3]) || !math.IsNaN(c.Std[i][3]) {
+			t.Errorf("a column with no observation got a prediction: %v ± %v", c.Mean[i][3], c.Std[i][3])
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tests := map[string]*Data{
+		"empty":    {},
+		"ragged":   {Values: [][]float64{{1, 2}, {3}}},
+		"infinite": {Values: [][]float64{{1, math.Inf(1)}}},
+		"profiles": {Values: [][]float64{{1, 2}, {3, 4}}, Profiles: [][]float64{{1}}},
+		"nothing":  {Values: [][]float64{{math.NaN()}}},
+	}
+	for name, d := range tests {
+		if _, err := (&Sampler{Opts: DefaultOptions()}).Complete(context.Background(), d, 1); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := New("nuts", DefaultOptions()); err == nil {
+		t.Error("unknown method accepted")
+	}
+	o := DefaultOptions()
+	o.Latent = 0
+	if o.Validate() == nil {
+		t.Error("latent 0 accepted")
+	}
+}
