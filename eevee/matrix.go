@@ -217,3 +217,8 @@ func SortedBenchmarks(m *Matrix) []string {
 	sort.Strings(b)
 	return b
 }
+
+// Select keeps the columns of one mode: "all", "primary" (one headline
+// metric per benchmark: its first higher-is-better column, else its first
+// column) or "higher_is_better".
+func (m *Matrix) Select(mode string) *Matrix { return selectColumns(m, mode) }

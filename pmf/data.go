@@ -102,14 +102,17 @@ func (s *Scale) Predictable(j int) bool { return s.Count[j] > 0 }
 //
 //   - two or more observations with a spread: their own mean and std;
 //   - one observation, or all observations equal: mean of the observed
-//     value(s), and the std borrowed from the columns of the same metric
-//     that have a spread (their median), else from every such column, else 1;
+//     value(s), and a std of |mean| times the median coefficient of
+//     variation (std/|mean|) of the columns of the same metric that have a
+//     spread, else of every such column, else 1. Borrowing the relative
+//     spread, not the std itself, keeps a loss column of scale 1000 from
+//     lending its spread to one of scale 1;
 //   - no observation: not predictable (Mean and Std NaN); every method
 //     leaves its cells NaN, since nothing ties them to the column's units.
 func Normalise(d *Data) (z [][]float64, s Scale) {
 	rows, cols := d.Rows(), d.Cols()
 	s = Scale{Mean: make([]float64, cols), Std: make([]float64, cols), Count: make([]int, cols), Borrowed: make([]bool, cols)}
-	own := map[int][]float64{} // metric -> stds of columns with a spread
+	own := map[int][]float64{} // metric -> coefficients of variation of columns with a spread
 	var all []float64
 	for j := 0; j < cols; j++ {
 		var sum float64
@@ -134,8 +137,10 @@ func Normalise(d *Data) (z [][]float64, s Scale) {
 		std := math.Sqrt(sq / float64(s.Count[j]))
 		if s.Count[j] >= 2 && std > 1e-12*math.Max(1, math.Abs(mean)) {
 			s.Std[j] = std
-			own[d.metricOf(j)] = append(own[d.metricOf(j)], std)
-			all = append(all, std)
+			if math.Abs(mean) > 1e-12 {
+				own[d.metricOf(j)] = append(own[d.metricOf(j)], std/math.Abs(mean))
+				all = append(all, std/math.Abs(mean))
+			}
 		} else {
 			s.Borrowed[j] = true
 		}
@@ -144,12 +149,15 @@ func Normalise(d *Data) (z [][]float64, s Scale) {
 		if !s.Borrowed[j] {
 			continue
 		}
+		cv := 0.0
 		switch {
 		case len(own[d.metricOf(j)]) > 0:
-			s.Std[j] = median(own[d.metricOf(j)])
+			cv = median(own[d.metricOf(j)])
 		case len(all) > 0:
-			s.Std[j] = median(all)
-		default:
+			cv = median(all)
+		}
+		s.Std[j] = cv * math.Abs(s.Mean[j])
+		if s.Std[j] < 1e-12 {
 			s.Std[j] = 1
 		}
 	}

@@ -279,6 +279,8 @@ func (c *chain) sweep() error {
 		if err := c.sweepMaps(prec); err != nil {
 			return err
 		}
+	}
+	if c.o.Tensor {
 		c.sweepOffsets(prec)
 	}
 	if c.o.ARD {

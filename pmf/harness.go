@@ -1,0 +1,198 @@
+package pmf
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// EvalOptions configure the masked-ratio protocol of the paper (§4.2).
+type EvalOptions struct {
+	// Ratios are the shares of observed entries hidden (the test ratio P).
+	Ratios []float64
+	// Seeds is the number of random masks per ratio.
+	Seeds int
+	// Workers fit in parallel (at least 1).
+	Workers int
+}
+
+// DefaultEvalOptions are the paper's: P in {20, 40, 60, 80, 90, 95}%, 10
+// seeds.
+func DefaultEvalOptions() EvalOptions {
+	return EvalOptions{Ratios: []float64{0.2, 0.4, 0.6, 0.8, 0.9, 0.95}, Seeds: 10, Workers: 1}
+}
+
+// EvalRow is one method at one test ratio, over the seeds.
+type EvalRow struct {
+	Method string  `json:"method"`
+	Ratio  float64 `json:"ratio"`
+	RMSE   Stat    `json:"rmse"`
+	MAE    Stat    `json:"mae"`
+	R2     Stat    `json:"r2"`
+	// StdErrCorr is the Spearman correlation between the posterior std and
+	// the absolute error over the hidden cells (samplers only).
+	StdErrCorr Stat `json:"std_err_spearman"`
+	// Coverage is the share of hidden cells that could be scored: a cell
+	// whose column kept no observation is predicted by no method and
+	// left out for all of them.
+	Coverage Stat `json:"coverage"`
+}
+
+// Units returns the complete matrix's per-column normalisation: errors
+// and R² are computed on values z-scored with it (each column's z-score
+// units of the full matrix), the same for every mask, so ratios and seeds
+// compare.
+func Units(d *Data) Scale {
+	_, s := Normalise(&Data{Values: d.Values, Metric: d.Metric})
+	return s
+}
+
+// Evaluate runs every method on every (ratio, seed) mask of d's observed
+// entries and scores the hidden ones. progress, if not nil, is called
+// after each fit with the number done and the total.
+func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, progress func(done, total int)) ([]EvalRow, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	if o.Seeds < 1 || len(o.Ratios) == 0 || len(methods) == 0 {
+		return nil, fmt.Errorf("evaluation needs at least one ratio, seed and method")
+	}
+	for _, r := range o.Ratios {
+		if r <= 0 || r >= 1 {
+			return nil, fmt.Errorf("test ratio %v is not between 0 and 1", r)
+		}
+	}
+	units := Units(d)
+	type job struct{ ratio, seed, method int }
+	type result struct {
+		rmse, mae, r2, corr, coverage float64
+	}
+	results := make([][][]result, len(o.Ratios))
+	var jobs []job
+	for r := range o.Ratios {
+		results[r] = make([][]result, o.Seeds)
+		for s := 0; s < o.Seeds; s++ {
+			results[r][s] = make([]result, len(methods))
+			for m := range methods {
+				jobs = append(jobs, job{r, s, m})
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		done     int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan job)
+	for w := 0; w < max(o.Workers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				masked, hidden := maskShare(d, o.Ratios[j.ratio], uint64(j.seed))
+				c, err := methods[j.method].Complete(ctx, masked, uint64(j.seed))
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("%s at %.0f%% hidden, seed %d: %w", methods[j.method].Name(), 100*o.Ratios[j.ratio], j.seed, err)
+					cancel()
+				}
+				if err == nil {
+					var res result
+					res.rmse, res.mae, res.r2, res.corr, res.coverage = score(c, d, hidden, units)
+					results[j.ratio][j.seed][j.method] = res
+				}
+				done++
+				if progress != nil {
+					progress(done, len(jobs))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var rows []EvalRow
+	for r, ratio := range o.Ratios {
+		for m, method := range methods {
+			var rm, ma, r2, co, cv []float64
+			for s := 0; s < o.Seeds; s++ {
+				res := results[r][s][m]
+				rm, ma, r2, cv = append(rm, res.rmse), append(ma, res.mae), append(r2, res.r2), append(cv, res.coverage)
+				if !math.IsNaN(res.corr) {
+					co = append(co, res.corr)
+				}
+			}
+			rows = append(rows, EvalRow{Method: method.Name(), Ratio: ratio, RMSE: statOf(rm), MAE: statOf(ma), R2: statOf(r2), StdErrCorr: statOf(co), Coverage: statOf(cv)})
+		}
+	}
+	return rows, nil
+}
+
+// maskShare hides round(share x observed) of d's observed cells, chosen
+// by seed (the same cells for every method).
+func maskShare(d *Data, share float64, seed uint64) (*Data, [][2]int) {
+	var obs [][2]int
+	for i, row := range d.Values {
+		for j, v := range row {
+			if !math.IsNaN(v) {
+				obs = append(obs, [2]int{i, j})
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6d61736b))
+	rng.Shuffle(len(obs), func(a, b int) { obs[a], obs[b] = obs[b], obs[a] })
+	hidden := obs[:int(math.Round(share*float64(len(obs))))]
+	out := *d
+	out.Values = make([][]float64, len(d.Values))
+	for i := range d.Values {
+		out.Values[i] = append([]float64(nil), d.Values[i]...)
+	}
+	for _, ij := range hidden {
+		out.Values[ij[0]][ij[1]] = math.NaN()
+	}
+	return &out, hidden
+}
+
+// score compares c with the truth d on the hidden cells, in units.
+func score(c *Completion, d *Data, hidden [][2]int, units Scale) (rmse, mae, r2, corr, coverage float64) {
+	var pred, truth, std, abs []float64
+	for _, ij := range hidden {
+		i, j := ij[0], ij[1]
+		p := c.Mean[i][j]
+		if math.IsNaN(p) {
+			continue
+		}
+		u := units.Std[j]
+		pred = append(pred, (p-units.Mean[j])/u)
+		truth = append(truth, (d.Values[i][j]-units.Mean[j])/u)
+		std = append(std, c.Std[i][j]/u)
+		abs = append(abs, math.Abs(p-d.Values[i][j])/u)
+	}
+	coverage = float64(len(pred)) / float64(len(hidden))
+	if len(pred) == 0 {
+		return math.NaN(), math.NaN(), math.NaN(), math.NaN(), 0
+	}
+	rmse, mae, r2 = errorStats(pred, truth)
+	corr = math.NaN()
+	if c.Draws != nil || !math.IsNaN(c.Noise) {
+		corr = spearman(std, abs)
+	}
+	return rmse, mae, r2, corr, coverage
+}
