@@ -228,9 +228,9 @@ func TestNormaliseColumnsWithFewObservations(t *testing.T) {
 	}{
 		{0, 3, math.Sqrt(8.0 / 3), false, true},
 		{1, 20, math.Sqrt(200.0 / 3), false, true},
-		{2, 5, math.Sqrt(8.0 / 3), true, true},   // one value: std of metric 0's column
-		{3, nan, nan, false, false},              // nothing observed
-		{4, 7, math.Sqrt(200.0 / 3), true, true}, // constant: std of metric 1's column
+		{2, 5, 5 * math.Sqrt(8.0/3) / 3, true, true},    // one value: metric 0's relative spread
+		{3, nan, nan, false, false},                     // nothing observed
+		{4, 7, 7 * math.Sqrt(200.0/3) / 20, true, true}, // constant: metric 1's relative spread
 	}
 	for _, tt := range tests {
 		same := func(a, b float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-12 }
