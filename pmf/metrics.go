@@ -3,12 +3,24 @@ package pmf
 import (
 	"math"
 	"sort"
+	"strconv"
 )
 
 // Stat is a mean and standard deviation over seeds.
 type Stat struct {
 	Mean float64 `json:"mean"`
 	Std  float64 `json:"std"`
+}
+
+// MarshalJSON writes NaN (a score that does not apply) as null.
+func (s Stat) MarshalJSON() ([]byte, error) {
+	f := func(v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "null"
+		}
+		return strconv.FormatFloat(v, 'g', 6, 64)
+	}
+	return []byte(`{"mean":` + f(s.Mean) + `,"std":` + f(s.Std) + `}`), nil
 }
 
 func statOf(v []float64) Stat {

@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"path/filepath"
 	"sort"
 
 	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/internal/palette"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
@@ -15,12 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// okabeIto is a colour-blind-safe qualitative palette.
-var okabeIto = []color.Color{
-	color.RGBA{0xE6, 0x9F, 0x00, 0xff}, color.RGBA{0x56, 0xB4, 0xE9, 0xff}, color.RGBA{0x00, 0x9E, 0x73, 0xff},
-	color.RGBA{0xF0, 0xE4, 0x42, 0xff}, color.RGBA{0x00, 0x72, 0xB2, 0xff}, color.RGBA{0xD5, 0x5E, 0x00, 0xff},
-	color.RGBA{0xCC, 0x79, 0xA7, 0xff}, color.RGBA{0x00, 0x00, 0x00, 0xff},
-}
+// okabeIto is the figures' colour-blind-safe palette.
+var okabeIto = palette.OkabeIto
 
 // Figure is a rendered plot saved as PNG and SVG.
 type Figure struct {

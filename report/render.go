@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -43,7 +44,7 @@ func mdCell(r Row, c Cell) string {
 	}
 	s := r.format(c.Value)
 	if c.Predicted {
-		s += "*"
+		s = r.predictedText(c)
 	}
 	if c.Mark == 1 {
 		s = "**" + s + "**"
@@ -120,6 +121,9 @@ func texCell(r Row, c Cell) string {
 	s := r.format(c.Value)
 	if c.Predicted {
 		s = "\\textit{" + s + "}$^{*}$"
+		if c.Spread > 0 && !math.IsNaN(c.Spread) {
+			s = "\\textit{" + r.format(c.Value) + "$\\pm$" + fmtValue(c.Spread) + "}$^{*}$"
+		}
 	}
 	switch c.Mark {
 	case 1:
@@ -176,7 +180,7 @@ func (t Table) HTML(w io.Writer, id string) error {
 			}
 			if c.Predicted {
 				classes = append(classes, "predicted")
-				text += "*"
+				text = r.predictedText(c)
 			}
 			fmt.Fprintf(w, `<td class="%s">%s</td>`, strings.Join(classes, " "), text)
 		}

@@ -18,7 +18,10 @@ type Cell struct {
 	Value     float64
 	Missing   bool
 	Predicted bool // a predicted, not measured, value
-	Mark      Mark
+	// Spread is a predicted value's uncertainty (the predictor's posterior
+	// or ensemble standard deviation); 0 when unknown or measured.
+	Spread float64
+	Mark   Mark
 }
 
 // Row is one line of a table.
@@ -47,6 +50,9 @@ type Input struct {
 	// Predicted marks cells that were predicted (by a predict block)
 	// rather than measured: Predicted[model][column].
 	Predicted map[string]map[int]bool
+	// Spread holds the predicted cells' standard deviations:
+	// Spread[model][column].
+	Spread map[string]map[int]float64
 	// PaperSummary holds the GATE paper's Task Mean and GATE rows
 	// (category,row,model,value), shown beside computed rows.
 	PaperSummary []SummaryRow
@@ -124,7 +130,7 @@ func FamilyTables(in Input) []Table {
 			r := Row{Label: col.Name(), HigherIsBetter: col.HigherIsBetter}
 			for i, model := range m.Models {
 				v := m.Values[i][j]
-				r.Cells = append(r.Cells, Cell{Value: v, Missing: math.IsNaN(v), Predicted: in.Predicted[model][j]})
+				r.Cells = append(r.Cells, Cell{Value: v, Missing: math.IsNaN(v), Predicted: in.Predicted[model][j], Spread: in.Spread[model][j]})
 			}
 			markRow(&r)
 			t.Rows = append(t.Rows, r)
@@ -318,6 +324,16 @@ func columnRanks(m *eevee.Matrix) [][]float64 {
 }
 
 // format formats a cell of row r.
+// predictedText formats a predicted cell: value, ± spread when known, and
+// the * that marks it.
+func (r Row) predictedText(c Cell) string {
+	s := r.format(c.Value)
+	if c.Spread > 0 && !math.IsNaN(c.Spread) {
+		s += " ±" + fmtValue(c.Spread)
+	}
+	return s + "*"
+}
+
 func (r Row) format(v float64) string {
 	if r.Integer && v == math.Trunc(v) {
 		return fmt.Sprintf("%.0f", v)

@@ -124,7 +124,7 @@ func TestPredictedColumnIsToldApart(t *testing.T) {
 	in := paper(t)
 	csv := "category,benchmark,metric,predicted,spread,measured,higher_is_better\n" +
 		"Img Class,cifar100,Acc@1,70,1,71.5,true\n" +
-		"Img Class,food101,Acc@1,88,1,,true\n"
+		"Img Class,food101,Acc@1,88,2.5,,true\n"
 	if err := in.AddPredicted("mine", strings.NewReader(csv)); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestPredictedColumnIsToldApart(t *testing.T) {
 				t.Errorf("measured cell %+v", c)
 			}
 		case "food101:Acc@1":
-			if !c.Predicted || c.Value != 88 {
+			if !c.Predicted || c.Value != 88 || c.Spread != 2.5 {
 				t.Errorf("predicted cell %+v", c)
 			}
 		case "Task Mean":
@@ -152,7 +152,12 @@ func TestPredictedColumnIsToldApart(t *testing.T) {
 	}
 	var md strings.Builder
 	tab.Markdown(&md)
-	if !strings.Contains(md.String(), "88.0*") {
-		t.Error("Markdown does not mark the predicted cell")
+	if !strings.Contains(md.String(), "88.0 ±2.50*") || strings.Contains(md.String(), "71.5 ±") {
+		t.Errorf("Markdown does not show the predicted cell with its spread (and only it):\n%s", md.String())
+	}
+	var page strings.Builder
+	tab.HTML(&page, "t")
+	if !strings.Contains(page.String(), `class="predicted">88.0 ±2.50*</td>`) && !strings.Contains(page.String(), `predicted">88.0 ±2.50*`) {
+		t.Errorf("HTML does not show the predicted cell with its spread:\n%s", page.String())
 	}
 }

@@ -49,6 +49,7 @@ func commands() []command {
 		{"exec", "Run one planned instance (used by apply's process isolation and Slurm)", runExec},
 		{"report", "Write tables, figures and an HTML report for a results matrix", runReport},
 		{"eevee", "EEVEE tools: check-published scores the paper's published subsets", runEEVEE},
+		{"pmf", "performance prediction: eval (masked-ratio protocol), active (active-evaluation simulation)", runPMF},
 		{"version", "Print the gatepipe version", runVersion},
 	}
 }

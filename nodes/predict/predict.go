@@ -19,10 +19,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/search"
+	"github.com/gatepipe/gatepipe/pmf"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -35,13 +37,15 @@ type Kind struct{ Stdlib fs.FS }
 func (Kind) Name() string { return "predict" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" }
 
 var spec = search.WithScoring(hcldec.ObjectSpec{
-	"tier":     &hcldec.AttrSpec{Name: "tier", Type: cty.List(cty.String), Required: true},
+	"tier":     &hcldec.AttrSpec{Name: "tier", Type: cty.List(cty.String)},
 	"measured": &hcldec.AttrSpec{Name: "measured", Type: cty.String, Required: true},
 	"model":    &hcldec.AttrSpec{Name: "model", Type: cty.String},
 	"validate": &hcldec.AttrSpec{Name: "validate", Type: cty.Bool},
+	"method":   &hcldec.AttrSpec{Name: "method", Type: cty.String},
+	"latent":   &hcldec.AttrSpec{Name: "latent", Type: cty.Number},
 })
 
 // IsolatedProcess: meta-model training runs in its own process by default.
@@ -69,17 +73,35 @@ type Node struct {
 	measured string
 	model    string
 	validate bool
+	// method is "eevee" (the meta-model) or a pmf method name.
+	method string
+	latent int
 }
 
 // Decode validates the configuration.
 func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	src, diags := search.DecodeScoring(v, decl, k.Stdlib)
-	n := &Node{Source: src, validate: true}
-	for _, b := range v.GetAttr("tier").AsValueSlice() {
-		n.tier = append(n.tier, b.AsString())
+	n := &Node{Source: src, validate: true, method: "eevee", latent: pmf.DefaultOptions().Latent}
+	if m := v.GetAttr("method"); !m.IsNull() {
+		n.method = m.AsString()
+		if _, err := pmf.New(n.method, pmf.DefaultOptions()); err != nil && n.method != "eevee" {
+			diags = append(diags, decl.Errorf("method", "Unknown prediction method", "method must be eevee (the meta-model) or one of %s, not %q.", strings.Join(pmf.Methods(), ", "), n.method))
+		}
 	}
-	if len(n.tier) == 0 {
-		diags = append(diags, decl.Errorf("tier", "Empty tier", "tier lists the benchmarks the encoder was measured on, e.g. module.small.benchmarks."))
+	if l := v.GetAttr("latent"); !l.IsNull() {
+		f, _ := l.AsBigFloat().Int64()
+		n.latent = int(f)
+		if n.latent < 1 || n.latent > 200 {
+			diags = append(diags, decl.Errorf("latent", "Invalid latent dimension", "latent must be between 1 and 200."))
+		}
+	}
+	if t := v.GetAttr("tier"); !t.IsNull() {
+		for _, b := range t.AsValueSlice() {
+			n.tier = append(n.tier, b.AsString())
+		}
+	}
+	if len(n.tier) == 0 && n.method == "eevee" {
+		diags = append(diags, decl.Errorf("tier", "Empty tier", "tier lists the benchmarks the encoder was measured on, e.g. module.small.benchmarks (the eevee method predicts from them)."))
 	}
 	n.measured = v.GetAttr("measured").AsString()
 	if !filepath.IsAbs(n.measured) {
@@ -111,9 +133,13 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 // Report is prediction.json.
 type Report struct {
 	Model      string          `json:"model"`
+	Method     string          `json:"method"`
 	Tier       []string        `json:"tier"`
 	Placement  eevee.Placement `json:"placement"`
 	Validation []eevee.LOMORow `json:"leave_one_model_out,omitempty"`
+	// MaskedRatio validates a pmf method on the pool by the paper's
+	// protocol (3 seeds), beside the two baselines.
+	MaskedRatio []pmf.EvalRow `json:"masked_ratio,omitempty"`
 }
 
 // Run predicts, places and (optionally) validates.
@@ -141,13 +167,18 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if p.Warning != "" {
 		env.Log.Warn().Msg(p.Warning)
 	}
-	tier, err := p.Combo(n.tier)
-	if err != nil {
-		return cty.NilVal, fmt.Errorf("tier: %w", err)
-	}
 	env.Progress.Update(0, 0, "predicting")
-	pred, err := p.Predict(tier, row)
-	if err != nil {
+	var pred *eevee.Prediction
+	var masked []pmf.EvalRow
+	if n.method == "eevee" {
+		tier, err := p.Combo(n.tier)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("tier: %w", err)
+		}
+		if pred, err = p.Predict(tier, row); err != nil {
+			return cty.NilVal, err
+		}
+	} else if pred, masked, err = n.complete(ctx, env, pool, row); err != nil {
 		return cty.NilVal, err
 	}
 	// Place the model with its measured results where it has them and
@@ -158,8 +189,8 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			combined[c] = v
 		}
 	}
-	rep := Report{Model: name, Tier: n.tier, Placement: p.Place(combined)}
-	if n.validate {
+	rep := Report{Model: name, Method: n.method, Tier: n.tier, Placement: p.Place(combined), MaskedRatio: masked}
+	if n.validate && n.method == "eevee" {
 		env.Progress.Update(0, 0, "leave-one-model-out")
 		if rep.Validation, err = eevee.LeaveOneModelOut(pool, n.Opts, n.tier); err != nil {
 			return cty.NilVal, err

@@ -2,11 +2,15 @@ package predict
 
 import (
 	"context"
+	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/stdlib"
 	"github.com/hashicorp/hcl/v2"
@@ -68,5 +72,84 @@ func TestPredictNeedsTheTierResults(t *testing.T) {
 	_, err := n.Run(context.Background(), &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}})
 	if err == nil || !strings.Contains(err.Error(), "cifar100:Acc@5") {
 		t.Fatalf("err = %v, want it to name the first missing tier metric", err)
+	}
+}
+
+// TestPredictByMatrixCompletion predicts DINO's results from its small
+// tier with PMF: the predictions carry a spread, and they are closer to
+// DINO's published results than each benchmark's pool mean.
+func TestPredictByMatrixCompletion(t *testing.T) {
+	dir := "../../examples/eevee_predict"
+	n, diags := decode(t, dir, `
+matrix   = "pool_without_dino.csv"
+measured = "dino_small_tier.csv"
+method   = "bpmf"
+validate = false
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out := t.TempDir()
+	if _, err := n.Run(context.Background(), &nodes.Env{OutDir: out, Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(filepath.Join(out, "predictions.csv"))
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := stdlib.FS().Open("data/gate_table3.csv")
+	all, _ := eevee.LoadCSV(full, "gate")
+	truth, poolMean, poolStd := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for j, c := range all.Columns {
+		var vals []float64
+		for i, m := range all.Models {
+			if m == "dino" {
+				truth[c.Name()] = all.Values[i][j]
+			} else {
+				vals = append(vals, all.Values[i][j])
+			}
+		}
+		var mean, sq float64
+		for _, v := range vals {
+			mean += v
+		}
+		mean /= float64(len(vals))
+		for _, v := range vals {
+			sq += (v - mean) * (v - mean)
+		}
+		poolMean[c.Name()], poolStd[c.Name()] = mean, math.Sqrt(sq/float64(len(vals)))
+	}
+	var predErr, meanErr float64
+	predicted := 0
+	for _, r := range rows[1:] {
+		name := r[1] + ":" + r[2]
+		if r[5] != "" || poolStd[name] < 1e-9 {
+			continue // measured, or constant over the pool (Winoground's losses)
+		}
+		p, _ := strconv.ParseFloat(r[3], 64)
+		sd, _ := strconv.ParseFloat(r[4], 64)
+		if !(sd > 0) {
+			t.Errorf("%s: predicted without a spread (%q)", name, r[4])
+		}
+		predErr += math.Pow((p-truth[name])/poolStd[name], 2)
+		meanErr += math.Pow((poolMean[name]-truth[name])/poolStd[name], 2)
+		predicted++
+	}
+	predRMSE, meanRMSE := math.Sqrt(predErr/float64(predicted)), math.Sqrt(meanErr/float64(predicted))
+	t.Logf("DINO's %d unmeasured metrics: RMSE %.3f (bpmf) vs %.3f (pool mean), in pool std units", predicted, predRMSE, meanRMSE)
+	if predicted < 100 || predRMSE >= meanRMSE {
+		t.Errorf("bpmf RMSE %.3f on %d cells is not below the pool mean's %.3f", predRMSE, predicted, meanRMSE)
+	}
+}
+
+func TestPredictMethodIsChecked(t *testing.T) {
+	_, diags := decode(t, t.TempDir(), "matrix = \"stdlib/data/gate_table3.csv\"\nmeasured = \"x.csv\"\nmethod = \"nuts\"")
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "bpmf") {
+		t.Fatalf("diags = %v, want an unknown-method error listing the methods", diags)
+	}
+	_, diags = decode(t, t.TempDir(), "matrix = \"stdlib/data/gate_table3.csv\"\nmeasured = \"x.csv\"")
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "tier") {
+		t.Fatalf("diags = %v, want eevee to need a tier", diags)
 	}
 }
