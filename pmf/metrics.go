@@ -1,6 +1,7 @@
 package pmf
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 	"strconv"
@@ -21,6 +22,22 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 		return strconv.FormatFloat(v, 'g', 6, 64)
 	}
 	return []byte(`{"mean":` + f(s.Mean) + `,"std":` + f(s.Std) + `}`), nil
+}
+
+// UnmarshalJSON reads null as NaN.
+func (s *Stat) UnmarshalJSON(b []byte) error {
+	var raw struct{ Mean, Std *float64 }
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	s.Mean, s.Std = math.NaN(), math.NaN()
+	if raw.Mean != nil {
+		s.Mean = *raw.Mean
+	}
+	if raw.Std != nil {
+		s.Std = *raw.Std
+	}
+	return nil
 }
 
 func statOf(v []float64) Stat {

@@ -53,6 +53,8 @@ type Input struct {
 	// Spread holds the predicted cells' standard deviations:
 	// Spread[model][column].
 	Spread map[string]map[int]float64
+	// Predictors are the predict blocks' own validation (pmf methods).
+	Predictors []Predictor
 	// PaperSummary holds the GATE paper's Task Mean and GATE rows
 	// (category,row,model,value), shown beside computed rows.
 	PaperSummary []SummaryRow

@@ -141,6 +141,11 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 			return nil, err
 		}
 	}
+	pf, err := predictorFigures(in.Predictors, figDir)
+	if err != nil {
+		return nil, err
+	}
+	out.Figures = append(out.Figures, pf...)
 	page, err := renderHTML(o, tables, tiers, out.Figures, in)
 	if err != nil {
 		return nil, err
@@ -207,6 +212,10 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 	if len(o.Runs) > 0 {
 		b.WriteString("<h2>Experiments</h2>\n")
 		runsHTML(&b, o.Runs)
+	}
+	if len(in.Predictors) > 0 {
+		b.WriteString("<h2 id=\"predicted\">Predicted results</h2>\n<p>Columns marked <i>*</i> hold predicted values with their posterior standard deviation (±). How well each method predicts the pool:</p>\n")
+		predictorHTML(&b, in.Predictors)
 	}
 	fmt.Fprintf(&b, "<h2 id=\"tiers-h\">GATE tiers</h2>\n")
 	if err := tiers.HTML(&b, "tiers"); err != nil {

@@ -13,7 +13,7 @@ import (
 // the pool matrix with its row added (a pmf method): the posterior mean
 // and standard deviation of each cell. With validate, the method is also
 // scored on the pool by the masked-ratio protocol against the baselines.
-func (n *Node) complete(ctx context.Context, env *nodes.Env, pool *eevee.Matrix, row []float64) (*eevee.Prediction, []pmf.EvalRow, error) {
+func (n *Node) complete(ctx context.Context, env *nodes.Env, pool *eevee.Matrix, row []float64) (*eevee.Prediction, *Validation, error) {
 	o := pmf.DefaultOptions()
 	o.Latent = n.latent
 	method, err := pmf.New(n.method, o)
@@ -35,15 +35,50 @@ func (n *Node) complete(ctx context.Context, env *nodes.Env, pool *eevee.Matrix,
 	}
 	methods := []pmf.Method{pmf.GlobalMean{}, pmf.MeanOfMeans{}, method}
 	eo := pmf.DefaultEvalOptions()
-	eo.Seeds, eo.Workers = 3, max(env.Devices.CPUs, 1)
-	rows, err := pmf.Evaluate(ctx, pmf.FromMatrix(pool), methods, eo, func(done, total int) {
-		env.Progress.Update(int64(done), int64(total), "fits")
-	})
-	if err != nil {
+	eo.Seeds, eo.Workers = ValidationSeeds, max(env.Devices.CPUs, 1)
+	ao := pmf.DefaultActiveOptions()
+	ao.Seeds, ao.Rounds, ao.Workers = ValidationSeeds, ValidationRounds, eo.Workers
+	evalFits := len(eo.Ratios) * eo.Seeds * len(methods)
+	total := int64(evalFits + len(ao.Rules)*ao.Seeds*(ao.Rounds+1))
+	// Validation runs on the columns the block selects (columns =
+	// "primary" keeps it short); the prediction above used them all.
+	d = pmf.FromMatrix(pool.Select(n.Opts.Columns))
+	v := &Validation{Columns: n.Opts.Columns}
+	if v.MaskedRatio, err = pmf.Evaluate(ctx, d, methods, eo, func(done, _ int) {
+		env.Progress.Update(int64(done), total, "fits")
+	}); err != nil {
 		return nil, nil, err
 	}
-	return pred, rows, nil
+	sampler, ok := method.(*pmf.Sampler)
+	if !ok {
+		return pred, v, nil // a baseline has no acquisition rule to simulate
+	}
+	if v.Active, err = pmf.Simulate(ctx, d, sampler, ao, func(done, _ int) {
+		env.Progress.Update(int64(evalFits+done), total, "fits")
+	}); err != nil {
+		return nil, nil, err
+	}
+	return pred, v, nil
 }
+
+// Validation is how well a pmf method predicts the pool itself.
+type Validation struct {
+	// Columns are the pool columns validated on (the block's columns).
+	Columns string `json:"columns"`
+	// MaskedRatio is the paper's protocol (ValidationSeeds seeds) beside
+	// the two baselines.
+	MaskedRatio []pmf.EvalRow `json:"masked_ratio"`
+	// Active is the active-evaluation simulation: ValidationRounds
+	// batches of 20 from 20% observed.
+	Active []pmf.Curve `json:"active,omitempty"`
+}
+
+// The validation a predict block runs is smaller than `gatepipe pmf eval`
+// and `pmf active` (10 seeds, 10 rounds) to keep an apply short.
+const (
+	ValidationSeeds  = 3
+	ValidationRounds = 5
+)
 
 func countFinite(v []float64) int {
 	n := 0

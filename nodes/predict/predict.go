@@ -137,9 +137,8 @@ type Report struct {
 	Tier       []string        `json:"tier"`
 	Placement  eevee.Placement `json:"placement"`
 	Validation []eevee.LOMORow `json:"leave_one_model_out,omitempty"`
-	// MaskedRatio validates a pmf method on the pool by the paper's
-	// protocol (3 seeds), beside the two baselines.
-	MaskedRatio []pmf.EvalRow `json:"masked_ratio,omitempty"`
+	// Completion validates a pmf method on the pool.
+	Completion *Validation `json:"completion,omitempty"`
 }
 
 // Run predicts, places and (optionally) validates.
@@ -169,7 +168,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	env.Progress.Update(0, 0, "predicting")
 	var pred *eevee.Prediction
-	var masked []pmf.EvalRow
+	var check *Validation
 	if n.method == "eevee" {
 		tier, err := p.Combo(n.tier)
 		if err != nil {
@@ -178,7 +177,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if pred, err = p.Predict(tier, row); err != nil {
 			return cty.NilVal, err
 		}
-	} else if pred, masked, err = n.complete(ctx, env, pool, row); err != nil {
+	} else if pred, check, err = n.complete(ctx, env, pool, row); err != nil {
 		return cty.NilVal, err
 	}
 	// Place the model with its measured results where it has them and
@@ -189,7 +188,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			combined[c] = v
 		}
 	}
-	rep := Report{Model: name, Method: n.method, Tier: n.tier, Placement: p.Place(combined), MaskedRatio: masked}
+	rep := Report{Model: name, Method: n.method, Tier: n.tier, Placement: p.Place(combined), Completion: check}
 	if n.validate && n.method == "eevee" {
 		env.Progress.Update(0, 0, "leave-one-model-out")
 		if rep.Validation, err = eevee.LeaveOneModelOut(pool, n.Opts, n.tier); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/pmf"
 	"github.com/gatepipe/gatepipe/report"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -174,7 +175,12 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 	}
 	for _, dir := range n.preds {
 		var meta struct {
-			Model string `json:"model"`
+			Model      string `json:"model"`
+			Method     string `json:"method"`
+			Completion *struct {
+				MaskedRatio []pmf.EvalRow `json:"masked_ratio"`
+				Active      []pmf.Curve   `json:"active"`
+			} `json:"completion"`
 		}
 		data, err := os.ReadFile(filepath.Join(dir, "prediction.json"))
 		if err == nil {
@@ -191,6 +197,10 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 		f.Close()
 		if err != nil {
 			return in, nil, fmt.Errorf("predictions %s: %w", dir, err)
+		}
+		if meta.Completion != nil {
+			in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method,
+				MaskedRatio: meta.Completion.MaskedRatio, Active: meta.Completion.Active})
 		}
 	}
 	var search *report.Search

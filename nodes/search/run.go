@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -27,6 +29,8 @@ type Report struct {
 	Search  searchSettings    `json:"search"`
 	Single  []eevee.Candidate `json:"single,omitempty"`
 	Results []eevee.KResult   `json:"results"`
+	// Stability repeats the search under more scoring seeds.
+	Stability []eevee.Stability `json:"stability,omitempty"`
 }
 
 type searchSettings struct {
@@ -59,7 +63,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	// Progress counts candidates: the initial population, then each
 	// generation's children (duplicates are looked up, not re-scored).
 	perGen := int64(so.Winners * so.Children)
-	total := int64(len(so.K)) * (int64(so.Initial) + int64(so.Generations)*perGen)
+	total := int64(len(so.K)) * (int64(so.Initial) + int64(so.Generations)*perGen) * int64(max(len(n.seeds), 1))
 	var done int64
 	so.Progress = func(st eevee.GenerationStats) {
 		if st.Generation == 0 {
@@ -86,6 +90,29 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	if rep.Results, err = p.Search(ctx, ev, so); err != nil {
 		return cty.NilVal, err
+	}
+	if len(n.seeds) > 0 {
+		if rep.Stability, err = n.stability(ctx, m, so, workers, rep.Results); err != nil {
+			return cty.NilVal, err
+		}
+		if err := writeStability(filepath.Join(env.OutDir, "stability.csv"), rep.Stability); err != nil {
+			return cty.NilVal, err
+		}
+		for _, st := range rep.Stability {
+			env.Log.Info().Int("k", st.K).Float64("agreement", st.Agreement).Strs("consensus", st.Consensus).Msg("selection stability over scoring seeds")
+		}
+	}
+	consensus := map[string]cty.Value{}
+	for i, r := range rep.Results {
+		names := r.Best().Benchmarks
+		if rep.Stability != nil {
+			names = rep.Stability[i].Consensus
+		}
+		var vals []cty.Value
+		for _, b := range names {
+			vals = append(vals, cty.StringVal(b))
+		}
+		consensus[strconv.Itoa(r.K)] = cty.ListVal(vals)
 	}
 	tiers, best, scores := map[string]cty.Value{}, map[string]cty.Value{}, map[string]cty.Value{}
 	for _, r := range rep.Results {
@@ -117,7 +144,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "tiers": cty.MapVal(tiers),
-		"best": cty.MapVal(best), "scores": cty.MapVal(scores),
+		"best": cty.MapVal(best), "scores": cty.MapVal(scores), "consensus": cty.MapVal(consensus),
 	}), nil
 }
 
@@ -210,4 +237,45 @@ func writeTier(dir string, r eevee.KResult, rep Report) error {
 	sc.SetAttributeValue("value", cty.NumberFloatVal(r.Best().Score))
 	data := append([]byte(comment), hclwrite.Format(f.Bytes())...)
 	return os.WriteFile(filepath.Join(dir, "main.hcl"), data, 0o644)
+}
+
+// stability repeats the search under each further scoring seed (the
+// splits and meta-model initialisations change; the evolution's own seed
+// does not) and summarises the best sets.
+func (n *Node) stability(ctx context.Context, m *eevee.Matrix, so eevee.SearchOptions, workers int, first []eevee.KResult) ([]eevee.Stability, error) {
+	runs := [][]eevee.KResult{first}
+	for _, seed := range n.seeds[1:] {
+		o := n.Opts
+		o.Seed = seed
+		p, err := eevee.NewProblem(m, o)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.Search(ctx, p.NewEvaluator(workers), so)
+		if err != nil {
+			return nil, fmt.Errorf("scoring seed %d: %w", seed, err)
+		}
+		runs = append(runs, res)
+	}
+	return eevee.StabilityOf(n.seeds, runs), nil
+}
+
+func writeStability(path string, st []eevee.Stability) error {
+	var rows [][]string
+	for _, s := range st {
+		names := make([]string, 0, len(s.Frequency))
+		for b := range s.Frequency {
+			names = append(names, b)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			if s.Frequency[names[i]] != s.Frequency[names[j]] {
+				return s.Frequency[names[i]] > s.Frequency[names[j]]
+			}
+			return names[i] < names[j]
+		})
+		for _, b := range names {
+			rows = append(rows, []string{strconv.Itoa(s.K), b, ff(s.Frequency[b]), strconv.FormatBool(slices.Contains(s.Consensus, b))})
+		}
+	}
+	return writeCSV(path, []string{"k", "benchmark", "frequency", "consensus"}, rows)
 }

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
@@ -32,7 +33,7 @@ type Kind struct {
 func (Kind) Name() string { return "search" }
 
 // Version is bumped when results for an unchanged config would change.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" }
 
 var spec = WithScoring(searchOnly)
 
@@ -44,6 +45,9 @@ var searchOnly = hcldec.ObjectSpec{
 	"winners":     &hcldec.AttrSpec{Name: "winners", Type: cty.Number},
 	"children":    &hcldec.AttrSpec{Name: "children", Type: cty.Number},
 	"single":      &hcldec.AttrSpec{Name: "single", Type: cty.Bool},
+	// scoring_seeds repeats the search under more scoring seeds and
+	// reports how stable each k's best combination is.
+	"scoring_seeds": &hcldec.AttrSpec{Name: "scoring_seeds", Type: cty.List(cty.Number)},
 }
 
 // ScoringSpec holds the attributes shared by every block that trains
@@ -93,6 +97,9 @@ func (Kind) OutputType() cty.Type {
 		"tiers":  cty.Map(cty.String),
 		"best":   cty.Map(cty.List(cty.String)),
 		"scores": cty.Map(cty.Number),
+		// consensus is, per k, the benchmarks chosen most often over the
+		// scoring seeds (the best combination without scoring_seeds).
+		"consensus": cty.Map(cty.List(cty.String)),
 	})
 }
 
@@ -105,6 +112,7 @@ type config struct {
 	Winners     *int    `cty:"winners"`
 	Children    *int    `cty:"children"`
 	Single      *bool   `cty:"single"`
+	Seeds       []int64 `cty:"scoring_seeds"`
 }
 
 // Scoring is the decoded ScoringSpec.
@@ -142,6 +150,9 @@ type Node struct {
 	Source
 	single bool
 	search eevee.SearchOptions
+	// seeds are the scoring seeds of a stability analysis: the block's
+	// own seed first, then scoring_seeds (none: no analysis).
+	seeds []uint64
 }
 
 // Source is a matrix with the options to score it, shared by search and
@@ -225,6 +236,21 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	n.search.Seed = src.Opts.Seed
 	if cfg.Single != nil {
 		n.single = *cfg.Single
+	}
+	if len(cfg.Seeds) > 0 {
+		n.seeds = []uint64{src.Opts.Seed}
+		for _, s := range cfg.Seeds {
+			if s < 0 {
+				diags = append(diags, decl.Errorf("scoring_seeds", "Invalid scoring seed", "scoring seeds are whole numbers from 0, not %d.", s))
+				continue
+			}
+			if !slices.Contains(n.seeds, uint64(s)) {
+				n.seeds = append(n.seeds, uint64(s))
+			}
+		}
+		if len(n.seeds) < 2 {
+			diags = append(diags, decl.Errorf("scoring_seeds", "Too few scoring seeds", "scoring_seeds needs a seed other than the block's seed (%d) to compare with.", src.Opts.Seed))
+		}
 	}
 	setI := func(dst *int, p *int) {
 		if p != nil {

@@ -2,10 +2,12 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,15 +125,82 @@ func TestSearchRefusesMissingCellsByDefault(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"matrix = \"m.csv\"\nk = [0]":                       "at least 1",
-		"matrix = \"m.csv\"\nk = [2]\nweighting = \"rows\"": "weighting must be one of",
-		"matrix = \"m.csv\"\nk = [2]\nmissing = \"zero\"":   "never filled",
-		"matrix = \"m.csv\"\nk = [2]\nmethod = \"greedy\"":  "only method",
-		"matrix = \"m.csv\"\nk = [2]\nepoch = \"best\"":     "epoch must be one of",
-		"matrix = \"m.csv\"\nk = []":                        "Missing k",
+		"matrix = \"m.csv\"\nk = [0]":                          "at least 1",
+		"matrix = \"m.csv\"\nk = [2]\nweighting = \"rows\"":    "weighting must be one of",
+		"matrix = \"m.csv\"\nk = [2]\nmissing = \"zero\"":      "never filled",
+		"matrix = \"m.csv\"\nk = [2]\nmethod = \"greedy\"":     "only method",
+		"matrix = \"m.csv\"\nk = [2]\nepoch = \"best\"":        "epoch must be one of",
+		"matrix = \"m.csv\"\nk = []":                           "Missing k",
+		"matrix = \"m.csv\"\nk = [2]\nscoring_seeds = [0]":     "Too few scoring seeds",
+		"matrix = \"m.csv\"\nk = [2]\nscoring_seeds = [-1, 3]": "Invalid scoring seed",
 	} {
 		if _, diags := decode(t, t.TempDir(), src); !diags.HasErrors() || !strings.Contains(diags.Error(), want) {
 			t.Errorf("%q: %v, want %q", src, diags, want)
 		}
+	}
+}
+
+// TestStabilityOverScoringSeeds repeats a small search under three
+// scoring seeds: every seed's best set is reported, frequencies are
+// shares of the seeds, and the consensus (the block's value) holds the k
+// most frequent benchmarks.
+func TestStabilityOverScoringSeeds(t *testing.T) {
+	dir := t.TempDir()
+	writeMatrix(t, dir, false)
+	n, diags := decode(t, dir, `
+matrix        = "matrix.csv"
+k             = [2]
+initial       = 10
+winners       = 3
+children      = 2
+generations   = 1
+splits        = 3
+single        = false
+scoring_seeds = [1, 2]
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out := t.TempDir()
+	v, err := n.Run(context.Background(), &nodes.Env{OutDir: out, Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "search.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Stability) != 1 || len(rep.Stability[0].Best) != 3 || len(rep.Stability[0].Seeds) != 3 {
+		t.Fatalf("stability %+v", rep.Stability)
+	}
+	st := rep.Stability[0]
+	count := map[string]int{}
+	for _, b := range st.Best {
+		for _, x := range b {
+			count[x]++
+		}
+	}
+	for b, f := range st.Frequency {
+		if math.Abs(f-float64(count[b])/3) > 1e-12 {
+			t.Errorf("%s: frequency %v, selected %d of 3 times", b, f, count[b])
+		}
+	}
+	cons := v.GetAttr("consensus").Index(cty.StringVal("2")).AsValueSlice()
+	if len(cons) != 2 {
+		t.Fatalf("consensus %#v", cons)
+	}
+	for _, c := range cons {
+		for b, f := range st.Frequency {
+			if f > st.Frequency[c.AsString()] && !slices.ContainsFunc(cons, func(x cty.Value) bool { return x.AsString() == b }) {
+				t.Errorf("consensus holds %s (%.2f) but not the more frequent %s (%.2f)", c.AsString(), st.Frequency[c.AsString()], b, f)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "stability.csv")); err != nil {
+		t.Error(err)
 	}
 }

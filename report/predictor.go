@@ -1,0 +1,116 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"github.com/gatepipe/gatepipe/pmf"
+)
+
+// Predictor is how well a predict block's matrix-completion method
+// predicts the pool it was fitted on.
+type Predictor struct {
+	Model, Method string
+	MaskedRatio   []pmf.EvalRow
+	Active        []pmf.Curve
+}
+
+// predictorFigures draws each predictor's masked-ratio and active
+// evaluation curves.
+func predictorFigures(preds []Predictor, figDir string) ([]Figure, error) {
+	var out []Figure
+	for _, p := range preds {
+		name := "completion_" + slug(p.Model)
+		if len(p.MaskedRatio) > 0 {
+			if _, err := pmf.PlotEvaluation(p.MaskedRatio, "Predicting hidden results: "+p.Method+" vs baselines", figDir, name); err != nil {
+				return nil, err
+			}
+			out = append(out, Figure{Name: name, Title: "Predicting hidden results (" + p.Method + ")",
+				PNG: filepath.Join(figDir, name+".png"), SVG: filepath.Join(figDir, name+".svg"),
+				Caption: "RMSE on hidden entries of the pool matrix against the share hidden, mean ± std over seeds, in units of each column's standard deviation."})
+		}
+		if len(p.Active) > 0 {
+			if _, err := pmf.PlotActive(p.Active, "Active evaluation ("+p.Method+")", figDir, name+"_active"); err != nil {
+				return nil, err
+			}
+			out = append(out, Figure{Name: name + "_active", Title: "Active evaluation (" + p.Method + ")",
+				PNG: filepath.Join(figDir, name+"_active.png"), SVG: filepath.Join(figDir, name+"_active.svg"),
+				Caption: "Error of the completed pool matrix as batches chosen by each acquisition rule are revealed (oracle: picks by the true error, a bound)."})
+		}
+	}
+	return out, nil
+}
+
+// predictorHTML writes a table per predictor: a row per share hidden, a
+// column per method, RMSE mean ± std, the best bold; and a sentence saying
+// where a baseline beats the method.
+func predictorHTML(b *bytes.Buffer, preds []Predictor) {
+	for _, p := range preds {
+		if len(p.MaskedRatio) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "<h3>%s: predicted with %s</h3>\n", html.EscapeString(p.Model), html.EscapeString(p.Method))
+		var methods []string
+		var ratios []float64
+		rmse := map[string]map[float64]pmf.Stat{}
+		for _, r := range p.MaskedRatio {
+			if rmse[r.Method] == nil {
+				methods = append(methods, r.Method)
+				rmse[r.Method] = map[float64]pmf.Stat{}
+			}
+			if !slices.Contains(ratios, r.Ratio) {
+				ratios = append(ratios, r.Ratio)
+			}
+			rmse[r.Method][r.Ratio] = r.RMSE
+		}
+		b.WriteString(`<table class="results" id="completion-` + slug(p.Model) + `"><caption>RMSE on hidden pool entries (column std units, mean ± std over seeds; lower is better)</caption><thead><tr><th>hidden</th>`)
+		for _, m := range methods {
+			fmt.Fprintf(b, "<th>%s</th>", html.EscapeString(m))
+		}
+		b.WriteString("</tr></thead><tbody>\n")
+		var lost []string
+		for _, ratio := range ratios {
+			best := math.Inf(1)
+			for _, m := range methods {
+				best = math.Min(best, rmse[m][ratio].Mean)
+			}
+			fmt.Fprintf(b, "<tr><th>%.0f%%</th>", 100*ratio)
+			for _, m := range methods {
+				s := rmse[m][ratio]
+				class := ""
+				if s.Mean == best {
+					class = ` class="best"`
+				}
+				fmt.Fprintf(b, "<td%s>%.3f ± %.3f</td>", class, s.Mean, s.Std)
+			}
+			b.WriteString("</tr>\n")
+			if rmse[p.Method][ratio].Mean > best {
+				lost = append(lost, fmt.Sprintf("%.0f%%", 100*ratio))
+			}
+		}
+		b.WriteString("</tbody></table>\n")
+		if len(lost) > 0 {
+			fmt.Fprintf(b, "<p class=\"warning\">A baseline beats %s at %s hidden: its predictions there are no better than a column mean.</p>\n", html.EscapeString(p.Method), html.EscapeString(joinAnd(lost)))
+		} else {
+			fmt.Fprintf(b, "<p>%s beats both baselines at every share hidden.</p>\n", html.EscapeString(p.Method))
+		}
+	}
+}
+
+func joinAnd(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	out := s[0]
+	for _, x := range s[1 : len(s)-1] {
+		out += ", " + x
+	}
+	return out + " and " + s[len(s)-1]
+}
