@@ -66,6 +66,11 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 			}
 			return nil
 		}
+		if e.hold != nil && e.hold(it.inst.key()) {
+			it.inst.run = RunHeld
+			e.opts.Reporter.NodeFinished(it.inst.key(), RunHeld, 0, nil)
+			return fmt.Errorf("%s: %w (held by the budget)", it.inst.key(), dag.ErrNotRun)
+		}
 		if job, ok := a.jobs[it.inst.key()]; ok {
 			return a.waitJob(ctx, it.inst, job)
 		}

@@ -63,6 +63,8 @@ type Engine struct {
 	cache  *cache.Cache // nil when only validating
 	log    zerolog.Logger
 	opts   Options
+	// hold, when set, holds instances back (SetHold).
+	hold func(addr string) bool
 
 	root     *pipelines.Module
 	rootVals map[string]cty.Value
@@ -133,6 +135,11 @@ func (e *Engine) replaces(in *instance) bool {
 
 // DOT writes the block-level dependency graph in Graphviz format.
 func (e *Engine) DOT(w io.Writer) error { return e.graph.g.DOT(w) }
+
+// SetHold makes apply hold back the instances hold returns true for: they
+// and their dependents are not run (status held / not run), and nothing
+// fails (apply -budget).
+func (e *Engine) SetHold(hold func(addr string) bool) { e.hold = hold }
 
 // SetSpawner installs process isolation after construction (the CLI needs
 // the loaded session to build the child's command line).

@@ -37,6 +37,8 @@ const (
 	RunFailed  RunStatus = "failed"
 	RunSkipped RunStatus = "skipped"
 	RunNotRun  RunStatus = "not run"
+	// RunHeld: held back by the apply's budget (apply -budget).
+	RunHeld RunStatus = "held"
 )
 
 // instance is one expanded node block instance.

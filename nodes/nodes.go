@@ -95,6 +95,38 @@ type Isolated interface {
 	IsolatedProcess() bool
 }
 
+// Experimenter is implemented by kinds whose instances may evaluate one
+// model on one benchmark (`apply -budget` chooses among them).
+// ExperimentCell reads the cell from an instance's configuration, which may
+// be partly unknown (or cty.NilVal) before its dependencies ran:
+// experiment is false when the instance is certainly not an experiment,
+// known whether model and benchmark are.
+type Experimenter interface {
+	ExperimentCell(config cty.Value) (model, benchmark string, known, experiment bool)
+}
+
+// KnownString returns the string at path in v (attribute names), and
+// whether it is there, known and not null.
+func KnownString(v cty.Value, path ...string) (string, bool) {
+	for _, name := range path {
+		if v.IsNull() || !v.IsKnown() || !(v.Type().IsObjectType() && v.Type().HasAttribute(name) || v.Type().IsMapType()) {
+			return "", false
+		}
+		if v.Type().IsMapType() {
+			if !v.HasIndex(cty.StringVal(name)).True() {
+				return "", false
+			}
+			v = v.Index(cty.StringVal(name))
+		} else {
+			v = v.GetAttr(name)
+		}
+	}
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
 // ResourceDefaulter is implemented by nodes that need more than one CPU
 // slot when the block sets no resources.
 type ResourceDefaulter interface {

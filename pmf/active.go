@@ -35,6 +35,14 @@ func Acquire(rule string, d *Data, c *Completion, truth [][]float64, n int, rng 
 			}
 		}
 	}
+	return AcquireAmong(rule, d, c, truth, cand, n, rng)
+}
+
+// AcquireAmong is Acquire restricted to the candidate cells cand (those
+// that can be run); the variance rule sums the variance reductions over
+// the candidates.
+func AcquireAmong(rule string, d *Data, c *Completion, truth [][]float64, cand [][2]int, n int, rng *rand.Rand) ([][2]int, error) {
+	cand = append([][2]int(nil), cand...)
 	n = min(n, len(cand))
 	if n == 0 {
 		return nil, nil

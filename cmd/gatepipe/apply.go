@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine"
+	"github.com/gatepipe/gatepipe/pmf"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
@@ -31,6 +33,11 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
 	isolationMode := fs.String("isolation", "auto", "run nodes in their own processes: auto (kinds that train), process (every node) or none")
 	executor := fs.String("executor", "local", "where nodes run: local, or slurm (each node an sbatch job on a shared cache)")
+	budgetN := fs.Int("budget", 0, "run at most N experiments (train blocks, commands with experiment = {model, benchmark}), the most informative first, refitting PMF between batches; others are held")
+	budgetBatch := fs.Int("budget-batch", 4, "experiments per batch under -budget")
+	budgetRule := fs.String("budget-rule", "variance", "how -budget chooses: variance (expected error reduction), uncertainty (largest posterior std) or random")
+	budgetMethod := fs.String("budget-method", "bpmf", "matrix completion under -budget: pmf, bpmf, ptf or bptf")
+	budgetPrior := fs.String("budget-prior", "", "results matrix of known cells (long CSV, e.g. stdlib/data/gate_table3.csv) that -budget completes with the experiments' results")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -64,74 +71,117 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitConfigError
 	}
-	view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
-	opts.Reporter = view
-	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut})
-	if s == nil {
-		return code
+	var bud *budget
+	if *budgetN < 0 || *budgetBatch < 1 {
+		fmt.Fprintln(c.stderr, "gatepipe: -budget must be at least 0 and -budget-batch at least 1")
+		return exitConfigError
 	}
-	view.setLogger(s.log)
-	abs, _ := filepath.Abs(path)
-	switch *executor {
-	case "local":
-		if isolate != nil {
-			sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir(), log: s.log, progress: view}
-			s.engine.SetSpawner(sp.spawn, isolate)
-		}
-	case "slurm":
-		sub, err := newSlurmSubmitter(s.log, abs, &f, s.cache.Dir())
-		if err != nil {
-			fmt.Fprintln(c.stderr, "gatepipe:", err)
+	if *budgetN > 0 {
+		if saved != nil {
+			fmt.Fprintln(c.stderr, "gatepipe: -budget chooses experiments as it goes and cannot apply a saved plan")
 			return exitConfigError
 		}
-		s.engine.SetSubmitter(sub)
-	default:
-		fmt.Fprintf(c.stderr, "gatepipe: -executor must be local or slurm, not %q\n", *executor)
-		return exitConfigError
-	}
-	start := time.Now()
-	s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
-	plan, diags := s.engine.Plan(ctx)
-	s.log.Debug().Dur("took", time.Since(start)).Msg("planned")
-	s.view.Diagnostics(append(s.warnings, diags...))
-	if diags.HasErrors() {
-		return exitConfigError
-	}
-	if saved != nil {
-		if reason := staleReason(saved, plan, configHash(s.loader.Files(), f.vars)); reason != "" {
-			fmt.Fprintf(c.stderr, "Error: Saved plan is stale\n%s\nRun 'gatepipe plan -out %s' again and apply the new plan.\n", reason, pos[0])
-			return exitRunFailure
+		if !slices.Contains(pmf.Rules(), *budgetRule) || *budgetRule == "oracle" {
+			fmt.Fprintf(c.stderr, "gatepipe: -budget-rule must be random, uncertainty or variance, not %q\n", *budgetRule)
+			return exitConfigError
 		}
+		if _, err := pmf.New(*budgetMethod, pmf.DefaultOptions()); err != nil || !strings.Contains(*budgetMethod, "pmf") && !strings.Contains(*budgetMethod, "ptf") {
+			fmt.Fprintf(c.stderr, "gatepipe: -budget-method must be pmf, bpmf, ptf or bptf, not %q\n", *budgetMethod)
+			return exitConfigError
+		}
+		bud = &budget{n: *budgetN, batch: *budgetBatch, rule: *budgetRule, method: *budgetMethod, prior: *budgetPrior}
 	}
-	applyStart := time.Now()
-	rec, err := s.engine.Apply(ctx)
-	view.finish()
-	s.log.Debug().Dur("took", time.Since(applyStart)).Msg("applied")
-	if err != nil {
-		fmt.Fprintln(c.stderr, "gatepipe:", err)
-		return exitRunFailure
-	}
-	printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir())
-	if *executor == "slurm" {
-		fmt.Fprintf(c.stdout, "Submitted %d Slurm jobs.\n", rec.Submitted)
-	}
-	if !rec.Failed() {
-		printOutputs(c.stdout, s.engine.Outputs())
-		printReports(c.stdout, s.engine, rec)
-	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")
-		return exitRunFailure
-	}
-	if rec.Failed() {
-		for _, n := range rec.Nodes {
-			if bug.IsMessage(n.Error) {
-				return exitInternal
+	for round := 1; ; round++ {
+		view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
+		opts.Reporter = view
+		s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut})
+		if s == nil {
+			return code
+		}
+		view.setLogger(s.log)
+		abs, _ := filepath.Abs(path)
+		switch *executor {
+		case "local":
+			if isolate != nil {
+				sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir(), log: s.log, progress: view}
+				s.engine.SetSpawner(sp.spawn, isolate)
+			}
+		case "slurm":
+			sub, err := newSlurmSubmitter(s.log, abs, &f, s.cache.Dir())
+			if err != nil {
+				fmt.Fprintln(c.stderr, "gatepipe:", err)
+				return exitConfigError
+			}
+			s.engine.SetSubmitter(sub)
+		default:
+			fmt.Fprintf(c.stderr, "gatepipe: -executor must be local or slurm, not %q\n", *executor)
+			return exitConfigError
+		}
+		start := time.Now()
+		s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
+		plan, diags := s.engine.Plan(ctx)
+		s.log.Debug().Dur("took", time.Since(start)).Msg("planned")
+		s.view.Diagnostics(append(s.warnings, diags...))
+		if diags.HasErrors() {
+			return exitConfigError
+		}
+		if saved != nil {
+			if reason := staleReason(saved, plan, configHash(s.loader.Files(), f.vars)); reason != "" {
+				fmt.Fprintf(c.stderr, "Error: Saved plan is stale\n%s\nRun 'gatepipe plan -out %s' again and apply the new plan.\n", reason, pos[0])
+				return exitRunFailure
 			}
 		}
-		return exitRunFailure
+		var ch choice
+		if bud != nil {
+			var err error
+			if ch, err = bud.next(ctx, s.engine.Experiments(), s.log, 0); err != nil {
+				fmt.Fprintln(c.stderr, "gatepipe: budget:", err)
+				return exitRunFailure
+			}
+			s.engine.SetHold(ch.hold)
+			switch {
+			case ch.done:
+				fmt.Fprintf(c.stdout, "Budget round %d: budget spent (%d of %d experiments chosen) or nothing left to choose; pending experiments are held.\n", round, bud.spent, bud.n)
+			case ch.resolve:
+				fmt.Fprintf(c.stdout, "Budget round %d: the pending experiments' cells wait on dependencies; running everything else first.\n", round)
+			default:
+				fmt.Fprintf(c.stdout, "Budget round %d: running %d experiment(s) chosen by %s: %s (%d of %d).\n", round, len(ch.chosen), ch.rule, describe(ch.chosen), bud.spent, bud.n)
+			}
+		}
+		applyStart := time.Now()
+		rec, err := s.engine.Apply(ctx)
+		view.finish()
+		s.log.Debug().Dur("took", time.Since(applyStart)).Msg("applied")
+		if err != nil {
+			fmt.Fprintln(c.stderr, "gatepipe:", err)
+			return exitRunFailure
+		}
+		printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir())
+		last := bud == nil || ch.done || rec.Failed() || ctx.Err() != nil || (ch.resolve && rec.Counts["ran"] == 0)
+		if !last {
+			continue
+		}
+		if *executor == "slurm" {
+			fmt.Fprintf(c.stdout, "Submitted %d Slurm jobs.\n", rec.Submitted)
+		}
+		if !rec.Failed() {
+			printOutputs(c.stdout, s.engine.Outputs())
+			printReports(c.stdout, s.engine, rec)
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")
+			return exitRunFailure
+		}
+		if rec.Failed() {
+			for _, n := range rec.Nodes {
+				if bug.IsMessage(n.Error) {
+					return exitInternal
+				}
+			}
+			return exitRunFailure
+		}
+		return exitOK
 	}
-	return exitOK
 }
 
 // readPlanFile returns the saved plan at path, or nil when path is not a
@@ -175,6 +225,9 @@ func printSummary(w io.Writer, rec *engine.RunRecord, took time.Duration, cacheD
 		fmt.Fprintf(w, "All %d node instances were cached; nothing ran (%s).\n", total, formatDuration(took))
 	} else {
 		fmt.Fprintf(w, "Apply finished in %s: %d ran, %d cached, %d failed, %d skipped", formatDuration(took), n["ran"], n["cached"], n["failed"], n["skipped"])
+		if n["held"] > 0 {
+			fmt.Fprintf(w, ", %d held by the budget", n["held"])
+		}
 		if n["not run"] > 0 {
 			fmt.Fprintf(w, ", %d not run", n["not run"])
 		}

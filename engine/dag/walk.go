@@ -107,6 +107,11 @@ func (w *walker) start(ctx context.Context, key string) {
 	}()
 }
 
+// ErrNotRun, returned (wrapped) by a visit, marks the vertex and its
+// dependents NotRun rather than failed, and does not stop a fail-fast
+// walk: the vertex was held back on purpose.
+var ErrNotRun = errors.New("not run")
+
 // finish records a result and releases or skips the vertex's dependents.
 func (w *walker) finish(ctx context.Context, key string, err error) {
 	w.mu.Lock()
@@ -140,6 +145,8 @@ func (w *walker) finish(ctx context.Context, key string, err error) {
 	switch {
 	case err == nil:
 		resolve(key, Result{Status: Succeeded})
+	case errors.Is(err, ErrNotRun):
+		resolve(key, Result{Status: NotRun, Err: err})
 	case (w.stopped || ctx.Err() != nil) && errors.Is(err, context.Canceled):
 		resolve(key, Result{Status: NotRun, Err: err})
 	default:

@@ -343,3 +343,17 @@ func indent(s string) string {
 	}
 	return "  | " + strings.ReplaceAll(s, "\n", "\n  | ")
 }
+
+// ExperimentCell: a command with experiment = { model = ..., benchmark =
+// ... } evaluates that cell.
+// A command whose experiment attribute is known to be null is not one.
+func (Kind) ExperimentCell(config cty.Value) (string, string, bool, bool) {
+	if config != cty.NilVal && config.IsKnown() && !config.IsNull() && config.Type().IsObjectType() && config.Type().HasAttribute("experiment") {
+		if e := config.GetAttr("experiment"); e.IsKnown() && e.IsNull() {
+			return "", "", false, false
+		}
+	}
+	model, ok1 := nodes.KnownString(config, "experiment", "model")
+	bench, ok2 := nodes.KnownString(config, "experiment", "benchmark")
+	return model, bench, ok1 && ok2, true
+}

@@ -230,3 +230,17 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		"checkpoints": ckptList, "acc1": acc1, "test": testVal,
 	}), nil
 }
+
+// ExperimentCell: a train block evaluates its model (the model attribute,
+// else the encoder block's name) on its benchmark (id, else name).
+func (Kind) ExperimentCell(config cty.Value) (string, string, bool, bool) {
+	model, ok := nodes.KnownString(config, "model")
+	if !ok {
+		model, ok = nodes.KnownString(config, "encoder", "name")
+	}
+	bench, okB := nodes.KnownString(config, "benchmark", "id")
+	if !okB || bench == "" {
+		bench, okB = nodes.KnownString(config, "benchmark", "name")
+	}
+	return model, bench, ok && okB && model != "" && bench != "", true
+}
