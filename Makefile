@@ -22,7 +22,7 @@ FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 # gonum's Go BLAS. Evaluated when used, so after deps-blas has run.
 TAGS       = $(shell echo '\#include <cblas.h>' | $(CC) -E - >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q libopenblas && echo openblas)
 
-.PHONY: build demo test unit fuzz bench deps-blas deps-demo deps-test clean
+.PHONY: build demo test unit fuzz bench deps-blas deps-demo deps-test deps-bench clean
 
 build:
 	$(GO) build -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatepipe
@@ -100,7 +100,23 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$$ft $$pkg || exit 1; \
 	done
 
-bench: deps-blas
+# The peers bench compares with: Debian's PyTorch (training, EEVEE) and
+# Snakemake (pipeline overhead). Without them the ratios are not printed.
+deps-bench:
+	@missing=""; \
+	/usr/bin/python3 -c "import torch" 2>/dev/null || missing="$$missing python3-torch"; \
+	command -v snakemake >/dev/null || missing="$$missing snakemake"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "Installing$$missing (bench's reference peers)..."; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || \
+				echo "could not install$$missing: those comparisons are skipped"; \
+		else \
+			echo "bench compares with$$missing; install them (apt-get install$$missing) for the ratios"; \
+		fi; \
+	fi
+
+bench: deps-blas deps-bench
 	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/
 
 clean:

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gatepipe/gatepipe/internal/peer"
 )
 
 // referenceConvNet is the benchmark model:
@@ -31,12 +33,13 @@ func randomImages(n int, seed uint64) *Data {
 
 // pytorchThroughput runs train/reference/throughput_torch.py with Debian's
 // python3-torch, or returns 0 when PyTorch is not installed.
+// It runs best-configured (peer.TorchEnv).
 func pytorchThroughput(b *testing.B, threads, iters int) float64 {
-	if exec.Command("/usr/bin/python3", "-c", "import torch").Run() != nil {
-		b.Log("python3-torch is not installed: no PyTorch comparison (apt-get install python3-torch)")
+	if !peer.HasTorch() {
+		b.Log("python3-torch is not installed: no PyTorch comparison (make deps-bench)")
 		return 0
 	}
-	out, err := exec.Command("/usr/bin/python3", "reference/throughput_torch.py", "--threads", strconv.Itoa(threads), "--iters", strconv.Itoa(iters)).Output()
+	out, err := peer.Torch(threads, "reference/throughput_torch.py", "--threads", strconv.Itoa(threads), "--iters", strconv.Itoa(iters)).Output()
 	if err != nil {
 		b.Fatalf("throughput_torch.py: %v", err)
 	}
@@ -78,8 +81,18 @@ func BenchmarkTrainThroughput(b *testing.B) {
 		t := median(torch)
 		b.ReportMetric(t, "pytorch-images/s")
 		b.ReportMetric(ips/t, "x-pytorch")
-		fmt.Printf("train throughput, %d threads, median of %d rounds: gatepipe %.0f images/s, PyTorch %.0f images/s, ratio %.2f\n", threads, rounds, ips, t, ips/t)
+		fmt.Printf("train throughput, %d threads, median of %d alternating rounds: gatepipe %.0f images/s, PyTorch %.0f images/s (%s %s), ratio %.2f\n",
+			threads, rounds, ips, t, peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t)
 	}
+}
+
+// torchVersion is PyTorch's version string ("" when unknown).
+func torchVersion() string {
+	out, err := exec.Command("/usr/bin/python3", "-c", "import torch; print('torch', torch.__version__)").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func median(v []float64) float64 {

@@ -1,0 +1,59 @@
+// Package peer runs the reference implementations gatepipe's benchmarks
+// compare with, configured as their experts run them, and says how.
+package peer
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// TorchEnv is the environment of a best-configured PyTorch CPU run on
+// threads threads: OpenMP at that many threads, OpenBLAS single-threaded
+// (PyTorch parallelises above it; a second OpenBLAS thread per OpenMP
+// thread oversubscribes the cores), and glibc's malloc kept from returning
+// and re-mapping large buffers every step.
+func TorchEnv(threads int) []string {
+	t := strconv.Itoa(threads)
+	return []string{
+		"OMP_NUM_THREADS=" + t,
+		"OPENBLAS_NUM_THREADS=1",
+		"MALLOC_MMAP_THRESHOLD_=1000000000",
+		"MALLOC_TRIM_THRESHOLD_=1000000000",
+	}
+}
+
+// HasTorch reports whether Debian's python3-torch is importable.
+func HasTorch() bool {
+	return exec.Command("/usr/bin/python3", "-c", "import torch").Run() == nil
+}
+
+// Torch returns a command running a Python reference script with
+// /usr/bin/python3 under TorchEnv(threads) (replacing any inherited value
+// of those variables).
+func Torch(threads int, script string, args ...string) *exec.Cmd {
+	cmd := exec.Command("/usr/bin/python3", append([]string{script}, args...)...)
+	cmd.Env = withEnv(os.Environ(), TorchEnv(threads))
+	return cmd
+}
+
+// Describe prints an environment as a shell prefix, for beside a figure.
+func Describe(env []string) string { return strings.Join(env, " ") }
+
+func withEnv(base, set []string) []string {
+	out := make([]string, 0, len(base)+len(set))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, s := range set {
+			if n, _, _ := strings.Cut(s, "="); n == name {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
+}
