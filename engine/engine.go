@@ -22,6 +22,9 @@ import (
 type Options struct {
 	// Parallelism bounds how many nodes run at once (default: CPU slots).
 	Parallelism int
+	// KeepRuns is how many run records to keep in the cache's runs
+	// directory, newest first (0: DefaultKeepRuns).
+	KeepRuns int
 	// Devices are the slots nodes are scheduled on.
 	Devices Devices
 	// FailFast stops starting nodes after the first failure; by default

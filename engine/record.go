@@ -72,12 +72,22 @@ func (r *RunRecord) Failed() bool {
 	return r.Counts[string(RunFailed)] > 0 || r.Counts[string(RunSkipped)] > 0 || r.Counts[string(RunNotRun)] > 0 || len(r.Errors) > 0
 }
 
-func (r *RunRecord) save(c *cache.Cache) error {
+// DefaultKeepRuns is how many run records a cache keeps by default.
+const DefaultKeepRuns = 100
+
+func (r *RunRecord) save(c *cache.Cache, keep int) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	return c.WriteRun(r.ID, data)
+	if err := c.WriteRun(r.ID, data); err != nil {
+		return err
+	}
+	if keep <= 0 {
+		keep = DefaultKeepRuns
+	}
+	_, err = c.PruneRuns(keep)
+	return err
 }
 
 func describeAssignment(cpus int, gpus []string) string {

@@ -104,6 +104,8 @@ type Resources struct {
 type Settings struct {
 	CacheDir    string
 	Parallelism int
+	// KeepRuns is how many run records the cache keeps (0: the default).
+	KeepRuns int
 	Devices     []string
 	// DevicesRange is where devices is set, for diagnostics about a spec.
 	DevicesRange hcl.Range

@@ -14,6 +14,7 @@ var settingsSchema = &hcl.BodySchema{
 		{Name: "cache_dir"},
 		{Name: "parallelism"},
 		{Name: "devices"},
+		{Name: "keep_runs"},
 	},
 }
 
@@ -24,21 +25,10 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 		diags = append(diags, literalString(attr, &s.CacheDir)...)
 	}
 	if attr, ok := content.Attributes["parallelism"]; ok {
-		val, d := literalOf(attr, cty.Number)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			n, acc := val.AsBigFloat().Int64()
-			if acc != big.Exact || n < 1 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid parallelism",
-					Detail:   "parallelism must be a whole number of at least 1.",
-					Subject:  attr.Expr.Range().Ptr(),
-				})
-			} else {
-				s.Parallelism = int(n)
-			}
-		}
+		diags = append(diags, positiveInt(attr, "parallelism", &s.Parallelism)...)
+	}
+	if attr, ok := content.Attributes["keep_runs"]; ok {
+		diags = append(diags, positiveInt(attr, "keep_runs", &s.KeepRuns)...)
 	}
 	if attr, ok := content.Attributes["devices"]; ok {
 		val, d := literalOf(attr, cty.List(cty.String))
@@ -51,6 +41,25 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 		}
 	}
 	return s, diags
+}
+
+// positiveInt reads a literal whole number of at least 1 into dst.
+func positiveInt(attr *hcl.Attribute, name string, dst *int) hcl.Diagnostics {
+	val, diags := literalOf(attr, cty.Number)
+	if diags.HasErrors() {
+		return diags
+	}
+	n, acc := val.AsBigFloat().Int64()
+	if acc != big.Exact || n < 1 {
+		return append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid " + name,
+			Detail:   name + " must be a whole number of at least 1.",
+			Subject:  attr.Expr.Range().Ptr(),
+		})
+	}
+	*dst = int(n)
+	return diags
 }
 
 func literalOf(attr *hcl.Attribute, ty cty.Type) (cty.Value, hcl.Diagnostics) {

@@ -131,3 +131,23 @@ func TestBudgetMatrixJoinsPriorAndResults(t *testing.T) {
 		t.Errorf("%d held, want 2", held)
 	}
 }
+
+// TestKeepRuns: the cache keeps the newest keep_runs run records
+// (GATEPIPE_KEEP_RUNS first), and a bad value is a diagnostic.
+func TestKeepRuns(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), "gatepipe {\n  keep_runs = 2\n}\ncommand \"c\" {\n  run = [\"true\"]\n}\n")
+	for range 4 {
+		if r := gp(t, cache, "apply", dir); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+	}
+	runs, _ := filepath.Glob(filepath.Join(cache, "runs", "*.json"))
+	if len(runs) != 2 {
+		t.Errorf("%d run records kept, want 2", len(runs))
+	}
+	writeFile(t, filepath.Join(dir, "main.hcl"), "gatepipe {\n  keep_runs = 0\n}\n")
+	if r := gp(t, cache, "validate", dir); r.code != exitConfigError || !strings.Contains(r.stderr, "keep_runs must be a whole number of at least 1") {
+		t.Errorf("keep_runs = 0: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -128,6 +128,14 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	if opts.Parallelism == 0 {
 		opts.Parallelism = settings.Parallelism
 	}
+	opts.KeepRuns = settings.KeepRuns // GATEPIPE_KEEP_RUNS first, as GATEPIPE_CACHE_DIR
+	if v := os.Getenv("GATEPIPE_KEEP_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fail(asDiags(fmt.Errorf("GATEPIPE_KEEP_RUNS=%q: want a whole number of at least 1", v)))
+		}
+		opts.KeepRuns = n
+	}
 	e, diags := engine.New(reg, stdlib.FS(), s.cache, mod, vals, s.log, opts)
 	if diags.HasErrors() {
 		return fail(diags)

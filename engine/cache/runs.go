@@ -28,3 +28,20 @@ func (c *Cache) Runs() ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// PruneRuns removes the oldest run records beyond the newest keep, and
+// returns how many it removed.
+func (c *Cache) PruneRuns(keep int) (int, error) {
+	runs, err := c.Runs()
+	if err != nil || len(runs) <= keep {
+		return 0, err
+	}
+	removed := 0
+	for _, p := range runs[:len(runs)-keep] {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
