@@ -106,7 +106,7 @@ type Settings struct {
 	Parallelism int
 	// KeepRuns is how many run records the cache keeps (0: the default).
 	KeepRuns int
-	Devices     []string
+	Devices  []string
 	// DevicesRange is where devices is set, for diagnostics about a spec.
 	DevicesRange hcl.Range
 	DeclRange    hcl.Range
