@@ -203,7 +203,11 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem;font-
 func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n<style>%s</style></head><body>\n", html.EscapeString(o.Title), css)
-	fmt.Fprintf(&b, "<h1>%s</h1>\n<nav><a href=\"#tiers\">Tiers</a>", html.EscapeString(o.Title))
+	fmt.Fprintf(&b, "<h1>%s</h1>\n<nav>", html.EscapeString(o.Title))
+	if len(in.Predictors) > 0 {
+		b.WriteString("<a href=\"#predicted\">Predicted results</a>")
+	}
+	b.WriteString("<a href=\"#tiers\">Tiers</a>")
 	for _, t := range tables {
 		fmt.Fprintf(&b, "<a href=\"#%s\">%s</a>", slug(t.Title), html.EscapeString(t.Title))
 	}
