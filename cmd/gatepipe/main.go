@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -77,7 +78,18 @@ func main() {
 	// handlers then lets a second one stop the process at once.
 	go func() { <-ctx.Done(); stop() }()
 	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv}
+	// GATEPIPE_CPUPROFILE=FILE writes a CPU profile of the whole command
+	// (for performance work; see 'go tool pprof').
+	if p := os.Getenv("GATEPIPE_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	code := c.main(ctx, os.Args[1:])
+	pprof.StopCPUProfile()
 	stop()
 	os.Exit(code)
 }
