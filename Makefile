@@ -117,7 +117,7 @@ deps-bench:
 	fi
 
 bench: deps-blas deps-bench
-	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/
+	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/
 
 clean:
 	rm -rf bin
