@@ -35,9 +35,9 @@ func (e *Engine) Experiments() []Experiment {
 				continue
 			}
 			x := Experiment{Addr: in.key(), Model: model, Benchmark: bench, Known: known, Cached: in.status == StatusCached && !in.replace}
-			if x.Cached {
-				if r, err := e.Result(in.key()); err == nil && r.Value != cty.NilVal {
-					x.Metrics, _ = nodes.KnownString(r.Value, "metrics")
+			if x.Cached { // the value planning read from the cache
+				if val := in.getValue(); val != cty.NilVal {
+					x.Metrics, _ = nodes.KnownString(val, "metrics")
 				}
 			}
 			out = append(out, x)

@@ -51,6 +51,8 @@ func linePlot(title, xLabel, yLabel string, all []series) (*plot.Plot, error) {
 	return p, nil
 }
 
+// savePlot writes name.svg and name.png into dir and returns their paths
+// in that order.
 func savePlot(p *plot.Plot, dir, name string) ([]string, error) {
 	var out []string
 	for _, ext := range []string{".svg", ".png"} {
@@ -64,7 +66,8 @@ func savePlot(p *plot.Plot, dir, name string) ([]string, error) {
 }
 
 // PlotEvaluation draws RMSE against the test ratio per method (mean ± std
-// over seeds) into dir as name.svg and name.png.
+// over seeds) into dir as name.svg and name.png, and returns their paths in
+// that order.
 func PlotEvaluation(rows []EvalRow, title, dir, name string) ([]string, error) {
 	var all []series
 	index := map[string]int{}

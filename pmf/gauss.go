@@ -17,7 +17,6 @@ type gaussian struct {
 	lamData   []float64 // lam's backing array: upper triangle, row-major
 	hData     []float64
 	h, mu, xi *mat.VecDense
-	x         *mat.VecDense
 	chol      mat.Cholesky
 	upper     mat.TriDense
 	noise     *mat.VecDense
@@ -25,7 +24,7 @@ type gaussian struct {
 
 func newGaussian(d int) *gaussian {
 	g := &gaussian{d: d, lamData: make([]float64, d*d), hData: make([]float64, d), mu: mat.NewVecDense(d, nil),
-		xi: mat.NewVecDense(d, nil), x: mat.NewVecDense(d, nil), noise: mat.NewVecDense(d, nil)}
+		xi: mat.NewVecDense(d, nil), noise: mat.NewVecDense(d, nil)}
 	g.lam = mat.NewSymDense(d, g.lamData)
 	g.h = mat.NewVecDense(d, g.hData)
 	return g

@@ -82,6 +82,7 @@ type chain struct {
 	rows, cols, dim  int
 	cells            []cell
 	byRow, byBench   [][]int
+	byMetric         [][]int // PTF: cells of each metric
 	colBench, colMet []int
 	up, v, y         [][]float64 // up = U' = U + profiles·Y; y is K x D
 	w, b             []float64
@@ -216,6 +217,10 @@ func newChain(o Options, d *Data, z [][]float64, seed uint64) *chain {
 		c.count[e.col]++
 	}
 	c.w, c.b = make([]float64, ns), make([]float64, ns)
+	c.byMetric = make([][]int, ns)
+	for k, e := range c.cells {
+		c.byMetric[e.metric] = append(c.byMetric[e.metric], k)
+	}
 	for s := range c.w {
 		c.w[s] = 1
 	}
@@ -365,14 +370,10 @@ func (c *chain) sweepProfiles(prior float64) error {
 // sweepMaps draws each metric's (w_s, b_s): z = w·(U'_m·V_n) + b, N(0, 1)
 // priors.
 func (c *chain) sweepMaps(prec float64) error {
-	byMetric := make([][]int, len(c.w))
-	for k, e := range c.cells {
-		byMetric[e.metric] = append(byMetric[e.metric], k)
-	}
 	wb := make([]float64, 2)
 	for s := range c.w {
 		c.g2.reset(1)
-		for _, k := range byMetric[s] {
+		for _, k := range c.byMetric[s] {
 			e := c.cells[k]
 			c.g2.add([]float64{dot(c.up[e.row], c.v[e.bench]), 1}, e.z-c.off[e.col], prec)
 		}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Stat is a mean and standard deviation over seeds.
@@ -41,21 +43,14 @@ func (s *Stat) UnmarshalJSON(b []byte) error {
 }
 
 func statOf(v []float64) Stat {
-	if len(v) == 0 {
+	switch len(v) {
+	case 0:
 		return Stat{math.NaN(), math.NaN()}
+	case 1:
+		return Stat{Mean: v[0]}
 	}
-	var s Stat
-	for _, x := range v {
-		s.Mean += x
-	}
-	s.Mean /= float64(len(v))
-	if len(v) > 1 {
-		for _, x := range v {
-			s.Std += (x - s.Mean) * (x - s.Mean)
-		}
-		s.Std = math.Sqrt(s.Std / float64(len(v)-1))
-	}
-	return s
+	mean, std := stat.MeanStdDev(v, nil)
+	return Stat{Mean: mean, Std: std}
 }
 
 // errors summarises predictions against truth: root mean squared error,
@@ -83,7 +78,7 @@ func errorStats(pred, truth []float64) (rmse, mae, r2 float64) {
 
 // spearman is the rank correlation of a and b (average ranks for ties).
 func spearman(a, b []float64) float64 {
-	return pearson(ranks(a), ranks(b))
+	return stat.Correlation(ranks(a), ranks(b), nil) // NaN when either is constant
 }
 
 func ranks(v []float64) []float64 {
@@ -104,25 +99,4 @@ func ranks(v []float64) []float64 {
 		i = j + 1
 	}
 	return r
-}
-
-func pearson(a, b []float64) float64 {
-	n := float64(len(a))
-	var ma, mb float64
-	for i := range a {
-		ma += a[i]
-		mb += b[i]
-	}
-	ma /= n
-	mb /= n
-	var sab, saa, sbb float64
-	for i := range a {
-		sab += (a[i] - ma) * (b[i] - mb)
-		saa += (a[i] - ma) * (a[i] - ma)
-		sbb += (b[i] - mb) * (b[i] - mb)
-	}
-	if saa == 0 || sbb == 0 {
-		return math.NaN()
-	}
-	return sab / math.Sqrt(saa*sbb)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"path/filepath"
 	"slices"
 
 	"github.com/gatepipe/gatepipe/pmf"
@@ -26,19 +25,19 @@ func predictorFigures(preds []Predictor, figDir string) ([]Figure, error) {
 	for _, p := range preds {
 		name := "completion_" + slug(p.Model)
 		if len(p.MaskedRatio) > 0 {
-			if _, err := pmf.PlotEvaluation(p.MaskedRatio, "Predicting hidden results: "+p.Method+" vs baselines", figDir, name); err != nil {
+			paths, err := pmf.PlotEvaluation(p.MaskedRatio, "Predicting hidden results: "+p.Method+" vs baselines", figDir, name)
+			if err != nil {
 				return nil, err
 			}
-			out = append(out, Figure{Name: name, Title: "Predicting hidden results (" + p.Method + ")",
-				PNG: filepath.Join(figDir, name+".png"), SVG: filepath.Join(figDir, name+".svg"),
+			out = append(out, Figure{Name: name, Title: "Predicting hidden results (" + p.Method + ")", SVG: paths[0], PNG: paths[1],
 				Caption: "RMSE on hidden entries of the pool matrix against the share hidden, mean ± std over seeds, in units of each column's standard deviation."})
 		}
 		if len(p.Active) > 0 {
-			if _, err := pmf.PlotActive(p.Active, "Active evaluation ("+p.Method+")", figDir, name+"_active"); err != nil {
+			paths, err := pmf.PlotActive(p.Active, "Active evaluation ("+p.Method+")", figDir, name+"_active")
+			if err != nil {
 				return nil, err
 			}
-			out = append(out, Figure{Name: name + "_active", Title: "Active evaluation (" + p.Method + ")",
-				PNG: filepath.Join(figDir, name+"_active.png"), SVG: filepath.Join(figDir, name+"_active.svg"),
+			out = append(out, Figure{Name: name + "_active", Title: "Active evaluation (" + p.Method + ")", SVG: paths[0], PNG: paths[1],
 				Caption: "Error of the completed pool matrix as batches chosen by each acquisition rule are revealed (oracle: picks by the true error, a bound)."})
 		}
 	}

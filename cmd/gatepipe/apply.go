@@ -85,7 +85,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "gatepipe: -budget-rule must be random, uncertainty or variance, not %q\n", *budgetRule)
 			return exitConfigError
 		}
-		if _, err := pmf.New(*budgetMethod, pmf.DefaultOptions()); err != nil || !strings.Contains(*budgetMethod, "pmf") && !strings.Contains(*budgetMethod, "ptf") {
+		if m, err := pmf.New(*budgetMethod, pmf.DefaultOptions()); err != nil || !isSampler(m) {
 			fmt.Fprintf(c.stderr, "gatepipe: -budget-method must be pmf, bpmf, ptf or bptf, not %q\n", *budgetMethod)
 			return exitConfigError
 		}
@@ -290,4 +290,11 @@ func printReports(w io.Writer, e *engine.Engine, rec *engine.RunRecord) {
 		}
 		fmt.Fprintf(w, "Report %s: %s\n", n.Addr, r.Value.GetAttr("html").AsString())
 	}
+}
+
+// isSampler reports whether m samples a posterior (the -budget rules need
+// its spread), as the baselines do not.
+func isSampler(m pmf.Method) bool {
+	_, ok := m.(*pmf.Sampler)
+	return ok
 }

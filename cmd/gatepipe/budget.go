@@ -51,14 +51,13 @@ func (b *budget) next(ctx context.Context, exps []engine.Experiment, log zerolog
 			pendingUnknown = append(pendingUnknown, x)
 		}
 	}
-	holdAll := func(addr string) bool {
-		for _, x := range exps {
-			if x.Addr == addr {
-				return !x.Cached
-			}
+	pending := map[string]bool{} // apply asks once per instance: no scan
+	for _, x := range exps {
+		if !x.Cached {
+			pending[x.Addr] = true
 		}
-		return false
 	}
+	holdAll := func(addr string) bool { return pending[addr] }
 	left := b.n - b.spent
 	if left <= 0 || len(pendingKnown)+len(pendingUnknown) == 0 {
 		return choice{hold: holdAll, done: true}, nil

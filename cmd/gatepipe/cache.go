@@ -18,12 +18,8 @@ func runCache(ctx context.Context, c *cli, args []string) int {
   verify   re-hash every output and download; -repair removes damaged entries
   gc       remove entries unused for -older-than (default 720h), outputs no
            entry refers to, and leftovers of interrupted runs`
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", usage)
-		if len(args) == 0 {
-			return exitConfigError
-		}
-		return exitOK
+	if code, done := c.subcommandHelp(args, usage); done {
+		return code
 	}
 	sub := args[0]
 	fs := newFlagSet(c, "cache "+sub, usage)

@@ -25,12 +25,8 @@ func runEEVEE(ctx context.Context, c *cli, args []string) int {
   loo              validate prediction from a tier by leave-one-model-out:
                    each model is held out, predicted from its tier results,
                    and compared with the truth, against two baselines`
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", usage)
-		if len(args) == 0 {
-			return exitConfigError
-		}
-		return exitOK
+	if code, done := c.subcommandHelp(args, usage); done {
+		return code
 	}
 	switch args[0] {
 	case "check-published":

@@ -21,7 +21,8 @@ type progressEvent struct {
 
 // progressRelay is the reporter of a `gatepipe exec` child started by
 // apply: it writes the node's progress as JSON lines for the parent, at
-// most one per interval (and always the last one before a jump in unit).
+// most one per interval, and always when the unit changes or the total is
+// reached.
 type progressRelay struct {
 	engine.NopReporter
 	mu       sync.Mutex

@@ -128,3 +128,16 @@ func pathArg(pos []string, w io.Writer) (string, bool) {
 }
 
 func didYouMean(given string, names []string) string { return pipelines.DidYouMean(given, names) }
+
+// subcommandHelp prints a command group's usage when no subcommand is
+// given (exit code 2) or help is asked for (0); done reports that it did.
+func (c *cli) subcommandHelp(args []string, usage string) (code int, done bool) {
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
+		return 0, false
+	}
+	fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", usage)
+	if len(args) == 0 {
+		return exitConfigError, true
+	}
+	return exitOK, true
+}

@@ -80,16 +80,18 @@ func main() {
 	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv}
 	// GATEPIPE_CPUPROFILE=FILE writes a CPU profile of the whole command
 	// (for performance work; see 'go tool pprof').
+	// os.Exit skips deferred calls, so the profile is stopped explicitly.
+	var profile *os.File
 	if p := os.Getenv("GATEPIPE_CPUPROFILE"); p != "" {
-		if f, err := os.Create(p); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				defer f.Close()
-				defer pprof.StopCPUProfile()
-			}
+		if f, err := os.Create(p); err == nil && pprof.StartCPUProfile(f) == nil {
+			profile = f
 		}
 	}
 	code := c.main(ctx, os.Args[1:])
-	pprof.StopCPUProfile()
+	if profile != nil {
+		pprof.StopCPUProfile()
+		profile.Close()
+	}
 	stop()
 	os.Exit(code)
 }

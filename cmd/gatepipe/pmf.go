@@ -90,12 +90,8 @@ func (f *pmfFlags) load() (*pmf.Data, pmf.Options, error) {
 }
 
 func runPMF(ctx context.Context, c *cli, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", pmfUsage)
-		if len(args) == 0 {
-			return exitConfigError
-		}
-		return exitOK
+	if code, done := c.subcommandHelp(args, pmfUsage); done {
+		return code
 	}
 	switch args[0] {
 	case "eval":

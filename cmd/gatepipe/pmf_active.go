@@ -36,10 +36,10 @@ func runPMFActive(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	sampler, ok := m.(*pmf.Sampler)
-	if !ok {
+	if !isSampler(m) {
 		return fail(fmt.Errorf("-method must be a sampler (pmf, bpmf, ptf, bptf), not %q", *method))
 	}
+	sampler := m.(*pmf.Sampler)
 	ao := pmf.ActiveOptions{Start: *start / 100, Batch: *batch, Rounds: *rounds, Seeds: f.seeds, Workers: f.workers}
 	for _, r := range strings.Split(*rules, ",") {
 		r = strings.TrimSpace(r)

@@ -6,12 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/pmf"
 	"github.com/gatepipe/gatepipe/stdlib"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -98,27 +100,20 @@ validate = false
 	if err != nil {
 		t.Fatal(err)
 	}
+	// DINO's true results, and the pool's per-column mean and spread.
 	full, _ := stdlib.FS().Open("data/gate_table3.csv")
 	all, _ := eevee.LoadCSV(full, "gate")
+	dino := slices.Index(all.Models, "dino")
+	pool := &eevee.Matrix{Models: slices.Delete(slices.Clone(all.Models), dino, dino+1), Columns: all.Columns,
+		Values: slices.Delete(slices.Clone(all.Values), dino, dino+1)}
+	units := pmf.Units(pmf.FromMatrix(pool))
 	truth, poolMean, poolStd := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for j, c := range all.Columns {
-		var vals []float64
-		for i, m := range all.Models {
-			if m == "dino" {
-				truth[c.Name()] = all.Values[i][j]
-			} else {
-				vals = append(vals, all.Values[i][j])
-			}
+		truth[c.Name()] = all.Values[dino][j]
+		poolMean[c.Name()], poolStd[c.Name()] = units.Mean[j], units.Std[j]
+		if units.Borrowed[j] {
+			poolStd[c.Name()] = 0 // constant over the pool
 		}
-		var mean, sq float64
-		for _, v := range vals {
-			mean += v
-		}
-		mean /= float64(len(vals))
-		for _, v := range vals {
-			sq += (v - mean) * (v - mean)
-		}
-		poolMean[c.Name()], poolStd[c.Name()] = mean, math.Sqrt(sq/float64(len(vals)))
 	}
 	var predErr, meanErr float64
 	predicted := 0
