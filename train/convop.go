@@ -24,8 +24,8 @@ const (
 	convGradWeights                 // dw from x and dy
 )
 
-// convOp is a 2-D convolution (square kernel, stride, zero padding) on
-// float32 NCHW tensors, done per image as one matrix product with the
+// convOp is a 2-D convolution (square kernel, stride, zero padding,
+// channel groups as PyTorch's groups) on float32 NCHW tensors, done per image as one matrix product with the
 // image's im2col matrix, so the result is laid out NCHW without the
 // transpose gorgonia's Conv2d pays, and its backward products (for the
 // input and for the weights) are ops of their own.
@@ -34,6 +34,10 @@ type convOp struct {
 	kind              convKind
 	k, stride, pad    int
 	cin, cout, h, w   int // input channels and size; output channels
+	// groups splits the channels as PyTorch's groups: output channel
+	// block g sees only input channel block g (groups = cin = cout is a
+	// depthwise convolution). The weight is [cout, cin/groups, k, k].
+	groups int
 	outH, outW, batch int
 	inShape, wShape   tensor.Shape
 	outShape          tensor.Shape
@@ -59,13 +63,16 @@ type convOp struct {
 // network adds to a training node's memory.
 const keptColsBudget = 32 << 20
 
-func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad int) *convOp {
-	op := &convOp{opBasics: opBasics{grad: kind != convForward}, kind: kind, k: k, stride: stride, pad: pad, cin: cin, cout: cout, h: h, w: w, batch: batch}
+func newConvOp(kind convKind, batch, cin, h, w, cout, k, stride, pad, groups int) *convOp {
+	op := &convOp{opBasics: opBasics{grad: kind != convForward}, kind: kind, k: k, stride: stride, pad: pad, cin: cin, cout: cout, h: h, w: w, batch: batch, groups: groups}
 	op.outH, op.outW = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
 	op.inShape = tensor.Shape{batch, cin, h, w}
-	op.wShape = tensor.Shape{cout, cin, k, k}
+	op.wShape = tensor.Shape{cout, cin / groups, k, k}
 	op.outShape = tensor.Shape{batch, cout, op.outH, op.outW}
 	op.desc = fmt.Sprintf("conv%d<%dx%d/%d pad %d, %dx%dx%dx%d -> %d>", kind, k, k, stride, pad, batch, cin, h, w, cout)
+	if groups != 1 {
+		op.desc = fmt.Sprintf("%s groups %d", op.desc, groups)
+	}
 	return op
 }
 
@@ -97,11 +104,14 @@ func (o opBasics) DiffWRT(n int) []bool {
 	return d
 }
 
-// conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout, Cin,
-// k, k], adding bias [Cout] when it is not nil.
-func (b *builder) conv2d(x, w, bias *G.Node, k, stride, pad int) *G.Node {
+// conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout,
+// Cin/groups, k, k], adding bias [Cout] when it is not nil.
+func (b *builder) conv2d(x, w, bias *G.Node, k, stride, pad, groups int) *G.Node {
 	s, ws := x.Shape(), w.Shape()
-	op := newConvOp(convForward, s[0], s[1], s[2], s[3], ws[0], k, stride, pad)
+	if groups < 1 || s[1]%groups != 0 || ws[0]%groups != 0 || ws[1]*groups != s[1] {
+		b.fail("convolution: %d groups do not divide %d input and %d output channels (weight %v)", groups, s[1], ws[0], ws)
+	}
+	op := newConvOp(convForward, s[0], s[1], s[2], s[3], ws[0], k, stride, pad, groups)
 	op.noInputGrad = x == b.data
 	if bias == nil {
 		return b.must(G.ApplyOp(op, x, w))
@@ -225,8 +235,10 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
 	workers := op.workers(rows * cols)
 	impl := cblas.Serial()
+	// A group's weight rows, im2col rows and output channels.
+	og, rg := op.cout/op.groups, rows/op.groups
 	switch op.kind {
-	case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i (+ bias)
+	case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i (+ bias), per group
 		if op.keepCols && len(op.cols) != op.batch*rows*cols {
 			op.cols = make([]float32, op.batch*rows*cols)
 		}
@@ -237,15 +249,19 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 			}
 			op.im2col(a[i*inSize:(i+1)*inSize], col)
 			y := res[i*outSize : (i+1)*outSize]
-			impl.Sgemm(blas.NoTrans, blas.NoTrans, op.cout, cols, rows, 1, bv, rows, col, cols, 0, y, cols)
+			for g := range op.groups {
+				impl.Sgemm(blas.NoTrans, blas.NoTrans, og, cols, rg, 1, bv[g*og*rg:], rg, col[g*rg*cols:], cols, 0, y[g*og*cols:], cols)
+			}
 			for c, bc := range bias {
 				vec.AddConst(y[c*cols:(c+1)*cols], bc)
 			}
 		})
 	case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
 		forImages(op.batch, workers, func(wk, i int) {
-			col := op.scratch[wk]
-			impl.Sgemm(blas.Trans, blas.NoTrans, rows, cols, op.cout, 1, bv, rows, a[i*outSize:(i+1)*outSize], cols, 0, col, cols)
+			col, dy := op.scratch[wk], a[i*outSize:(i+1)*outSize]
+			for g := range op.groups {
+				impl.Sgemm(blas.Trans, blas.NoTrans, rg, cols, og, 1, bv[g*og*rg:], rg, dy[g*og*cols:], cols, 0, col[g*rg*cols:], cols)
+			}
 			op.col2im(col, res[i*inSize:(i+1)*inSize])
 		})
 	case convGradWeights: // dw [Cout, rows] += dy_i x col_i^T
@@ -265,7 +281,10 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 				col = op.scratch[wk]
 				op.im2col(a[i*inSize:(i+1)*inSize], col)
 			}
-			impl.Sgemm(blas.NoTrans, blas.Trans, op.cout, rows, cols, 1, bv[i*outSize:(i+1)*outSize], cols, col, cols, 1, partial[wk], rows)
+			dy := bv[i*outSize : (i+1)*outSize]
+			for g := range op.groups {
+				impl.Sgemm(blas.NoTrans, blas.Trans, og, rg, cols, 1, dy[g*og*cols:], cols, col[g*rg*cols:], cols, 1, partial[wk][g*og*rg:], rg)
+			}
 		})
 		for _, p := range partial[1:] {
 			for j, v := range p {

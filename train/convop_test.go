@@ -32,7 +32,7 @@ func TestConvOpMatchesGorgonia(t *testing.T) {
 			var y *G.Node
 			if ours {
 				b := &builder{g: g}
-				y = b.conv2d(xn, wn, nil, c.k, c.stride, c.pad)
+				y = b.conv2d(xn, wn, nil, c.k, c.stride, c.pad, 1)
 			} else {
 				y = G.Must(G.Conv2d(xn, wn, tensor.Shape{c.k, c.k}, []int{c.pad, c.pad}, []int{c.stride, c.stride}, []int{1, 1}))
 			}
@@ -73,7 +73,7 @@ func TestCol2imIsIm2colsAdjoint(t *testing.T) {
 	for _, c := range []struct{ cin, h, w, k, stride, pad int }{
 		{2, 5, 7, 3, 1, 1}, {1, 6, 4, 5, 1, 2}, {3, 4, 4, 1, 1, 0}, {2, 7, 5, 3, 2, 1}, {2, 6, 6, 2, 2, 0}, {1, 3, 8, 3, 1, 0},
 	} {
-		op := newConvOp(convForward, 1, c.cin, c.h, c.w, 1, c.k, c.stride, c.pad)
+		op := newConvOp(convForward, 1, c.cin, c.h, c.w, 1, c.k, c.stride, c.pad, 1)
 		x := make([]float64, c.cin*c.h*c.w)
 		cv := make([]float64, c.cin*c.k*c.k*op.outH*op.outW)
 		for i := range x {
@@ -102,5 +102,93 @@ func TestCol2imIsIm2colsAdjoint(t *testing.T) {
 		if math.Abs(lhs-rhs) > 1e-4*(1+math.Abs(lhs)) {
 			t.Errorf("%+v: <im2col(x), c> = %v, <x, col2im(c)> = %v", c, lhs, rhs)
 		}
+	}
+}
+
+// naiveConv is the textbook grouped convolution of one batch, for tests.
+func naiveConv(x, w []float32, batch, cin, h, wd, cout, k, stride, pad, groups int) []float32 {
+	oh, ow := (h+2*pad-k)/stride+1, (wd+2*pad-k)/stride+1
+	cg, og := cin/groups, cout/groups
+	out := make([]float32, batch*cout*oh*ow)
+	for n := range batch {
+		for o := range cout {
+			g := o / og
+			for y := range oh {
+				for xx := range ow {
+					var s float64
+					for c := range cg {
+						for ki := range k {
+							for kj := range k {
+								iy, ix := y*stride-pad+ki, xx*stride-pad+kj
+								if iy < 0 || iy >= h || ix < 0 || ix >= wd {
+									continue
+								}
+								s += float64(x[((n*cin+g*cg+c)*h+iy)*wd+ix]) * float64(w[((o*cg+c)*k+ki)*k+kj])
+							}
+						}
+					}
+					out[((n*cout+o)*oh+y)*ow+xx] = float32(s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestGroupedConvMatchesDirect checks grouped and depthwise convolutions
+// (ResNeXt's 3x3, ConvNeXt's 7x7) against the textbook sum.
+func TestGroupedConvMatchesDirect(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, c := range []struct{ cin, h, w, cout, k, stride, pad, groups int }{
+		{4, 6, 6, 4, 3, 1, 1, 2}, {6, 7, 5, 6, 7, 1, 3, 6}, {4, 8, 8, 8, 3, 2, 1, 4}, {8, 5, 5, 4, 1, 1, 0, 2}, {3, 9, 9, 3, 7, 2, 3, 3},
+	} {
+		x := make([]float32, 2*c.cin*c.h*c.w)
+		w := make([]float32, c.cout*c.cin/c.groups*c.k*c.k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		g := G.NewGraph()
+		xn := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, c.cin, c.h, c.w), G.WithValue(tensor.New(tensor.WithShape(2, c.cin, c.h, c.w), tensor.WithBacking(x))))
+		wn := G.NewTensor(g, tensor.Float32, 4, G.WithShape(c.cout, c.cin/c.groups, c.k, c.k), G.WithValue(tensor.New(tensor.WithShape(c.cout, c.cin/c.groups, c.k, c.k), tensor.WithBacking(w))))
+		b := &builder{g: g}
+		var y *G.Node
+		if err := b.try(func() { y = b.conv2d(xn, wn, nil, c.k, c.stride, c.pad, c.groups) }); err != nil {
+			t.Fatal(err)
+		}
+		var v G.Value
+		G.Read(y, &v)
+		vm := G.NewTapeMachine(g)
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		got := v.Data().([]float32)
+		want := naiveConv(x, w, 2, c.cin, c.h, c.w, c.cout, c.k, c.stride, c.pad, c.groups)
+		vm.Close()
+		for i := range want {
+			if math.Abs(float64(got[i]-want[i])) > 1e-4 {
+				t.Fatalf("%+v: output %d = %v, direct %v", c, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestGroupedConvGradients(t *testing.T) {
+	for _, c := range []struct{ in, out, k, stride, pad, groups int }{{4, 4, 3, 1, 1, 2}, {4, 4, 3, 1, 1, 4}, {4, 8, 3, 2, 1, 4}} {
+		gradCase{shape: []int{2, c.in, 5, 5}, seed: 22, layer: func(b *builder, x *G.Node) *G.Node {
+			return b.groupConv(x, "c", c.in, c.out, c.k, c.stride, c.pad, c.groups, true)
+		}}.check(t)
+	}
+}
+
+func TestGroupedConvRefusesChannelsGroupsDoNotDivide(t *testing.T) {
+	g := G.NewGraph()
+	xn := G.NewTensor(g, tensor.Float32, 4, G.WithShape(1, 3, 4, 4), G.WithInit(G.Zeroes()))
+	b := &builder{g: g, declare: true, declared: map[string]*param{}, rng: rand.New(rand.NewPCG(1, 1))}
+	err := b.try(func() { b.groupConv(xn, "c", 3, 4, 3, 1, 1, 2, false) })
+	if err == nil {
+		t.Fatal("3 channels in 2 groups built")
 	}
 }

@@ -185,12 +185,19 @@ func (b *builder) linear(x *G.Node, name string, in, out int, bias bool) *G.Node
 
 // conv is a 2-D convolution of x [B, in, H, W] with a square kernel.
 func (b *builder) conv(x *G.Node, name string, in, out, k, stride, pad int, bias bool) *G.Node {
-	w := b.tensorOf(name+".weight", []int{out, in, k, k}, false, b.uniform(in*k*k))
+	return b.groupConv(x, name, in, out, k, stride, pad, 1, bias)
+}
+
+// groupConv is conv with the channels split into groups (PyTorch's
+// groups; groups = in = out is depthwise).
+func (b *builder) groupConv(x *G.Node, name string, in, out, k, stride, pad, groups int, bias bool) *G.Node {
+	fanIn := in / max(groups, 1) * k * k
+	w := b.tensorOf(name+".weight", []int{out, in / max(groups, 1), k, k}, false, b.uniform(fanIn))
 	var bv *G.Node
 	if bias {
-		bv = b.tensorOf(name+".bias", []int{out}, false, b.uniform(in*k*k))
+		bv = b.tensorOf(name+".bias", []int{out}, false, b.uniform(fanIn))
 	}
-	return b.conv2d(x, w, bv, k, stride, pad)
+	return b.conv2d(x, w, bv, k, stride, pad, groups)
 }
 
 // batchNorm is BatchNorm2d over x [B, C, H, W]: batch statistics in

@@ -26,6 +26,10 @@ const (
 	F32 DType = "F32"
 	F64 DType = "F64"
 	I32 DType = "I32"
+	// F16 is IEEE half precision; BF16 bfloat16 (float32's top 16 bits).
+	// Both are converted to float32 on load.
+	F16  DType = "F16"
+	BF16 DType = "BF16"
 )
 
 // Size returns the element size in bytes.
@@ -33,6 +37,8 @@ func (d DType) Size() int {
 	switch d {
 	case U8:
 		return 1
+	case F16, BF16:
+		return 2
 	case I32, F32:
 		return 4
 	case I64, F64:
@@ -76,7 +82,8 @@ func I64Tensor(name string, shape []int, v []int64) Tensor {
 	return Tensor{Name: name, DType: I64, Shape: shape, Data: b}
 }
 
-// Float32s decodes a F32 tensor (or converts U8/F64/I64) to float32.
+// Float32s decodes a F32 tensor (or converts F16/BF16/U8/F64/I64/I32) to
+// float32.
 func (t *Tensor) Float32s() []float32 {
 	n := t.NumElements()
 	out := make([]float32, n)
@@ -88,6 +95,14 @@ func (t *Tensor) Float32s() []float32 {
 	case F64:
 		for i := range out {
 			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:])))
+		}
+	case F16:
+		for i := range out {
+			out[i] = HalfToFloat32(binary.LittleEndian.Uint16(t.Data[2*i:]))
+		}
+	case BF16:
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(t.Data[2*i:])) << 16)
 		}
 	case U8:
 		for i := range out {
@@ -103,6 +118,27 @@ func (t *Tensor) Float32s() []float32 {
 		}
 	}
 	return out
+}
+
+// HalfToFloat32 converts an IEEE 754 half-precision value (exactly: every
+// half, subnormals, infinities and NaN included, is a float32).
+func HalfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // infinity or NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: frac x 2^-24
+		v := float32(frac) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 // Int64s decodes an I64 tensor.

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -81,4 +82,44 @@ func FuzzParse(f *testing.F) {
 			_ = tensor.Float32s()
 		}
 	})
+}
+
+func TestHalfPrecisionLoadsAsFloat32(t *testing.T) {
+	tests := []struct {
+		dtype DType
+		bits  uint16
+		want  float32
+	}{
+		{F16, 0x3c00, 1},
+		{F16, 0xc000, -2},
+		{F16, 0x7bff, 65504},
+		{F16, 0x3555, 0.333251953125},
+		{F16, 0x0001, 1.0 / (1 << 24)},      // smallest subnormal
+		{F16, 0x83ff, -1023.0 / (1 << 24)},  // largest negative subnormal
+		{F16, 0x0400, 1.0 / (1 << 14)},      // smallest normal
+		{F16, 0x7c00, float32(math.Inf(1))}, // infinity
+		{F16, 0x8000, float32(math.Copysign(0, -1))},
+		{BF16, 0x3f80, 1},
+		{BF16, 0xc0a0, -5},
+		{BF16, 0x4049, 3.140625},
+	}
+	for _, tc := range tests {
+		tensor := Tensor{Name: "h", DType: tc.dtype, Shape: []int{1}, Data: []byte{byte(tc.bits), byte(tc.bits >> 8)}}
+		var buf bytes.Buffer
+		if err := Write(&buf, []Tensor{tensor}, nil); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(buf.Bytes(), "h.safetensors")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := f.Tensors["h"].Float32s()[0]
+		if math.Float32bits(got) != math.Float32bits(tc.want) {
+			t.Errorf("%s %#04x = %g, want %g", tc.dtype, tc.bits, got, tc.want)
+		}
+	}
+	nan := HalfToFloat32(0x7e00)
+	if !math.IsNaN(float64(nan)) {
+		t.Errorf("F16 0x7e00 = %g, want NaN", nan)
+	}
 }
