@@ -381,6 +381,10 @@ func (op *convOp) im2col(img, col []float32) {
 		op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
 			dy, dx, s := op.tapShift(ki, kj)
 			lo, hi := max(0, -s), min(len(row), len(row)-s)
+			if lo >= hi { // a tap past the whole image (a kernel wider than it)
+				clear(row)
+				return
+			}
 			clear(row[:lo])
 			copy(row[lo:hi], plane[lo+s:hi+s])
 			clear(row[hi:])
@@ -433,7 +437,9 @@ func (op *convOp) col2im(col, img []float32) {
 			dy, dx, s := op.tapShift(ki, kj)
 			op.zeroPadding(row, dy, dx)
 			lo, hi := max(0, -s), min(len(row), len(row)-s)
-			vec.Add(plane[lo+s:hi+s], row[lo:hi])
+			if lo < hi {
+				vec.Add(plane[lo+s:hi+s], row[lo:hi])
+			}
 		})
 		return
 	}

@@ -71,7 +71,7 @@ func TestConvOpGradients(t *testing.T) {
 func TestCol2imIsIm2colsAdjoint(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	for _, c := range []struct{ cin, h, w, k, stride, pad int }{
-		{2, 5, 7, 3, 1, 1}, {1, 6, 4, 5, 1, 2}, {3, 4, 4, 1, 1, 0}, {2, 7, 5, 3, 2, 1}, {2, 6, 6, 2, 2, 0}, {1, 3, 8, 3, 1, 0},
+		{2, 5, 7, 3, 1, 1}, {1, 6, 4, 5, 1, 2}, {2, 2, 3, 7, 1, 3}, {1, 1, 1, 7, 1, 3}, {3, 4, 4, 1, 1, 0}, {2, 7, 5, 3, 2, 1}, {2, 6, 6, 2, 2, 0}, {1, 3, 8, 3, 1, 0},
 	} {
 		op := newConvOp(convForward, 1, c.cin, c.h, c.w, 1, c.k, c.stride, c.pad, 1)
 		x := make([]float64, c.cin*c.h*c.w)
@@ -140,7 +140,7 @@ func naiveConv(x, w []float32, batch, cin, h, wd, cout, k, stride, pad, groups i
 func TestGroupedConvMatchesDirect(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	for _, c := range []struct{ cin, h, w, cout, k, stride, pad, groups int }{
-		{4, 6, 6, 4, 3, 1, 1, 2}, {6, 7, 5, 6, 7, 1, 3, 6}, {4, 8, 8, 8, 3, 2, 1, 4}, {8, 5, 5, 4, 1, 1, 0, 2}, {3, 9, 9, 3, 7, 2, 3, 3},
+		{4, 6, 6, 4, 3, 1, 1, 2}, {6, 7, 5, 6, 7, 1, 3, 6}, {2, 2, 3, 2, 7, 1, 3, 2}, {2, 1, 1, 2, 7, 1, 3, 2}, {4, 8, 8, 8, 3, 2, 1, 4}, {8, 5, 5, 4, 1, 1, 0, 2}, {3, 9, 9, 3, 7, 2, 3, 3},
 	} {
 		x := make([]float32, 2*c.cin*c.h*c.w)
 		w := make([]float32, c.cout*c.cin/c.groups*c.k*c.k)
@@ -190,5 +190,67 @@ func TestGroupedConvRefusesChannelsGroupsDoNotDivide(t *testing.T) {
 	err := b.try(func() { b.groupConv(xn, "c", 3, 4, 3, 1, 1, 2, false) })
 	if err == nil {
 		t.Fatal("3 channels in 2 groups built")
+	}
+}
+
+func TestMaxPoolGradients(t *testing.T) {
+	for _, c := range []struct{ k, stride, pad int }{{3, 2, 1}, {2, 2, 0}, {3, 1, 1}} {
+		gradCase{shape: []int{2, 2, 7, 6}, seed: 23, layer: func(b *builder, x *G.Node) *G.Node {
+			// Pooling x itself: perturbing a weight before the pool
+			// would move every argmax at once.
+			return b.maxPool(x, c.k, c.stride, c.pad)
+		}}.check(t)
+	}
+}
+
+func TestGELUGradients(t *testing.T) {
+	for _, act := range Activations {
+		gradCase{shape: []int{3, 5}, seed: 24, layer: func(b *builder, x *G.Node) *G.Node {
+			return b.activation(b.linear(x, "l", 5, 4, true), act)
+		}}.check(t)
+	}
+}
+
+func TestExactGELU(t *testing.T) {
+	g := G.NewGraph()
+	in := []float32{-3, -1, -0.5, 0, 0.5, 1, 3}
+	x := G.NewTensor(g, tensor.Float32, 1, G.WithShape(len(in)), G.WithValue(tensor.New(tensor.WithShape(len(in)), tensor.WithBacking(in))))
+	b := &builder{g: g}
+	y := b.activation(x, GELUErf)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	// torch.nn.functional.gelu(torch.tensor([-3, -1, -0.5, 0, 0.5, 1, 3.]))
+	want := []float32{-0.0040496, -0.15865526, -0.15426877, 0, 0.34573123, 0.8413447, 2.9959502}
+	for i, v := range y.Value().Data().([]float32) {
+		if math.Abs(float64(v-want[i])) > 1e-6 {
+			t.Errorf("gelu(%v) = %v, want %v", in[i], v, want[i])
+		}
+	}
+}
+
+// TestPretrainedFamilyGradients checks the layers the pretrained families
+// add (channel LayerNorm, GRN, a ConvNeXt block, layer scale) are
+// trainable: analytic gradients match finite differences.
+func TestPretrainedFamilyGradients(t *testing.T) {
+	cases := map[string]gradCase{
+		"channel norm": {shape: []int{2, 3, 3, 2}, seed: 31, layer: func(b *builder, x *G.Node) *G.Node {
+			return b.channelNorm(x, "n", 3, 1e-6)
+		}},
+		"grn": {shape: []int{8, 3}, seed: 32, layer: func(b *builder, x *G.Node) *G.Node {
+			y := b.grn(x, "g", 2, 4, 3)
+			return y
+		}},
+		"convnext v2 block": {shape: []int{2, 3, 3, 3}, seed: 33, eps: 1e-3, layer: func(b *builder, x *G.Node) *G.Node {
+			return EncoderSpec{Version: 2}.convnextBlock(b, x, "blk", 3)
+		}},
+		"convnext v1 block": {shape: []int{2, 3, 3, 3}, seed: 34, layer: func(b *builder, x *G.Node) *G.Node {
+			return EncoderSpec{}.convnextBlock(b, x, "blk", 3)
+		}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) { c.check(t) })
 	}
 }

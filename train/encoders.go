@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -12,7 +13,7 @@ import (
 // PyTorch conventions under the prefix "encoder." (SPEC.md lists them), so
 // a state_dict exported to safetensors loads as is.
 type EncoderSpec struct {
-	// Arch is "mlp", "convnet", "resnet" or "vit".
+	// Arch is "mlp", "convnet", "resnet", "convnext" or "vit".
 	Arch string `json:"arch"`
 	// Channels are the convnet's conv widths (each 3x3, ReLU, 2x2 max
 	// pool) or the resnet's stage widths; Hidden the dense layers after
@@ -27,6 +28,34 @@ type EncoderSpec struct {
 	Depth    int `json:"depth,omitempty"`
 	Heads    int `json:"heads,omitempty"`
 	MLPRatio int `json:"mlp_ratio,omitempty"`
+	// ResNet: Stem is "cifar" (3x3 conv, the default) or "imagenet"
+	// (torchvision's 7x7 stride-2 conv, BN, ReLU and 3x3 stride-2 max
+	// pool); Block "basic" (default) or "bottleneck" (1x1, 3x3, 1x1 with
+	// expansion 4); Groups and WidthPerGroup the bottleneck's grouped 3x3
+	// (ResNeXt: 32 and 4; 1 and 64 by default).
+	Stem          string `json:"stem,omitempty"`
+	Block         string `json:"block,omitempty"`
+	Groups        int    `json:"groups,omitempty"`
+	WidthPerGroup int    `json:"width_per_group,omitempty"`
+	// ConvNeXt (Channels the stage widths, Blocks the depths): Version 2
+	// adds GRN and drops layer scale.
+	Version int `json:"version,omitempty"`
+	// ViT: Act the MLP's activation ("gelu", exact, by default;
+	// "gelu_tanh"; "quick_gelu"); LNEps the LayerNorm epsilon (1e-6 by
+	// default; CLIP uses 1e-5); NormPre a LayerNorm before the blocks
+	// (CLIP); NoPatchBias drops the patch projection's bias (CLIP);
+	// LayerScale per-channel residual scales (DeiT3); NoEmbedClass: the
+	// position embedding covers the patches only (DeiT3, FlexiViT);
+	// NoClassToken: no class token (pooling must be "avg"); Pool "token"
+	// (default) or "avg" (mean of the patch tokens, then fc_norm).
+	Act          string  `json:"act,omitempty"`
+	LNEps        float64 `json:"ln_eps,omitempty"`
+	NormPre      bool    `json:"norm_pre,omitempty"`
+	NoPatchBias  bool    `json:"no_patch_bias,omitempty"`
+	LayerScale   bool    `json:"layer_scale,omitempty"`
+	NoEmbedClass bool    `json:"no_embed_class,omitempty"`
+	NoClassToken bool    `json:"no_class_token,omitempty"`
+	Pool         string  `json:"pool,omitempty"`
 	// Head sizes the adapter where it has sizes (the video head's
 	// temporal transformer).
 	Head HeadSpec `json:"head,omitempty"`
@@ -37,7 +66,7 @@ type EncoderSpec struct {
 }
 
 // Archs lists the built-in encoder architectures.
-var Archs = []string{"mlp", "convnet", "resnet", "vit"}
+var Archs = []string{"mlp", "convnet", "resnet", "convnext", "vit"}
 
 // stem adapts x (examples of shape) to the encoder's InputShape when they
 // differ: images through a ViT-style patchify and linear projection
@@ -107,21 +136,19 @@ func (e EncoderSpec) Check(shape []int) error {
 		if !img {
 			return fmt.Errorf("resnet needs image examples [C, H, W], not %v", shape)
 		}
-		if len(e.Channels) == 0 || len(e.Blocks) != len(e.Channels) {
-			return fmt.Errorf("resnet needs channels (stage widths) and blocks (blocks per stage) of the same length, got %v and %v", e.Channels, e.Blocks)
+		return e.checkResNet()
+	case "convnext":
+		if !img {
+			return fmt.Errorf("convnext needs image examples [C, H, W], not %v", shape)
 		}
+		return e.checkConvNeXt(shape)
 	case "vit":
 		if !img {
 			return fmt.Errorf("vit needs image examples [C, H, W], not %v", shape)
 		}
-		if e.Patch <= 0 || shape[1]%e.Patch != 0 || shape[2]%e.Patch != 0 {
-			return fmt.Errorf("vit: patch %d must divide the image size %dx%d", e.Patch, shape[1], shape[2])
-		}
-		if e.Dim <= 0 || e.Depth <= 0 || e.Heads <= 0 || e.Dim%e.Heads != 0 {
-			return fmt.Errorf("vit: dim (%d) must be a positive multiple of heads (%d), and depth (%d) positive", e.Dim, e.Heads, e.Depth)
-		}
+		return e.checkViT(shape)
 	default:
-		return fmt.Errorf("encoder arch %q is not built in (mlp, convnet, resnet, vit)", e.Arch)
+		return fmt.Errorf("encoder arch %q is not built in (%s)", e.Arch, strings.Join(Archs, ", "))
 	}
 	return nil
 }
@@ -148,13 +175,12 @@ func (e EncoderSpec) forward(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 		feat, f = flatten(cur)
 	case "resnet":
 		cur, c := e.resnetTrunk(b, x, shape[0])
-		s := cur.Shape()
-		feat = b.must(G.HadamardProd(b.sum(cur, 2, 3), b.scalar(float32(1)/float32(s[2]*s[3]))))
-		f = c
+		feat, f = b.globalAvgPool(cur), c
+	case "convnext":
+		cur, c := e.convnextTrunk(b, x, shape[0])
+		feat, f = b.layerNormEps(b.globalAvgPool(cur), "encoder.head.norm", c, 1e-6), c
 	case "vit":
-		tokens, t := e.vitTokens(b, x, shape)
-		// The class token is row 0 of each example's tokens.
-		feat, f = b.firstToken(tokens, batch, t), e.Dim
+		feat, f = e.vitFeatures(b, x, shape), e.Dim
 	}
 	// The dense layers after the trunk (the MLP's whole body).
 	for i, out := range e.Hidden {
@@ -175,15 +201,17 @@ func (e EncoderSpec) spatial(b *builder, x *G.Node, shape []int) (*G.Node, int) 
 		return e.convTrunk(b, x, shape[0])
 	case "resnet":
 		return e.resnetTrunk(b, x, shape[0])
+	case "convnext":
+		return e.convnextTrunk(b, x, shape[0])
 	case "vit":
 		tokens, t := e.vitTokens(b, x, shape)
 		gh, gw := shape[1]/e.Patch, shape[2]/e.Patch
 		seq := b.must(G.Reshape(tokens, tensor.Shape{batch, t, e.Dim}))
-		patches := b.must(G.Slice(seq, nil, G.S(1, t))) // drop the class token
+		patches := b.must(G.Slice(seq, nil, G.S(e.prefixTokens(), t))) // drop the class token
 		grid := b.must(G.Transpose(patches, 0, 2, 1))
 		return b.must(G.Reshape(grid, tensor.Shape{batch, e.Dim, gh, gw})), e.Dim
 	}
-	b.fail("a %s encoder has no spatial features; dense heads need convnet, resnet or vit", e.Arch)
+	b.fail("a %s encoder has no spatial features; dense heads need convnet, resnet, convnext or vit", e.Arch)
 	return nil, 0
 }
 
@@ -198,63 +226,4 @@ func (e EncoderSpec) convTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 		in = out
 	}
 	return cur, in
-}
-
-// resnetTrunk is a CIFAR-style ResNet with basic blocks (torchvision
-// names): conv1 3x3 + bn1 + ReLU, then stages layer1..layerN of basic
-// blocks (the first block of every stage after the first strides by 2,
-// with a 1x1 conv + BN downsample when the shape changes). forward pools
-// it globally.
-func (e EncoderSpec) resnetTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
-	c := e.Channels[0]
-	cur := b.relu(b.batchNorm(b.conv(x, "encoder.conv1", in, c, 3, 1, 1, false), "encoder.bn1", c))
-	for s, width := range e.Channels {
-		for j := 0; j < e.Blocks[s]; j++ {
-			stride := 1
-			if s > 0 && j == 0 {
-				stride = 2
-			}
-			p := fmt.Sprintf("encoder.layer%d.%d", s+1, j)
-			out := b.relu(b.batchNorm(b.conv(cur, p+".conv1", c, width, 3, stride, 1, false), p+".bn1", width))
-			out = b.batchNorm(b.conv(out, p+".conv2", width, width, 3, 1, 1, false), p+".bn2", width)
-			short := cur
-			if stride != 1 || c != width {
-				short = b.batchNorm(b.conv(cur, p+".downsample.0", c, width, 1, stride, 0, false), p+".downsample.1", width)
-			}
-			cur = b.relu(b.must(G.Add(out, short)))
-			c = width
-		}
-	}
-	return cur, c
-}
-
-// vitTokens is a Vision Transformer with timm's names up to its final
-// norm: patch_embed.proj (a patch x patch conv with stride patch),
-// cls_token, pos_embed, pre-norm blocks (norm1, attn.qkv, attn.proj, norm2,
-// mlp.fc1, mlp.fc2 with GELU) and norm. It returns the tokens [B*T, D]
-// (each example's class token first, then its patches row by row) and T.
-func (e EncoderSpec) vitTokens(b *builder, x *G.Node, shape []int) (*G.Node, int) {
-	batch, d := x.Shape()[0], e.Dim
-	ratio := e.MLPRatio
-	if ratio <= 0 {
-		ratio = 4
-	}
-	patches := (shape[1] / e.Patch) * (shape[2] / e.Patch)
-	tokens := patches + 1
-	emb := b.conv(x, "encoder.patch_embed.proj", shape[0], d, e.Patch, e.Patch, 0, true)
-	emb = b.must(G.Transpose(b.must(G.Reshape(emb, tensor.Shape{batch, d, patches})), 0, 2, 1)) // [B, N, D]
-	cls := b.tensorOf("encoder.cls_token", []int{1, 1, d}, false, b.truncNormal(0.02))
-	ones := b.constant([]int{batch, 1, 1}, filled(1)(batch))
-	clsB := b.must(G.BroadcastHadamardProd(ones, cls, []byte{2}, []byte{0}))
-	seq := b.must(G.Concat(1, clsB, emb))
-	pos := b.tensorOf("encoder.pos_embed", []int{1, tokens, d}, false, b.truncNormal(0.02))
-	seq = b.must(G.BroadcastAdd(seq, pos, nil, []byte{0}))
-	cur := b.must(G.Reshape(seq, tensor.Shape{batch * tokens, d}))
-	for i := 0; i < e.Depth; i++ {
-		p := fmt.Sprintf("encoder.blocks.%d", i)
-		cur = b.must(G.Add(cur, b.attention(b.layerNorm(cur, p+".norm1", d), p+".attn", batch, tokens, d, e.Heads)))
-		h := b.gelu(b.linear(b.layerNorm(cur, p+".norm2", d), p+".mlp.fc1", d, d*ratio, true))
-		cur = b.must(G.Add(cur, b.linear(h, p+".mlp.fc2", d*ratio, d, true)))
-	}
-	return b.layerNorm(cur, "encoder.norm", d), tokens
 }

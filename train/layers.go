@@ -235,7 +235,11 @@ func (b *builder) batchNorm(x *G.Node, name string, c int) *G.Node {
 // layerNorm normalises x [M, D] over its last axis (eps 1e-6, as timm's
 // ViTs use).
 func (b *builder) layerNorm(x *G.Node, name string, d int) *G.Node {
-	const eps = 1e-6
+	return b.layerNormEps(x, name, d, 1e-6)
+}
+
+// layerNormEps is layerNorm with the given epsilon.
+func (b *builder) layerNormEps(x *G.Node, name string, d int, eps float64) *G.Node {
 	gamma := b.tensorOf(name+".weight", []int{d}, false, filled(1))
 	beta := b.tensorOf(name+".bias", []int{d}, false, filled(0))
 	m := x.Shape()[0]
@@ -243,7 +247,7 @@ func (b *builder) layerNorm(x *G.Node, name string, d int) *G.Node {
 	mean := col(b.must(G.Mean(x, 1)))
 	centred := b.must(G.BroadcastSub(x, mean, nil, []byte{1}))
 	variance := col(b.must(G.Mean(b.must(G.Square(centred)), 1)))
-	std := b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(eps)))))
+	std := b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(float32(eps))))))
 	y := b.must(G.BroadcastHadamardDiv(centred, std, nil, []byte{1}))
 	y = b.must(G.BroadcastHadamardProd(y, gamma, nil, []byte{0}))
 	return b.must(G.BroadcastAdd(y, beta, nil, []byte{0}))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
@@ -15,9 +16,15 @@ import (
 // testdata/parity/make_parity.py) and checks the gorgonia forward pass
 // matches within 1e-4.
 func TestPyTorchParity(t *testing.T) {
-	for _, arch := range Archs {
-		t.Run(arch, func(t *testing.T) {
-			f, err := safetensors.ReadFile(filepath.Join("testdata", "parity", arch+".safetensors"))
+	files, err := filepath.Glob(filepath.Join("testdata", "parity", "*.safetensors"))
+	if err != nil || len(files) < len(Archs) {
+		t.Fatalf("parity fixtures %v (%v): want at least one per arch", files, err)
+	}
+	seen := map[string]bool{}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".safetensors")
+		t.Run(name, func(t *testing.T) {
+			f, err := safetensors.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -25,6 +32,7 @@ func TestPyTorchParity(t *testing.T) {
 			if err := json.Unmarshal([]byte(f.Metadata["spec"]), &enc); err != nil {
 				t.Fatal(err)
 			}
+			seen[enc.Arch] = true
 			classes, _ := strconv.Atoi(f.Metadata["classes"])
 			in, want := f.Tensors["parity.input"], f.Tensors["parity.logits"]
 			shape := in.Shape[1:]
@@ -52,6 +60,11 @@ func TestPyTorchParity(t *testing.T) {
 			}
 			t.Logf("max abs difference %.2g", worst)
 		})
+	}
+	for _, arch := range Archs {
+		if !seen[arch] {
+			t.Errorf("no parity fixture for %s", arch)
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ type Kind struct{}
 func (Kind) Name() string { return "features" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "3" }
+func (Kind) Version() string { return "4" } // 4: the ViT's GELU is exact by default
 
 // IsolatedProcess: the encoder runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
