@@ -31,13 +31,13 @@ const (
 // input and for the weights) are ops of their own.
 type convOp struct {
 	opBasics
-	kind              convKind
-	k, stride, pad    int
-	cin, cout, h, w   int // input channels and size; output channels
+	kind            convKind
+	k, stride, pad  int
+	cin, cout, h, w int // input channels and size; output channels
 	// groups splits the channels as PyTorch's groups: output channel
 	// block g sees only input channel block g (groups = cin = cout is a
 	// depthwise convolution). The weight is [cout, cin/groups, k, k].
-	groups int
+	groups            int
 	outH, outW, batch int
 	inShape, wShape   tensor.Shape
 	outShape          tensor.Shape
