@@ -254,3 +254,23 @@ func TestPretrainedFamilyGradients(t *testing.T) {
 		t.Run(name, func(t *testing.T) { c.check(t) })
 	}
 }
+
+// TestBatchedProductGradients checks bmm in its four transpositions and
+// the attention that uses it with the head split and merge.
+func TestBatchedProductGradients(t *testing.T) {
+	for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+		gradCase{shape: []int{2, 3, 4}, seed: 41, layer: func(b *builder, x *G.Node) *G.Node {
+			y := b.tensorOf("y", []int{2, 4, 3}, false, b.uniform(3))
+			if tr[0] {
+				x = b.must(G.Reshape(x, tensor.Shape{2, 4, 3}))
+			}
+			if tr[1] {
+				y = b.must(G.Reshape(y, tensor.Shape{2, 3, 4}))
+			}
+			return b.bmm(x, y, tr[0], tr[1])
+		}}.check(t)
+	}
+	gradCase{shape: []int{6, 8}, seed: 42, layer: func(b *builder, x *G.Node) *G.Node {
+		return b.attention(x, "att", 2, 3, 8, 2)
+	}}.check(t)
+}

@@ -56,6 +56,9 @@ type EncoderSpec struct {
 	NoEmbedClass bool    `json:"no_embed_class,omitempty"`
 	NoClassToken bool    `json:"no_class_token,omitempty"`
 	Pool         string  `json:"pool,omitempty"`
+	// WeightsFormat names the weights file's naming convention: "timm",
+	// "torchvision" or "gatepipe"; "" detects it from the names.
+	WeightsFormat string `json:"weights_format,omitempty"`
 	// Head sizes the adapter where it has sizes (the video head's
 	// temporal transformer).
 	Head HeadSpec `json:"head,omitempty"`

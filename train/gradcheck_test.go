@@ -41,13 +41,6 @@ func (c gradCase) declare(t *testing.T) []*param {
 	return ps
 }
 
-func prod(s []int) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
-}
 
 // build adds x, the layer and the weighted-sum loss to b's graph; when
 // out is non-nil it also differentiates and runs, filling it.

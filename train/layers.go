@@ -280,20 +280,12 @@ func (b *builder) attention(x *G.Node, name string, batch, tokens, dim, heads in
 	dh := dim / heads
 	w := b.tensorOf(name+".qkv.weight", []int{3 * dim, dim}, false, b.uniform(dim))
 	bias := b.tensorOf(name+".qkv.bias", []int{3 * dim}, false, b.uniform(dim))
-	split := func(i int) *G.Node {
-		wi := b.must(G.Slice(w, G.S(i*dim, (i+1)*dim)))
-		bi := b.must(G.Slice(bias, G.S(i*dim, (i+1)*dim)))
-		y := b.must(G.BroadcastAdd(b.must(G.Mul(x, b.must(G.Transpose(wi)))), bi, nil, []byte{0}))
-		y = b.must(G.Reshape(y, tensor.Shape{batch, tokens, heads, dh}))
-		y = b.must(G.Transpose(y, 0, 2, 1, 3))
-		return b.must(G.Reshape(y, tensor.Shape{batch * heads, tokens, dh}))
-	}
-	q, k, v := split(0), split(1), split(2)
-	scores := b.must(G.HadamardProd(b.must(G.BatchedMatMul(q, k, false, true)), b.scalar(float32(1/math.Sqrt(float64(dh))))))
-	o := b.must(G.BatchedMatMul(b.softmaxLast(scores), v))
-	o = b.must(G.Reshape(o, tensor.Shape{batch, heads, tokens, dh}))
-	o = b.must(G.Transpose(o, 0, 2, 1, 3))
-	o = b.must(G.Reshape(o, tensor.Shape{batch * tokens, dim}))
+	qkv := b.linearNode(x, w, bias) // [B*T, 3D]
+	q := b.splitHeads(qkv, 0, 3, batch, tokens, heads, dim)
+	k := b.splitHeads(qkv, 1, 3, batch, tokens, heads, dim)
+	v := b.splitHeads(qkv, 2, 3, batch, tokens, heads, dim)
+	scores := b.must(G.HadamardProd(b.bmm(q, k, false, true), b.scalar(float32(1/math.Sqrt(float64(dh))))))
+	o := b.mergeHeads(b.bmm(b.softmaxLast(scores), v, false, false), batch, tokens, heads, dim)
 	return b.linear(o, name+".proj", dim, dim, true)
 }
 

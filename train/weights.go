@@ -15,13 +15,21 @@ import (
 // Weights are named parameter values, as in a PyTorch state_dict.
 type Weights map[string][]float32
 
-// MatchWeights takes from f the tensors of a model's parameters. Every
-// encoder tensor must be there with the right shape; head tensors are used
-// when their shapes fit (a new task's head starts from its initialisation
-// otherwise). Other tensors (num_batches_tracked, a different head) are
-// returned as ignored.
+// MatchWeights takes from f the tensors of a model's parameters, named as
+// gatepipe, timm or torchvision name them (enc.WeightsFormat, or detected
+// from the names). Every encoder tensor must be there with the right
+// shape; F16, BF16 and F64 tensors are converted to float32; a ViT's
+// position embedding made for another image size is resampled (bicubic,
+// as timm does). Head tensors are used when their shapes fit (a new task's
+// head starts from its initialisation otherwise). Other tensors
+// (num_batches_tracked, a different head) are returned as ignored, under
+// their names in the file.
 func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safetensors.File) (w Weights, ignored []string, err error) {
 	ps, err := newParams(enc, task, shape, classes, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := pickFormat(enc, ps, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -29,21 +37,23 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 	used := map[string]bool{}
 	var missing, wrong []string
 	for _, p := range ps {
-		t, ok := f.Tensors[p.name]
+		t, ok := r.tensors[p.name]
 		// The head and the stem belong to the adapter: used when they fit.
 		head := strings.HasPrefix(p.name, "head.") || strings.HasPrefix(p.name, "stem.")
+		if !ok {
+			if !head {
+				missing = append(missing, p.name)
+			}
+			continue
+		}
+		v, problem := fitTensor(enc, p, t, shape)
 		switch {
-		case !ok && head:
-		case !ok:
-			missing = append(missing, p.name)
-		case !slices.Equal(t.Shape, p.shape) && head:
-		case !slices.Equal(t.Shape, p.shape):
-			wrong = append(wrong, fmt.Sprintf("%s is %v, the encoder needs %v", p.name, t.Shape, p.shape))
-		case t.DType != safetensors.F32:
-			wrong = append(wrong, fmt.Sprintf("%s is %s, want F32", p.name, t.DType))
+		case problem != "" && head:
+		case problem != "":
+			wrong = append(wrong, fmt.Sprintf("%s is %s", describe(r, p.name), problem))
 		default:
-			w[p.name] = t.Float32s()
-			used[p.name] = true
+			w[p.name] = v
+			used[r.from[p.name]] = true
 		}
 	}
 	if len(missing) > 0 || len(wrong) > 0 {
@@ -54,7 +64,17 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 		if len(wrong) > 0 {
 			parts = append(parts, strings.Join(first(wrong, 8), "; "))
 		}
-		return nil, nil, fmt.Errorf("weights do not fit the %s encoder: %s (SPEC.md lists the tensor names)", enc.Arch, strings.Join(parts, "; "))
+		var unexpected []string
+		for name := range f.Tensors {
+			if !used[name] && !strings.HasSuffix(name, "num_batches_tracked") {
+				unexpected = append(unexpected, name)
+			}
+		}
+		if len(unexpected) > 0 && len(missing) > 0 {
+			sort.Strings(unexpected)
+			parts = append(parts, fmt.Sprintf("unused in the file: %s", strings.Join(first(unexpected, 8), ", ")))
+		}
+		return nil, nil, fmt.Errorf("weights (read as %s names) do not fit the %s encoder: %s (SPEC.md lists the tensor names)", r.format, enc.Arch, strings.Join(parts, "; "))
 	}
 	for name := range f.Tensors {
 		if !used[name] {
@@ -63,6 +83,46 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 	}
 	sort.Strings(ignored)
 	return w, ignored, nil
+}
+
+// describe names a tensor as gatepipe and, when it differs, as the file
+// does.
+func describe(r renamed, name string) string {
+	if from := r.from[name]; from != name {
+		return fmt.Sprintf("%s (%s in the file)", name, from)
+	}
+	return name
+}
+
+// fitTensor returns t's values for parameter p, or what is wrong with it.
+// A tensor with p's elements and only unit axes besides (torchvision's
+// ConvNeXt layer scale, [C, 1, 1]) fits; a ViT position embedding for
+// another grid is resampled.
+func fitTensor(enc EncoderSpec, p *param, t *safetensors.Tensor, shape []int) ([]float32, string) {
+	switch t.DType {
+	case safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64:
+	default:
+		return nil, fmt.Sprintf("%s, want a float type (F32, F16, BF16)", t.DType)
+	}
+	if slices.Equal(t.Shape, p.shape) || (t.NumElements() == prod(p.shape) && squeezed(t.Shape, p.shape)) {
+		return t.Float32s(), ""
+	}
+	if p.name == "encoder.pos_embed" && len(t.Shape) == 3 && t.Shape[0] == 1 && t.Shape[2] == p.shape[2] {
+		v, err := enc.resamplePosEmbed(t.Float32s(), t.Shape[1], shape)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return v, ""
+	}
+	return nil, fmt.Sprintf("%v, the encoder needs %v", t.Shape, p.shape)
+}
+
+// squeezed reports whether a and b are the same shape but for axes of 1.
+func squeezed(a, b []int) bool {
+	drop := func(s []int) []int {
+		return slices.DeleteFunc(slices.Clone(s), func(d int) bool { return d == 1 })
+	}
+	return slices.Equal(drop(a), drop(b))
 }
 
 func first(s []string, n int) []string {
