@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/imageops"
 	"slices"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
@@ -85,5 +86,42 @@ func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, 
 	if got := len(d.Y) + len(d.T); got != want || n == 0 {
 		return nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
 	}
+	return d, outputs, nil
+}
+
+// LoadSplitFor reads one split for an encoder with an evaluation transform
+// (nil for none): the pixels are scaled to [0, 1] as stored (the
+// dataset's own normalisation is not applied) and every image goes
+// through the transform.
+func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
+	if p == nil {
+		return LoadSplit(store, split, meta, task)
+	}
+	if len(meta.Shape) != 3 {
+		return nil, 0, fmt.Errorf("the encoder's preprocess resizes images [C, H, W]; this dataset's examples are %v", meta.Shape)
+	}
+	raw := *meta
+	channels, _ := examplestore.ChannelLayout(meta.Shape)
+	raw.Normalize.Mean, raw.Normalize.Std = make([]float64, channels), make([]float64, channels)
+	for i := range raw.Normalize.Std {
+		raw.Normalize.Std[i] = 1
+	}
+	d, outputs, err := LoadSplit(store, split, &raw, task)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, h, w := meta.Shape[0], meta.Shape[1], meta.Shape[2]
+	size := c * h * w
+	n := d.Len()
+	shape := p.OutShape(c)
+	out := make([]float32, 0, n*shape[0]*shape[1]*shape[2])
+	for i := range n {
+		img, err := p.Apply(d.X[i*size:(i+1)*size], c, h, w)
+		if err != nil {
+			return nil, 0, fmt.Errorf("split %s: %w", split, err)
+		}
+		out = append(out, img...)
+	}
+	d.X, d.Shape = out, shape
 	return d, outputs, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/train"
@@ -51,9 +52,10 @@ func (Kind) OutputType() cty.Type {
 
 // Node is a decoded features block.
 type Node struct {
-	enc     train.EncoderSpec
-	weights specs.Weights
-	dataset string
+	enc        train.EncoderSpec
+	weights    specs.Weights
+	preprocess *imageops.Preprocess
+	dataset    string
 }
 
 // CheckPartial checks the references' kinds before their values exist.
@@ -66,6 +68,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	r := &specs.Reader{V: v, Decl: decl}
 	n := &Node{}
 	n.enc, n.weights = r.Encoder()
+	n.preprocess = r.Preprocess()
 	n.dataset = r.Str("benchmark", "dataset")
 	return n, r.Diags
 }
@@ -93,7 +96,11 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if !slices.Contains(pooled, task) {
 		return cty.NilVal, fmt.Errorf("a %s benchmark has no per-example feature vector (features serves %v)", task, pooled)
 	}
-	w, err := n.weights.Load(env, n.enc, train.Classification, meta.Shape, 1)
+	shape := meta.Shape
+	if n.preprocess != nil && len(shape) == 3 {
+		shape = n.preprocess.OutShape(shape[0])
+	}
+	w, err := n.weights.Load(env, n.enc, train.Classification, shape, 1)
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -110,7 +117,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			return cty.NilVal, err
 		}
 		env.Progress.Update(int64(i), int64(len(names)), "splits")
-		d, _, err := train.LoadSplit(n.dataset, name, meta, task)
+		d, _, err := train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess)
 		if err != nil {
 			return cty.NilVal, err
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
@@ -95,19 +96,104 @@ func (r *Reader) Ints(obj, attr string) []int {
 	return out
 }
 
-// Encoder reads the referenced encoder block: the architecture and sizes,
-// and the weights file ("" for none).
+// Encoder reads the referenced encoder block: the architecture and sizes
+// (a preset's, with the options set to other than their defaults
+// applied over it), and the weights file ("" for none).
 func (r *Reader) Encoder() (enc train.EncoderSpec, weights Weights) {
-	enc = train.EncoderSpec{Arch: r.Str("encoder", "arch"), Channels: r.Ints("encoder", "channels"), Hidden: r.Ints("encoder", "hidden"),
-		InputShape: r.Ints("encoder", "input_shape")}
-	switch enc.Arch {
-	case "resnet":
-		enc.Blocks = r.Ints("encoder", "blocks")
-	case "vit":
-		enc.Patch, enc.Dim, enc.Depth = r.Int("encoder", "patch"), r.Int("encoder", "dim"), r.Int("encoder", "depth")
-		enc.Heads, enc.MLPRatio = r.Int("encoder", "heads"), r.Int("encoder", "mlp_ratio")
+	if preset := r.Str("encoder", "preset"); preset != "" {
+		p, err := train.Preset(preset)
+		if err != nil {
+			r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Unknown preset", "%s.", err))
+		}
+		enc = p
+		enc.Hidden, enc.InputShape = r.Ints("encoder", "hidden"), r.Ints("encoder", "input_shape")
+	} else {
+		enc = train.EncoderSpec{Arch: r.Str("encoder", "arch"), Channels: r.Ints("encoder", "channels"), Hidden: r.Ints("encoder", "hidden"),
+			InputShape: r.Ints("encoder", "input_shape")}
+		switch enc.Arch {
+		case "resnet", "convnext":
+			enc.Blocks = r.Ints("encoder", "blocks")
+		case "vit":
+			enc.Patch, enc.Dim, enc.Depth = r.Int("encoder", "patch"), r.Int("encoder", "dim"), r.Int("encoder", "depth")
+			enc.Heads, enc.MLPRatio = r.Int("encoder", "heads"), r.Int("encoder", "mlp_ratio")
+		}
 	}
+	r.encoderOptions(&enc)
 	return enc, Weights(r.Str("encoder", "weights"))
+}
+
+// encoderOptions applies the options set to other than their defaults.
+func (r *Reader) encoderOptions(enc *train.EncoderSpec) {
+	obj := r.V.GetAttr("encoder")
+	if !obj.Type().IsObjectType() {
+		return
+	}
+	set := func(name string) (cty.Value, bool) {
+		if !obj.Type().HasAttribute(name) {
+			return cty.NilVal, false
+		}
+		v := obj.GetAttr(name)
+		return v, optionSet(v, name)
+	}
+	str := func(name string, into *string) {
+		if v, ok := set(name); ok {
+			*into = v.AsString()
+		}
+	}
+	integer := func(name string, into *int) {
+		if v, ok := set(name); ok {
+			_ = gocty.FromCtyValue(v, into)
+		}
+	}
+	flag := func(name string, into *bool, negate bool) {
+		if v, ok := set(name); ok {
+			*into = v.True() != negate
+		}
+	}
+	str("stem", &enc.Stem)
+	str("block", &enc.Block)
+	integer("groups", &enc.Groups)
+	integer("width_per_group", &enc.WidthPerGroup)
+	integer("version", &enc.Version)
+	str("act", &enc.Act)
+	if v, ok := set("ln_eps"); ok {
+		_ = gocty.FromCtyValue(v, &enc.LNEps)
+	}
+	flag("norm_pre", &enc.NormPre, false)
+	flag("patch_bias", &enc.NoPatchBias, true)
+	flag("layer_scale", &enc.LayerScale, false)
+	flag("no_embed_class", &enc.NoEmbedClass, false)
+	flag("class_token", &enc.NoClassToken, true)
+	str("pool", &enc.Pool)
+	str("weights_format", &enc.WeightsFormat)
+}
+
+// Preprocess reads the encoder's evaluation transform (nil when it has
+// none).
+func (r *Reader) Preprocess() *imageops.Preprocess {
+	obj := r.V.GetAttr("encoder")
+	if !obj.Type().IsObjectType() || !obj.Type().HasAttribute("preprocess") {
+		return nil
+	}
+	v := obj.GetAttr("preprocess")
+	if v.IsNull() || !v.Type().IsObjectType() {
+		return nil
+	}
+	var p imageops.Preprocess
+	var size []int
+	var interp string
+	_ = gocty.FromCtyValue(v.GetAttr("size"), &size)
+	_ = gocty.FromCtyValue(v.GetAttr("resize_to"), &p.ResizeTo)
+	_ = gocty.FromCtyValue(v.GetAttr("crop_pct"), &p.CropPct)
+	_ = gocty.FromCtyValue(v.GetAttr("interpolation"), &interp)
+	_ = gocty.FromCtyValue(v.GetAttr("mean"), &p.Mean)
+	_ = gocty.FromCtyValue(v.GetAttr("std"), &p.Std)
+	_ = gocty.FromCtyValue(v.GetAttr("channels"), &p.Channels)
+	if len(size) == 2 {
+		p.Size = [2]int{size[0], size[1]}
+	}
+	p.Interpolation = imageops.Interpolation(interp)
+	return &p
 }
 
 // Weights is an encoder's weights file as a referencing block sees it.

@@ -8,7 +8,6 @@ package specs
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
@@ -101,7 +100,7 @@ func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnosti
 // wholeAttrs are the attributes, by block kind, that count something and
 // so must be whole numbers: 2.5 iterations is a mistake, not 2.
 var wholeAttrs = map[string][]string{
-	"encoder": {"depth", "dim", "heads", "mlp_ratio", "patch", "blocks", "channels", "hidden", "input_shape"},
+	"encoder": {"depth", "dim", "heads", "mlp_ratio", "patch", "blocks", "channels", "hidden", "input_shape", "groups", "width_per_group", "version"},
 	"adapter": {"dim", "heads", "layers", "queries", "shots", "ways"},
 	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed"},
 }
@@ -144,56 +143,6 @@ func positive(decl nodes.Decl, vals map[string]cty.Value, names ...string) hcl.D
 		}
 	}
 	return diags
-}
-
-// Encoder is the encoder block: a built-in architecture, its sizes and
-// optionally its weights (a safetensors file).
-func Encoder() nodes.Kind {
-	return kind{name: "encoder", attrs: map[string]attr{
-		"arch":     {ty: cty.String},
-		"channels": {ty: cty.List(cty.Number), def: list(32, 64)},
-		// hidden defaults to [128] for mlp and convnet, [] otherwise.
-		"hidden":    {ty: cty.List(cty.Number), def: cty.NullVal(cty.List(cty.Number))},
-		"blocks":    {ty: cty.List(cty.Number), def: list(2, 2)},
-		"patch":     {ty: cty.Number, def: num(4)},
-		"dim":       {ty: cty.Number, def: num(64)},
-		"depth":     {ty: cty.Number, def: num(4)},
-		"heads":     {ty: cty.Number, def: num(4)},
-		"mlp_ratio": {ty: cty.Number, def: num(4)},
-		"weights":   {ty: cty.String, def: cty.StringVal("")},
-		// The example shape the weights expect; data of another shape
-		// goes through the adapter's stem (a modality shift).
-		"input_shape": {ty: cty.List(cty.Number), def: list()},
-	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		diags := oneOf(decl, "arch", v["arch"].AsString(), "mlp", "convnet", "resnet", "vit")
-		if n := v["input_shape"].LengthInt(); n != 0 && n != 1 && n != 3 {
-			diags = append(diags, decl.Errorf("input_shape", "Invalid value", "input_shape must be [C, H, W] or [F], not %d numbers.", n))
-		}
-		diags = append(diags, positive(decl, v, "patch", "dim", "depth", "heads", "mlp_ratio")...)
-		arch := v["arch"].AsString()
-		if arch == "resnet" && v["blocks"].LengthInt() != v["channels"].LengthInt() {
-			diags = append(diags, decl.Errorf("blocks", "Invalid value", "a resnet needs one blocks entry per stage: channels has %d, blocks %d.",
-				v["channels"].LengthInt(), v["blocks"].LengthInt()))
-		}
-		if arch == "vit" {
-			d, _ := v["dim"].AsBigFloat().Int64()
-			h, _ := v["heads"].AsBigFloat().Int64()
-			if h > 0 && d%h != 0 {
-				diags = append(diags, decl.Errorf("heads", "Invalid value", "dim (%d) must be a multiple of heads (%d).", d, h))
-			}
-		}
-		if v["hidden"].IsNull() {
-			v["hidden"] = list()
-			if arch == "mlp" || arch == "convnet" {
-				v["hidden"] = list(128)
-			}
-		}
-		// A relative weights path is relative to the encoder's module.
-		if w := v["weights"].AsString(); w != "" && !filepath.IsAbs(w) {
-			v["weights"] = cty.StringVal(filepath.Join(decl.Dir, w))
-		}
-		return diags
-	}}
 }
 
 // Adapter is the adapter block: the task head put on the encoder.

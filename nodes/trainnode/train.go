@@ -18,6 +18,7 @@ import (
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/specs"
@@ -61,15 +62,17 @@ func (Kind) OutputType() cty.Type {
 
 // Node is a decoded train block.
 type Node struct {
-	model     string
-	enc       train.EncoderSpec
-	encName   string
-	weights   specs.Weights // safetensors file with initial weights, or ""
-	task      train.Task
-	recipe    train.Recipe
-	dataset   string
-	benchmark string
-	category  string
+	model   string
+	enc     train.EncoderSpec
+	encName string
+	weights specs.Weights // safetensors file with initial weights, or ""
+	// preprocess is the encoder's evaluation transform (nil: none).
+	preprocess *imageops.Preprocess
+	task       train.Task
+	recipe     train.Recipe
+	dataset    string
+	benchmark  string
+	category   string
 }
 
 // references lists, for each reference of a train block, an attribute
@@ -86,6 +89,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n := &Node{}
 	r := &specs.Reader{V: v, Decl: decl}
 	n.enc, n.weights = r.Encoder()
+	n.preprocess = r.Preprocess()
 	n.enc.Head = train.HeadSpec{Layers: r.Int("adapter", "layers"), Dim: r.Int("adapter", "dim"), Heads: r.Int("adapter", "heads"),
 		Ways: r.Int("adapter", "ways"), Shots: r.Int("adapter", "shots"), Queries: r.Int("adapter", "queries")}
 	n.encName = r.Str("encoder", "name")
@@ -143,7 +147,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if _, ok := meta.Splits[name]; !ok {
 			return cty.NilVal, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
 		}
-		if splits[i], outputs, err = train.LoadSplit(n.dataset, name, meta, task); err != nil {
+		if splits[i], outputs, err = train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess); err != nil {
 			return cty.NilVal, err
 		}
 	}

@@ -1,0 +1,214 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/gatepipe/gatepipe/internal/imageops"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// encoderOptions are the architecture options beside the sizes, with
+// their defaults. With a preset, only a value other than the default
+// overrides the preset's.
+var encoderOptions = map[string]cty.Value{
+	"stem":            cty.StringVal("cifar"),
+	"block":           cty.StringVal("basic"),
+	"groups":          num(1),
+	"width_per_group": num(64),
+	"version":         num(1),
+	"act":             cty.StringVal(train.GELUErf),
+	"ln_eps":          num(1e-6),
+	"norm_pre":        cty.False,
+	"patch_bias":      cty.True,
+	"layer_scale":     cty.False,
+	"no_embed_class":  cty.False,
+	"class_token":     cty.True,
+	"pool":            cty.StringVal("token"),
+	"weights_format":  cty.StringVal(""),
+}
+
+// preprocessType is the preprocess attribute once its defaults are in.
+var preprocessType = cty.Object(map[string]cty.Type{
+	"size": cty.List(cty.Number), "resize_to": cty.Number, "crop_pct": cty.Number, "interpolation": cty.String,
+	"mean": cty.List(cty.Number), "std": cty.List(cty.Number), "channels": cty.Number,
+})
+
+var preprocessPartial = cty.ObjectWithOptionalAttrs(preprocessType.AttributeTypes(),
+	[]string{"resize_to", "crop_pct", "interpolation", "mean", "std", "channels"})
+
+// Encoder is the encoder block: a built-in architecture (or a preset of
+// one), its sizes and options, optionally its weights (a safetensors
+// file) and the preprocessing its weights expect.
+func Encoder() nodes.Kind {
+	attrs := map[string]attr{
+		"arch":     {ty: cty.String, def: cty.StringVal("")},
+		"preset":   {ty: cty.String, def: cty.StringVal("")},
+		"channels": {ty: cty.List(cty.Number), def: list(32, 64)},
+		// hidden defaults to [128] for mlp and convnet, [] otherwise.
+		"hidden":    {ty: cty.List(cty.Number), def: cty.NullVal(cty.List(cty.Number))},
+		"blocks":    {ty: cty.List(cty.Number), def: list(2, 2)},
+		"patch":     {ty: cty.Number, def: num(4)},
+		"dim":       {ty: cty.Number, def: num(64)},
+		"depth":     {ty: cty.Number, def: num(4)},
+		"heads":     {ty: cty.Number, def: num(4)},
+		"mlp_ratio": {ty: cty.Number, def: num(4)},
+		"weights":   {ty: cty.String, def: cty.StringVal("")},
+		// The example shape the weights expect; data of another shape
+		// goes through the adapter's stem (a modality shift).
+		"input_shape": {ty: cty.List(cty.Number), def: list()},
+		// The evaluation transform the weights expect (resize, crop,
+		// normalise); read from config.json beside the weights when absent.
+		"preprocess": {ty: cty.DynamicPseudoType, def: cty.NullVal(cty.DynamicPseudoType)},
+	}
+	for n, def := range encoderOptions {
+		attrs[n] = attr{ty: def.Type(), def: def}
+	}
+	return kind{name: "encoder", attrs: attrs, validate: validateEncoder}
+}
+
+func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	// A relative weights path is relative to the encoder's module.
+	weights := v["weights"].AsString()
+	if weights != "" && !filepath.IsAbs(weights) {
+		weights = filepath.Join(decl.Dir, weights)
+		v["weights"] = cty.StringVal(weights)
+	}
+	var fromConfig *imageops.Preprocess
+	if weights != "" && v["preprocess"].IsNull() {
+		cfgPath := filepath.Join(filepath.Dir(weights), "config.json")
+		if _, err := os.Stat(cfgPath); err == nil {
+			p, arch, err := imageops.TimmConfig(cfgPath)
+			if err != nil {
+				diags = append(diags, decl.Errorf("weights", "Invalid model config", "%s.", err))
+			} else {
+				fromConfig = &p
+				if v["preset"].AsString() == "" && v["arch"].AsString() == "" {
+					if _, ok := train.Presets[arch]; ok {
+						v["preset"] = cty.StringVal(arch)
+					}
+				}
+			}
+		}
+	}
+	preset, arch := v["preset"].AsString(), v["arch"].AsString()
+	switch {
+	case preset != "":
+		p, err := train.Preset(preset)
+		if err != nil {
+			return append(diags, decl.Errorf("preset", "Unknown preset", "%s.", err))
+		}
+		if arch != "" && arch != p.Arch {
+			diags = append(diags, decl.Errorf("arch", "Invalid value", "preset %q is a %s, not a %s.", preset, p.Arch, arch))
+		}
+		v["arch"] = cty.StringVal(p.Arch)
+		arch = p.Arch
+	case arch == "":
+		return append(diags, decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v) or a preset (as in preset = \"resnet50\").", train.Archs))
+	default:
+		diags = append(diags, oneOf(decl, "arch", arch, train.Archs...)...)
+	}
+	if n := v["input_shape"].LengthInt(); n != 0 && n != 1 && n != 3 {
+		diags = append(diags, decl.Errorf("input_shape", "Invalid value", "input_shape must be [C, H, W] or [F], not %d numbers.", n))
+	}
+	diags = append(diags, positive(decl, v, "patch", "dim", "depth", "heads", "mlp_ratio", "groups", "width_per_group", "ln_eps")...)
+	diags = append(diags, oneOf(decl, "stem", v["stem"].AsString(), "cifar", "imagenet")...)
+	diags = append(diags, oneOf(decl, "block", v["block"].AsString(), "basic", "bottleneck")...)
+	diags = append(diags, oneOf(decl, "act", v["act"].AsString(), train.Activations...)...)
+	diags = append(diags, oneOf(decl, "pool", v["pool"].AsString(), "token", "avg")...)
+	if f := v["weights_format"].AsString(); f != "" {
+		diags = append(diags, oneOf(decl, "weights_format", f, train.WeightFormats...)...)
+	}
+	if preset == "" && (arch == "resnet" || arch == "convnext") && v["blocks"].LengthInt() != v["channels"].LengthInt() {
+		diags = append(diags, decl.Errorf("blocks", "Invalid value", "a %s needs one blocks entry per stage: channels has %d, blocks %d.",
+			arch, v["channels"].LengthInt(), v["blocks"].LengthInt()))
+	}
+	if preset == "" && arch == "vit" {
+		d, _ := v["dim"].AsBigFloat().Int64()
+		h, _ := v["heads"].AsBigFloat().Int64()
+		if h > 0 && d%h != 0 {
+			diags = append(diags, decl.Errorf("heads", "Invalid value", "dim (%d) must be a multiple of heads (%d).", d, h))
+		}
+	}
+	if v["hidden"].IsNull() {
+		v["hidden"] = list()
+		if arch == "mlp" || arch == "convnet" {
+			v["hidden"] = list(128)
+		}
+	}
+	pp, ppDiags := preprocessValue(v["preprocess"], fromConfig, decl)
+	v["preprocess"] = pp
+	return append(diags, ppDiags...)
+}
+
+// preprocessValue checks the preprocess attribute and fills its defaults
+// (or takes the config.json's transform when the attribute is absent).
+func preprocessValue(v cty.Value, fromConfig *imageops.Preprocess, decl nodes.Decl) (cty.Value, hcl.Diagnostics) {
+	var p imageops.Preprocess
+	switch {
+	case !v.IsNull():
+		conv, err := convert.Convert(v, preprocessPartial)
+		if err != nil {
+			return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "preprocess: %s (it takes size, resize_to, crop_pct, interpolation, mean, std, channels).", err)}
+		}
+		var size []int
+		_ = gocty.FromCtyValue(conv.GetAttr("size"), &size)
+		if len(size) == 1 {
+			size = append(size, size[0])
+		}
+		if len(size) != 2 {
+			return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "preprocess size must be one number or [H, W], not %d numbers.", len(size))}
+		}
+		p.Size = [2]int{size[0], size[1]}
+		get := func(name string, into any) {
+			if a := conv.GetAttr(name); !a.IsNull() {
+				_ = gocty.FromCtyValue(a, into)
+			}
+		}
+		var interp string
+		get("resize_to", &p.ResizeTo)
+		get("crop_pct", &p.CropPct)
+		get("interpolation", &interp)
+		get("mean", &p.Mean)
+		get("std", &p.Std)
+		get("channels", &p.Channels)
+		p.Interpolation = imageops.Interpolation(interp)
+		if interp == "" {
+			p.Interpolation = imageops.Bilinear
+		}
+	case fromConfig != nil:
+		p = *fromConfig
+	default:
+		return cty.NullVal(preprocessType), nil
+	}
+	if err := p.Check(); err != nil {
+		return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "%s.", err)}
+	}
+	floats := func(xs []float32) cty.Value {
+		if len(xs) == 0 {
+			return cty.ListValEmpty(cty.Number)
+		}
+		out := make([]cty.Value, len(xs))
+		for i, x := range xs {
+			out[i] = cty.NumberFloatVal(float64(x))
+		}
+		return cty.ListVal(out)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"size": list(p.Size[0], p.Size[1]), "resize_to": cty.NumberIntVal(int64(p.ResizeTo)), "crop_pct": num(p.CropPct),
+		"interpolation": cty.StringVal(string(p.Interpolation)), "mean": floats(p.Mean), "std": floats(p.Std),
+		"channels": cty.NumberIntVal(int64(p.Channels)),
+	}), nil
+}
+
+// optionSet reports whether an option differs from its default.
+func optionSet(v cty.Value, name string) bool {
+	def, ok := encoderOptions[name]
+	return ok && v != cty.NilVal && !v.IsNull() && !v.RawEquals(def) && !(def.Type() == cty.Number && v.Equals(def).True())
+}
