@@ -63,6 +63,8 @@ var spec = hcldec.ObjectSpec{
 	"test_fraction": &hcldec.AttrSpec{Name: "test_fraction", Type: cty.Number},
 	"split_seed":    &hcldec.AttrSpec{Name: "split_seed", Type: cty.Number},
 	"max_train":     &hcldec.AttrSpec{Name: "max_train", Type: cty.Number},
+	"max_val":       &hcldec.AttrSpec{Name: "max_val", Type: cty.Number},
+	"max_test":      &hcldec.AttrSpec{Name: "max_test", Type: cty.Number},
 	"label_column":  &hcldec.AttrSpec{Name: "label_column", Type: cty.String},
 	"task":          &hcldec.AttrSpec{Name: "task", Type: cty.String},
 	"image_size":    &hcldec.AttrSpec{Name: "image_size", Type: cty.List(cty.Number)},
@@ -120,6 +122,8 @@ type config struct {
 	TestFraction *float64         `cty:"test_fraction"`
 	SplitSeed    *int64           `cty:"split_seed"`
 	MaxTrain     *int             `cty:"max_train"`
+	MaxVal       *int             `cty:"max_val"`
+	MaxTest      *int             `cty:"max_test"`
 	LabelColumn  *string          `cty:"label_column"`
 	Task         *string          `cty:"task"`
 	ImageSize    []int            `cty:"image_size"`
@@ -157,6 +161,9 @@ type Node struct {
 	testFraction float64
 	splitSeed    int64
 	maxTrain     int
+	// maxVal and maxTest cap the validation and test splits (0: all),
+	// keeping a seeded subset.
+	maxVal, maxTest int
 	normalize    string
 	task         string
 }
@@ -227,6 +234,19 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 			diags = append(diags, decl.Errorf("max_train", "Invalid max_train", "max_train must be at least 1."))
 		}
 		n.maxTrain = *cfg.MaxTrain
+	}
+	for _, c := range []struct {
+		name string
+		v    *int
+		into *int
+	}{{"max_val", cfg.MaxVal, &n.maxVal}, {"max_test", cfg.MaxTest, &n.maxTest}} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 1 {
+			diags = append(diags, decl.Errorf(c.name, "Invalid "+c.name, "%s must be at least 1.", c.name))
+		}
+		*c.into = *c.v
 	}
 	if cfg.Normalize != nil {
 		n.normalize = *cfg.Normalize

@@ -139,7 +139,8 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 }
 
 // split assigns examples to train/val/test with a generator seeded by
-// split_seed only (never the training seed), then applies max_train.
+// split_seed only (never the training seed), then applies max_train,
+// max_val and max_test.
 func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
 	N := train.len()
 	rng := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x9e3779b97f4a7c15))
@@ -151,8 +152,14 @@ func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
 		sort.Ints(out)
 		return out
 	}
-	valIdx := take(perm[:nVal])
-	testIdx := take(perm[nVal : nVal+nTest])
+	capped := func(idx []int, limit int) []int {
+		if limit > 0 && len(idx) > limit {
+			return idx[:limit]
+		}
+		return idx
+	}
+	valIdx := take(capped(perm[:nVal], n.maxVal))
+	testIdx := take(capped(perm[nVal:nVal+nTest], n.maxTest))
 	rest := perm[nVal+nTest:]
 	if n.maxTrain > 0 && len(rest) > n.maxTrain {
 		rest = rest[:n.maxTrain]
@@ -165,11 +172,14 @@ func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
 		splits["test"] = train.subset(testIdx)
 	}
 	if test != nil {
-		all := make([]int, test.len())
-		for i := range all {
-			all[i] = i
+		// A seeded subset of the test file when max_test caps it.
+		all := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x7e57)).Perm(test.len())
+		if n.maxTest == 0 {
+			for i := range all {
+				all[i] = i
+			}
 		}
-		splits["test"] = test.subset(all)
+		splits["test"] = test.subset(take(capped(all, n.maxTest)))
 	}
 	return splits
 }

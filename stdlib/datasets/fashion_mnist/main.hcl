@@ -23,6 +23,16 @@ variable "max_train" {
   default     = 0
 }
 
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
 locals {
   files = {
     "train-images-idx3-ubyte.gz" = "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7"
@@ -56,6 +66,8 @@ dataset "fashion" {
   val_fraction = var.val_fraction
   split_seed   = var.split_seed
   max_train    = var.max_train > 0 ? var.max_train : null
+  max_val      = var.max_val > 0 ? var.max_val : null
+  max_test     = var.max_test > 0 ? var.max_test : null
   class_names  = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 }
 
