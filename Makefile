@@ -63,6 +63,17 @@ deps-test:
 			echo "chromium is missing and we are not root: the browser test will be skipped"; \
 		fi; \
 	fi
+	@# The pretrained encoders' parity tests build their fixtures with
+	@# torchvision (randomly initialised models, no hub).
+	@if ! /usr/bin/python3 -c "import torchvision" 2>/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "Installing python3-torchvision for the pretrained encoders' parity tests..."; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision >/dev/null) || \
+				echo "python3-torchvision could not be installed: the torchvision parity tests will fail in CI"; \
+		else \
+			echo "python3-torchvision is missing and we are not root: the torchvision parity tests will be skipped"; \
+		fi; \
+	fi
 	@# The Slurm integration test needs a cluster: start a single-node one.
 	@if [ "$$(id -u)" = 0 ]; then \
 		bash scripts/slurm-localhost.sh start || echo "Slurm could not be started: its integration test will be skipped"; \
@@ -108,6 +119,7 @@ fuzz:
 deps-bench:
 	@missing=""; \
 	/usr/bin/python3 -c "import torch" 2>/dev/null || missing="$$missing python3-torch"; \
+	/usr/bin/python3 -c "import torchvision" 2>/dev/null || missing="$$missing python3-torchvision"; \
 	command -v snakemake >/dev/null || missing="$$missing snakemake"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \

@@ -39,8 +39,13 @@ var preprocessType = cty.Object(map[string]cty.Type{
 	"mean": cty.List(cty.Number), "std": cty.List(cty.Number), "channels": cty.Number,
 })
 
-var preprocessPartial = cty.ObjectWithOptionalAttrs(preprocessType.AttributeTypes(),
-	[]string{"resize_to", "crop_pct", "interpolation", "mean", "std", "channels"})
+// preprocessPartial is what a user writes: size one number or [H, W],
+// the rest optional.
+var preprocessPartial = func() cty.Type {
+	attrs := preprocessType.AttributeTypes()
+	attrs["size"] = cty.DynamicPseudoType
+	return cty.ObjectWithOptionalAttrs(attrs, []string{"resize_to", "crop_pct", "interpolation", "mean", "std", "channels"})
+}()
 
 // Encoder is the encoder block: a built-in architecture (or a preset of
 // one), its sizes and options, optionally its weights (a safetensors
@@ -158,7 +163,13 @@ func preprocessValue(v cty.Value, fromConfig *imageops.Preprocess, decl nodes.De
 			return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "preprocess: %s (it takes size, resize_to, crop_pct, interpolation, mean, std, channels).", err)}
 		}
 		var size []int
-		_ = gocty.FromCtyValue(conv.GetAttr("size"), &size)
+		if sv := conv.GetAttr("size"); sv.Type() == cty.Number {
+			var side int
+			_ = gocty.FromCtyValue(sv, &side)
+			size = []int{side, side}
+		} else if err := gocty.FromCtyValue(sv, &size); err != nil {
+			size = nil
+		}
 		if len(size) == 1 {
 			size = append(size, size[0])
 		}

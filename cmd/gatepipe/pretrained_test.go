@@ -1,0 +1,134 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+)
+
+// torchvisionNamed writes the train package's ResNeXt parity fixture (a
+// bottleneck ResNet with the ImageNet stem, in gatepipe's names) under
+// torchvision's names, as a torchvision state_dict saved as safetensors.
+func torchvisionNamed(t *testing.T, fixture, path string) {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join("..", "..", "train", "testdata", "parity", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []safetensors.Tensor
+	for name, tensor := range f.Tensors {
+		switch {
+		case strings.HasPrefix(name, "parity."):
+			continue
+		case strings.HasPrefix(name, "head."):
+			name = "fc." + strings.TrimPrefix(name, "head.")
+		default:
+			name = strings.TrimPrefix(name, "encoder.")
+		}
+		tensor.Name = name
+		out = append(out, *tensor)
+	}
+	if err := safetensors.WriteFile(path, out, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const pretrainedConfig = `
+dataset "shapes" {
+  format = "generated"
+  generator {
+    task  = "shape"
+    train = 60
+    test  = 20
+    size  = 12
+    seed  = 3
+  }
+  val_fraction = 0.2
+}
+encoder "resnext" {
+  arch            = "resnet"
+  channels        = [4, 8]
+  blocks          = [2, 1]
+  stem            = "imagenet"
+  block           = "bottleneck"
+  groups          = 2
+  width_per_group = 32
+  weights         = "w.safetensors"
+  preprocess = {
+    size     = 16
+    channels = 3
+    mean     = [0.5, 0.5, 0.5]
+    std      = [0.25, 0.25, 0.25]
+  }
+}
+benchmark "shapes" {
+  dataset = dataset.shapes.path
+  id      = "shapes"
+}
+features "resnext" {
+  encoder   = encoder.resnext
+  benchmark = benchmark.shapes
+}
+output "dim" {
+  value = features.resnext.dim
+}
+`
+
+// TestPretrainedFeaturesFromTorchvisionNames: a features block loads a
+// torchvision-named ResNeXt, resizes the 12x12 grey images to the 16x16 RGB
+// input its preprocess declares, and is cached on the second apply; a file
+// for another architecture is refused naming the tensors.
+func TestPretrainedFeaturesFromTorchvisionNames(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	torchvisionNamed(t, "resnext.safetensors", filepath.Join(dir, "w.safetensors"))
+	writeFile(t, filepath.Join(dir, "main.hcl"), pretrainedConfig)
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The last stage's width 8 times the bottleneck's expansion 4.
+	if !strings.Contains(r.stdout, "dim = 32") {
+		t.Errorf("features dim:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, `ignored=["fc.bias","fc.weight"]`) {
+		t.Errorf("the classifier should be read and left out:\n%s", r.stderr)
+	}
+	r = gp(t, cache, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing ran") {
+		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	torchvisionNamed(t, "convnet.safetensors", filepath.Join(dir, "w.safetensors"))
+	r = gp(t, cache, "apply", dir)
+	out := r.stdout + r.stderr
+	if r.code == 0 || !strings.Contains(out, "missing") || !strings.Contains(out, "encoder.layer1.0.conv1.weight") || !strings.Contains(out, "unused in the file: convs.0.bias") {
+		t.Fatalf("weights for another architecture: exit %d\n%s", r.code, out)
+	}
+}
+
+// TestEncoderConfigErrorsPointAtTheLine: an unknown preset, a malformed
+// preprocess and an unknown option are refused at validate with the file
+// and line.
+func TestEncoderConfigErrorsPointAtTheLine(t *testing.T) {
+	tests := map[string]struct{ body, want string }{
+		"unknown preset": {`preset = "resnet51"`, `preset "resnet51" is not known; resnet has resnet101`},
+		"preset and arch": {"preset = \"resnet18\"\n  arch = \"vit\"", `preset "resnet18" is a resnet, not a vit`},
+		"preprocess size": {"arch = \"resnet\"\n  preprocess = { size = [1, 2, 3] }", "preprocess size must be one number or [H, W]"},
+		"preprocess std":  {"arch = \"resnet\"\n  preprocess = { size = 8, mean = [0.5], std = [0] }", "std [0] must be positive"},
+		"activation":      {"arch = \"vit\"\n  act = \"relu\"", `act "relu" is not supported`},
+		"no arch":         {`channels = [4]`, "an encoder needs arch"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.hcl"), "encoder \"e\" {\n  "+tc.body+"\n}\n")
+			r := gp(t, t.TempDir(), "validate", dir)
+			out := r.stdout + r.stderr
+			if r.code == 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "main.hcl:") {
+				t.Fatalf("exit %d, want an error with %q and the file:line:\n%s", r.code, tc.want, out)
+			}
+		})
+	}
+}
