@@ -41,7 +41,6 @@ func (c gradCase) declare(t *testing.T) []*param {
 	return ps
 }
 
-
 // build adds x, the layer and the weighted-sum loss to b's graph; when
 // out is non-nil it also differentiates and runs, filling it.
 func (c gradCase) build(b *builder, x []float32, out *gradEval) error {

@@ -113,7 +113,7 @@ func TestPretrainedFeaturesFromTorchvisionNames(t *testing.T) {
 // and line.
 func TestEncoderConfigErrorsPointAtTheLine(t *testing.T) {
 	tests := map[string]struct{ body, want string }{
-		"unknown preset": {`preset = "resnet51"`, `preset "resnet51" is not known; resnet has resnet101`},
+		"unknown preset":  {`preset = "resnet51"`, `preset "resnet51" is not known; resnet has resnet101`},
 		"preset and arch": {"preset = \"resnet18\"\n  arch = \"vit\"", `preset "resnet18" is a resnet, not a vit`},
 		"preprocess size": {"arch = \"resnet\"\n  preprocess = { size = [1, 2, 3] }", "preprocess size must be one number or [H, W]"},
 		"preprocess std":  {"arch = \"resnet\"\n  preprocess = { size = 8, mean = [0.5], std = [0] }", "std [0] must be positive"},

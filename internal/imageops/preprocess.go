@@ -118,8 +118,8 @@ func TimmConfig(path string) (Preprocess, string, error) {
 		Std           []float32 `json:"std"`
 	}
 	var file struct {
-		Architecture   string `json:"architecture"`
-		PretrainedCfg  *cfg   `json:"pretrained_cfg"`
+		Architecture  string `json:"architecture"`
+		PretrainedCfg *cfg   `json:"pretrained_cfg"`
 		cfg
 	}
 	if err := json.Unmarshal(data, &file); err != nil {

@@ -164,8 +164,8 @@ type Node struct {
 	// maxVal and maxTest cap the validation and test splits (0: all),
 	// keeping a seeded subset.
 	maxVal, maxTest int
-	normalize    string
-	task         string
+	normalize       string
+	task            string
 }
 
 // Decode validates the configuration.
