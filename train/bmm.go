@@ -20,6 +20,7 @@ type bmmOp struct {
 	opBasics
 	transA, transB bool
 	batch, m, n, k int
+	out            outBuf
 }
 
 // bmm multiplies a and b per batch entry: op(a) [B, M, K] x op(b) [B, K,
@@ -96,7 +97,7 @@ func (op *bmmOp) Do(inputs ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, op.batch*op.m*op.n)
+	out := op.out.get(op.batch * op.m * op.n) // beta 0: all overwritten
 	ta, tb := blas.NoTrans, blas.NoTrans
 	lda, ldb := op.k, op.n
 	if op.transA {

@@ -55,6 +55,11 @@ type convOp struct {
 	fwd      *convOp
 	// scratch holds one im2col buffer per worker, reused across passes.
 	scratch [][]float32
+	// out is the forward op's output, reused across passes.
+	out outBuf
+	// relu clamps the forward output at zero as it is written (frozen
+	// inference only: such an op is not differentiated).
+	relu bool
 }
 
 // keptColsBudget bounds the im2col matrices a forward op keeps for its
@@ -107,12 +112,21 @@ func (o opBasics) DiffWRT(n int) []bool {
 // conv2d applies the convolution op to x [B, Cin, H, W] and w [Cout,
 // Cin/groups, k, k], adding bias [Cout] when it is not nil.
 func (b *builder) conv2d(x, w, bias *G.Node, k, stride, pad, groups int) *G.Node {
+	return b.conv2dReLU(x, w, bias, k, stride, pad, groups, false)
+}
+
+// conv2dReLU is conv2d, then a ReLU when relu is set (frozen builds).
+func (b *builder) conv2dReLU(x, w, bias *G.Node, k, stride, pad, groups int, relu bool) *G.Node {
 	s, ws := x.Shape(), w.Shape()
 	if groups < 1 || s[1]%groups != 0 || ws[0]%groups != 0 || ws[1]*groups != s[1] {
 		b.fail("convolution: %d groups do not divide %d input and %d output channels (weight %v)", groups, s[1], ws[0], ws)
 	}
 	op := newConvOp(convForward, s[0], s[1], s[2], s[3], ws[0], k, stride, pad, groups)
 	op.noInputGrad = x == b.data
+	if relu {
+		op.relu = true
+		op.desc += " + relu"
+	}
 	if bias == nil {
 		return b.must(G.ApplyOp(op, x, w))
 	}
@@ -157,13 +171,14 @@ func (op *convOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 
 // SymDiff returns dx = convGradInput(dy, w) and dw = convGradWeights(x, dy).
 func (op *convOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.kind != convForward {
+	if op.kind != convForward || op.relu {
 		return nil, fmt.Errorf("%s is not differentiable", op)
 	}
 	x, w := inputs[0], inputs[1]
 	dxOp, dwOp := *op, *op
 	dxOp.noInputGrad, dwOp.noInputGrad = false, false
 	dxOp.scratch, dwOp.scratch = nil, nil
+	dxOp.out, dwOp.out = outBuf{}, outBuf{}
 	op.keepCols = 4*op.batch*op.cin*op.k*op.k*op.outH*op.outW <= keptColsBudget
 	dwOp.fwd = op
 	dxOp.kind, dwOp.kind = convGradInput, convGradWeights
@@ -229,7 +244,12 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 	}
 	shape, _ := op.InferShape()
-	out := tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
+	var out *tensor.Dense
+	if op.kind == convForward { // every value written below
+		out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.out.get(shape.TotalSize())))
+	} else {
+		out = tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
+	}
 	res := out.Data().([]float32)
 	rows, cols := op.cin*op.k*op.k, op.outH*op.outW // im2col matrix
 	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
@@ -254,6 +274,13 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 			}
 			for c, bc := range bias {
 				vec.AddConst(y[c*cols:(c+1)*cols], bc)
+			}
+			if op.relu {
+				for j, v := range y {
+					if v < 0 {
+						y[j] = 0
+					}
+				}
 			}
 		})
 	case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im

@@ -43,6 +43,7 @@ func (b *builder) activation(x *G.Node, name string) *G.Node {
 type geluOp struct {
 	opBasics
 	dims int
+	out  outBuf
 }
 
 func (op *geluOp) Arity() int {
@@ -91,7 +92,7 @@ func (op *geluOp) Do(inputs ...G.Value) (G.Value, error) {
 			return nil, err
 		}
 	}
-	out := make([]float32, len(x))
+	out := op.out.get(len(x))
 	parts := max(1, min(runtime.GOMAXPROCS(0), len(x)/(1<<14)))
 	forImages(parts, parts, func(_, p int) {
 		lo, hi := p*len(x)/parts, (p+1)*len(x)/parts

@@ -37,6 +37,9 @@ type builder struct {
 	values   map[string][]float32
 	params   []*param
 	train    bool
+	// frozen: the graph only runs forward (features of a frozen encoder),
+	// so layers may fold parameters into constants (see convBN).
+	frozen bool
 	// bn lists batch-norm layers in training mode, whose running
 	// statistics the training loop updates from the batch statistics.
 	bn []bnStats
@@ -117,6 +120,61 @@ func (b *builder) tensorOf(name string, shape []int, buffer bool, init func(n in
 	}
 	b.params = append(b.params, q)
 	return q.node
+}
+
+// paramValue returns a declared parameter's current values (given values
+// or its initialisation), for frozen builds that fold parameters into
+// constants.
+func (b *builder) paramValue(name string, shape []int) []float32 {
+	p, ok := b.declared[name]
+	if !ok {
+		b.fail("parameter %s is not declared", name)
+	}
+	if !slices.Equal(p.shape, shape) {
+		b.fail("parameter %s has shape %v, the layer needs %v", name, p.shape, shape)
+	}
+	if v, ok := b.values[name]; ok {
+		return v
+	}
+	return p.init
+}
+
+// convBN is a bias-free convolution followed by a batch norm (and a ReLU
+// when relu is set), as the ResNets chain them. A frozen build folds the
+// norm's running statistics into the convolution's weights and bias
+// (w * gamma / sqrt(var + eps), beta - mean * gamma / sqrt(var + eps)) and
+// the ReLU into its output pass: one op instead of three.
+func (b *builder) convBN(x *G.Node, conv, bn string, in, out, k, stride, pad, groups int, relu bool) *G.Node {
+	if !b.frozen || b.declare {
+		y := b.groupConv(x, conv, in, out, k, stride, pad, groups, false)
+		if relu {
+			return b.batchNormReLU(y, bn, out)
+		}
+		return b.batchNorm(y, bn, out)
+	}
+	const eps = 1e-5
+	wShape := []int{out, in / groups, k, k}
+	w := b.paramValue(conv+".weight", wShape)
+	gamma, beta := b.paramValue(bn+".weight", []int{out}), b.paramValue(bn+".bias", []int{out})
+	mean, variance := b.paramValue(bn+".running_mean", []int{out}), b.paramValue(bn+".running_var", []int{out})
+	fw, fb := make([]float32, len(w)), make([]float32, out)
+	per := len(w) / out
+	for o := range out {
+		s := float64(gamma[o]) / math.Sqrt(float64(variance[o])+eps)
+		for j := o * per; j < (o+1)*per; j++ {
+			fw[j] = float32(float64(w[j]) * s)
+		}
+		fb[o] = float32(float64(beta[o]) - float64(mean[o])*s)
+	}
+	return b.conv2dReLU(x, b.fixed(conv+".weight", wShape, fw), b.fixed(conv+".bias", []int{out}, fb), k, stride, pad, groups, relu)
+}
+
+// fixed is a frozen build's folded parameter: a value node, not a
+// constant (gorgonia names a constant after its printed values, which for
+// a large tensor costs more than the convolution).
+func (b *builder) fixed(name string, shape []int, data []float32) *G.Node {
+	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+	return G.NewTensor(b.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(name+" (folded)"), G.WithValue(t))
 }
 
 // uniform is PyTorch's default for linear and conv layers: U(±1/sqrt(fan_in)).
@@ -204,6 +262,18 @@ func (b *builder) groupConv(x *G.Node, name string, in, out, k, stride, pad, gro
 // training (the running ones updated after each step, momentum 0.1,
 // unbiased variance as PyTorch keeps), running statistics otherwise.
 func (b *builder) batchNorm(x *G.Node, name string, c int) *G.Node {
+	return b.batchNormAct(x, name, c, false)
+}
+
+// batchNormReLU is relu(batchNorm(x)), one pass in evaluation mode.
+func (b *builder) batchNormReLU(x *G.Node, name string, c int) *G.Node {
+	if b.train {
+		return b.relu(b.batchNormAct(x, name, c, false))
+	}
+	return b.batchNormAct(x, name, c, true)
+}
+
+func (b *builder) batchNormAct(x *G.Node, name string, c int, relu bool) *G.Node {
 	const eps = 1e-5
 	gamma := b.tensorOf(name+".weight", []int{c}, false, filled(1))
 	beta := b.tensorOf(name+".bias", []int{c}, false, filled(0))
@@ -212,6 +282,13 @@ func (b *builder) batchNorm(x *G.Node, name string, c int) *G.Node {
 	chan4 := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{1, c, 1, 1})) }
 	bcast := func(op func(a, b *G.Node, l, r []byte) (*G.Node, error), a, v *G.Node) *G.Node {
 		return b.must(op(a, chan4(v), nil, []byte{0, 2, 3}))
+	}
+	if !b.train {
+		// y = x * gamma / sqrt(var + eps) + (beta - mean * gamma /
+		// sqrt(var + eps)): per-channel vectors, then one pass.
+		scale := b.must(G.HadamardDiv(gamma, b.must(G.Sqrt(b.must(G.Add(rv, b.scalar(eps)))))))
+		shift := b.must(G.Sub(beta, b.must(G.HadamardProd(rm, scale))))
+		return b.channelAffine(x, scale, shift, relu)
 	}
 	var centred, variance *G.Node
 	if b.train {
@@ -262,7 +339,9 @@ func (b *builder) gelu(x *G.Node) *G.Node {
 	return b.must(G.HadamardProd(b.must(G.HadamardProd(x, t)), b.scalar(0.5)))
 }
 
-func (b *builder) relu(x *G.Node) *G.Node { return b.must(G.Rectify(x)) }
+func (b *builder) relu(x *G.Node) *G.Node {
+	return b.must(G.ApplyOp(&reluOp{opBasics: opBasics{desc: fmt.Sprintf("relu%v", x.Shape())}, dims: x.Dims()}, x))
+}
 
 // softmaxLast is a numerically stable softmax over the last axis of a
 // 3-D tensor.

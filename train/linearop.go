@@ -30,6 +30,7 @@ type linearOp struct {
 	n, in, out  int
 	bias        bool
 	noInputGrad bool // x is the data input: no gradient for it
+	buf         outBuf
 }
 
 // linearNode applies x w^T (+ bias) as one op.
@@ -98,6 +99,7 @@ func (op *linearOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	}
 	back := func(kind linearKind, args ...*G.Node) (*G.Node, error) {
 		b := *op
+		b.buf = outBuf{}
 		b.kind, b.grad, b.noInputGrad = kind, true, false
 		b.desc = fmt.Sprintf("grad%d %s", kind, op.desc)
 		return G.ApplyOp(&b, args...)
@@ -131,7 +133,12 @@ func (op *linearOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 	}
 	shape, _ := op.InferShape()
-	res := make([]float32, shape.TotalSize())
+	var res []float32
+	if op.kind == linearForward { // every value written below
+		res = op.buf.get(shape.TotalSize())
+	} else {
+		res = make([]float32, shape.TotalSize())
+	}
 	impl := G.WhichBLAS()
 	n, in, out := op.n, op.in, op.out
 	switch op.kind {

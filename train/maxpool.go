@@ -20,6 +20,7 @@ type maxPoolOp struct {
 	k, stride, pad int
 	at             []int32
 	fwd            *maxPoolOp
+	out            outBuf
 }
 
 func newMaxPoolOp(shape tensor.Shape, k, stride, pad int) *maxPoolOp {
@@ -69,7 +70,7 @@ func (op *maxPoolOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	}
 	back := *op
 	back.opBasics = opBasics{desc: "grad " + op.desc, grad: true}
-	back.fwd, back.at = op, nil
+	back.fwd, back.at, back.out = op, nil, outBuf{}
 	dx, err := G.ApplyOp(&back, inputs[0], grad)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (op *maxPoolOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	s, os := op.shape, op.outShape()
 	h, w, oh, ow := s[2], s[3], os[2], os[3]
-	out := make([]float32, s[0]*s[1]*oh*ow)
+	out := op.out.get(s[0] * s[1] * oh * ow)
 	if len(op.at) != len(out) {
 		op.at = make([]int32, len(out))
 	}

@@ -57,10 +57,10 @@ func (e EncoderSpec) resnetTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 	c := e.Channels[0]
 	var cur *G.Node
 	if e.Stem == "imagenet" {
-		cur = b.relu(b.batchNorm(b.conv(x, "encoder.conv1", in, c, 7, 2, 3, false), "encoder.bn1", c))
+		cur = b.convBN(x, "encoder.conv1", "encoder.bn1", in, c, 7, 2, 3, 1, true)
 		cur = b.maxPool(cur, 3, 2, 1)
 	} else {
-		cur = b.relu(b.batchNorm(b.conv(x, "encoder.conv1", in, c, 3, 1, 1, false), "encoder.bn1", c))
+		cur = b.convBN(x, "encoder.conv1", "encoder.bn1", in, c, 3, 1, 1, 1, true)
 	}
 	for s, planes := range e.Channels {
 		for j := 0; j < e.Blocks[s]; j++ {
@@ -75,14 +75,14 @@ func (e EncoderSpec) resnetTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 				out, width = e.bottleneck(b, cur, p, c, planes, stride)
 			} else {
 				width = planes
-				out = b.relu(b.batchNorm(b.conv(cur, p+".conv1", c, width, 3, stride, 1, false), p+".bn1", width))
-				out = b.batchNorm(b.conv(out, p+".conv2", width, width, 3, 1, 1, false), p+".bn2", width)
+				out = b.convBN(cur, p+".conv1", p+".bn1", c, width, 3, stride, 1, 1, true)
+				out = b.convBN(out, p+".conv2", p+".bn2", width, width, 3, 1, 1, 1, false)
 			}
 			short := cur
 			if stride != 1 || c != width {
-				short = b.batchNorm(b.conv(cur, p+".downsample.0", c, width, 1, stride, 0, false), p+".downsample.1", width)
+				short = b.convBN(cur, p+".downsample.0", p+".downsample.1", c, width, 1, stride, 0, 1, false)
 			}
-			cur = b.relu(b.must(G.Add(out, short)))
+			cur = b.addReLU(out, short)
 			c = width
 		}
 	}
@@ -94,7 +94,7 @@ func (e EncoderSpec) resnetTrunk(b *builder, x *G.Node, in int) (*G.Node, int) {
 // returns the branch and its channels.
 func (e EncoderSpec) bottleneck(b *builder, x *G.Node, p string, in, planes, stride int) (*G.Node, int) {
 	width, out := e.bottleneckWidth(planes), planes*bottleneckExpansion
-	h := b.relu(b.batchNorm(b.conv(x, p+".conv1", in, width, 1, 1, 0, false), p+".bn1", width))
-	h = b.relu(b.batchNorm(b.groupConv(h, p+".conv2", width, width, 3, stride, 1, max(e.Groups, 1), false), p+".bn2", width))
-	return b.batchNorm(b.conv(h, p+".conv3", width, out, 1, 1, 0, false), p+".bn3", out), out
+	h := b.convBN(x, p+".conv1", p+".bn1", in, width, 1, 1, 0, 1, true)
+	h = b.convBN(h, p+".conv2", p+".bn2", width, width, 3, stride, 1, max(e.Groups, 1), true)
+	return b.convBN(h, p+".conv3", p+".bn3", width, out, 1, 1, 0, 1, false), out
 }

@@ -164,46 +164,91 @@ func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, b
 // absent) and returns the pooled features, N x F, and F: what a linear
 // probe trains on.
 func Features(enc EncoderSpec, w Weights, d *Data) ([]float32, int, error) {
-	blasOnce.Do(func() { cblas.Enable() })
-	ps, err := newParams(enc, Classification, d.Shape, 1, 0)
+	return featuresBatched(enc, w, d, d.evalBatch())
+}
+
+// graphChunk bounds the input values of one pass of a Features graph.
+const graphChunk = 1_250_000
+
+// featuresBatched is Features with the given batch size.
+func featuresBatched(enc EncoderSpec, w Weights, d *Data, batch int) ([]float32, int, error) {
+	x, err := newExtractor(enc, w, d.Shape, batch)
 	if err != nil {
 		return nil, 0, err
 	}
-	size, n, batch := d.exampleSize(), d.Len(), d.evalBatch()
-	b := &builder{declared: map[string]*param{}, values: w}
+	defer x.close()
+	out, err := x.run(d)
+	return out, x.dim, err
+}
+
+// extractor is a built frozen encoder graph: run computes the pooled
+// features of a Data's examples a graph batch at a time.
+type extractor struct {
+	vm    G.VM
+	in    *G.Node
+	val   G.Value
+	batch int
+	shape []int
+	dim   int
+}
+
+func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extractor, error) {
+	blasOnce.Do(func() { cblas.Enable() })
+	ps, err := newParams(enc, Classification, shape, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	size := 1
+	for _, s := range shape {
+		size *= s
+	}
+	// The graph runs a chunk of the batch at a time: gorgonia's tape keeps
+	// every intermediate value of a pass, which for a ResNet-50 batch of
+	// 32 at 224x224 exceeds 20 GB. Chunks of about 1.2M input values
+	// (8 such images) bound it; the outputs are the same.
+	batch = max(1, min(batch, graphChunk/size))
+	b := &builder{declared: map[string]*param{}, values: w, frozen: true}
 	for _, p := range ps {
 		b.declared[p.name] = p
 	}
+	x := &extractor{batch: batch, shape: slices.Clone(shape)}
 	var feat *G.Node
-	var f int
 	err = b.try(func() {
 		b.g = G.NewGraph()
-		xshape := append([]int{batch}, d.Shape...)
-		b.out[0] = G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
-		feat, f = enc.forward(b, b.out[0], d.Shape)
+		xshape := append([]int{batch}, shape...)
+		x.in = G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
+		feat, x.dim = enc.forward(b, x.in, shape)
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	var val G.Value
-	G.Read(feat, &val)
-	vm := G.NewTapeMachine(b.g)
-	defer vm.Close()
-	out := make([]float32, 0, n*f)
-	xb := tensor.New(tensor.WithShape(append([]int{batch}, d.Shape...)...), tensor.Of(tensor.Float32))
-	for off := 0; off < n; off += batch {
+	G.Read(feat, &x.val)
+	x.vm = G.NewTapeMachine(b.g)
+	return x, nil
+}
+
+func (x *extractor) close() { x.vm.Close() }
+
+func (x *extractor) run(d *Data) ([]float32, error) {
+	size, n := d.exampleSize(), d.Len()
+	if !slices.Equal(d.Shape, x.shape) {
+		return nil, fmt.Errorf("features: examples of shape %v for an encoder built for %v", d.Shape, x.shape)
+	}
+	out := make([]float32, 0, n*x.dim)
+	xb := tensor.New(tensor.WithShape(append([]int{x.batch}, d.Shape...)...), tensor.Of(tensor.Float32))
+	for off := 0; off < n; off += x.batch {
 		xs := xb.Data().([]float32)
 		clear(xs)
-		cnt := min(batch, n-off)
+		cnt := min(x.batch, n-off)
 		copy(xs, d.X[off*size:(off+cnt)*size])
-		if err := G.Let(b.out[0], xb); err != nil {
-			return nil, 0, err
+		if err := G.Let(x.in, xb); err != nil {
+			return nil, err
 		}
-		if err := vm.RunAll(); err != nil {
-			return nil, 0, err
+		if err := x.vm.RunAll(); err != nil {
+			return nil, err
 		}
-		out = append(out, val.Data().([]float32)[:cnt*f]...)
-		vm.Reset()
+		out = append(out, x.val.Data().([]float32)[:cnt*x.dim]...)
+		x.vm.Reset()
 	}
-	return out, f, nil
+	return out, nil
 }

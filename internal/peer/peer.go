@@ -57,3 +57,9 @@ func withEnv(base, set []string) []string {
 	}
 	return append(out, set...)
 }
+
+// HasTorchvision reports whether Debian's python3-torchvision is
+// importable.
+func HasTorchvision() bool {
+	return exec.Command("/usr/bin/python3", "-c", "import torchvision").Run() == nil
+}
