@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
+	"os"
 	"testing"
 	"time"
 
@@ -29,13 +29,19 @@ func pytorchFeatures(b *testing.B, model string, threads int) (float64, float64)
 	return ips, rss
 }
 
-// peakRSSMB is this process's peak resident set so far, in MB.
+// peakRSSMB is this process's peak resident set so far (VmHWM), in MB.
 func peakRSSMB() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
 		return 0
 	}
-	return float64(ru.Maxrss) / 1024
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 // BenchmarkFrozenFeatures measures frozen feature extraction (eval mode,
@@ -46,7 +52,6 @@ func peakRSSMB() float64 {
 // each and reporting the medians. The peak RSS is the process's so far
 // (it includes earlier benchmarks of this process); PyTorch's is its own.
 func BenchmarkFrozenFeatures(b *testing.B) {
-	threads := runtime.GOMAXPROCS(0)
 	const batch, rounds = 32, 3
 	haveTorch := peer.HasTorch() && peer.HasTorchvision()
 	if !haveTorch {
@@ -54,6 +59,7 @@ func BenchmarkFrozenFeatures(b *testing.B) {
 	}
 	for _, model := range []string{"resnet50", "vit_b_16"} {
 		b.Run(model, func(b *testing.B) {
+			threads := runtime.GOMAXPROCS(0)
 			enc, err := Preset(model)
 			if err != nil {
 				b.Fatal(err)

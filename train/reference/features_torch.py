@@ -10,7 +10,6 @@ BenchmarkFrozenFeatures; run best-configured (internal/peer.TorchEnv).
   /usr/bin/python3 train/reference/features_torch.py --model resnet50 --threads 1
 """
 import argparse
-import resource
 import time
 
 import torch
@@ -41,7 +40,13 @@ def main():
         for _ in range(a.batches):
             model(x)
         took = time.perf_counter() - start
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not getrusage's ru_maxrss: Linux carries a parent's maxrss
+    # over fork and exec, so a child of a large process reports its parent's.
+    rss = 0.0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss = int(line.split()[1]) / 1024
     print(f"{a.batch * a.batches / took:.3f} {rss:.0f}")
 
 
