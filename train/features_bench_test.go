@@ -3,10 +3,10 @@ package train
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"os"
 	"testing"
 	"time"
 
