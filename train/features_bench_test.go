@@ -47,64 +47,71 @@ func peakRSSMB() float64 {
 // BenchmarkFrozenFeatures measures frozen feature extraction (eval mode,
 // batch 32, 224x224, random weights and inputs; the graph runs it in
 // chunks of 8, see graphChunk) of resnet50 and vit_b_16
-// with GOMAXPROCS threads against torchvision's models on PyTorch with as
-// many threads, best-configured, alternating three rounds of one batch
+// with 1 and 2 threads (GOMAXPROCS) against torchvision's models on
+// PyTorch with as many threads, best-configured, alternating three rounds of one batch
 // each and reporting the medians. The peak RSS is the process's so far
 // (it includes earlier benchmarks of this process); PyTorch's is its own.
 func BenchmarkFrozenFeatures(b *testing.B) {
-	const batch, rounds = 32, 3
 	haveTorch := peer.HasTorch() && peer.HasTorchvision()
 	if !haveTorch {
 		b.Log("python3-torchvision is not installed: no PyTorch comparison (make deps-bench)")
 	}
 	for _, model := range []string{"resnet50", "vit_b_16"} {
-		b.Run(model, func(b *testing.B) {
-			threads := runtime.GOMAXPROCS(0)
-			enc, err := Preset(model)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := rand.New(rand.NewPCG(1, 1))
-			d := &Data{Shape: []int{3, 224, 224}, X: make([]float32, batch*3*224*224), Y: make([]int64, batch)}
-			for i := range d.X {
-				d.X[i] = float32(r.NormFloat64())
-			}
-			// Built once and warmed up with one batch, as the PyTorch
-			// reference constructs its model and runs one batch untimed.
-			x, err := newExtractor(enc, nil, d.Shape, batch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer x.close()
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", model, threads), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+				frozenFeatures(b, model, threads, haveTorch)
+			})
+		}
+	}
+}
+
+// frozenFeatures is one model and thread count of BenchmarkFrozenFeatures.
+func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
+	const batch, rounds = 32, 3
+	enc, err := Preset(model)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	d := &Data{Shape: []int{3, 224, 224}, X: make([]float32, batch*3*224*224), Y: make([]int64, batch)}
+	for i := range d.X {
+		d.X[i] = float32(r.NormFloat64())
+	}
+	// Built once and warmed up with one batch, as the PyTorch
+	// reference constructs its model and runs one batch untimed.
+	x, err := newExtractor(enc, nil, d.Shape, batch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.close()
+	if _, err := x.run(d); err != nil {
+		b.Fatal(err)
+	}
+	var ours, torch, torchRSS []float64
+	for i := 0; i < b.N; i++ {
+		ours, torch, torchRSS = ours[:0], torch[:0], torchRSS[:0]
+		for round := range rounds {
+			start := time.Now()
 			if _, err := x.run(d); err != nil {
 				b.Fatal(err)
 			}
-			var ours, torch, torchRSS []float64
-			for i := 0; i < b.N; i++ {
-				ours, torch, torchRSS = ours[:0], torch[:0], torchRSS[:0]
-				for round := range rounds {
-					start := time.Now()
-					if _, err := x.run(d); err != nil {
-						b.Fatal(err)
-					}
-					ours = append(ours, batch/time.Since(start).Seconds())
-					if haveTorch {
-						t, rss := pytorchFeatures(b, model, threads)
-						torch, torchRSS = append(torch, t), append(torchRSS, rss)
-						fmt.Printf("%s round %d, %d threads: gatepipe %.2f images/s, PyTorch %.2f images/s\n", model, round+1, threads, ours[len(ours)-1], t)
-					}
-				}
+			ours = append(ours, batch/time.Since(start).Seconds())
+			if haveTorch {
+				t, rss := pytorchFeatures(b, model, threads)
+				torch, torchRSS = append(torch, t), append(torchRSS, rss)
+				fmt.Printf("%s round %d, %d threads: gatepipe %.2f images/s, PyTorch %.2f images/s\n", model, round+1, threads, ours[len(ours)-1], t)
 			}
-			ips := median(ours)
-			b.ReportMetric(ips, "images/s")
-			b.ReportMetric(peakRSSMB(), "peak-rss-MB")
-			if len(torch) > 0 {
-				t := median(torch)
-				b.ReportMetric(t, "pytorch-images/s")
-				b.ReportMetric(ips/t, "x-pytorch")
-				fmt.Printf("frozen features %s, batch %d, 224x224, %d threads, median of %d alternating rounds: gatepipe %.2f images/s (peak RSS %.0f MB), PyTorch %.2f images/s (peak RSS %.0f MB; %s %s), ratio %.2f\n",
-					model, batch, threads, rounds, ips, peakRSSMB(), t, median(torchRSS), peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t)
-			}
-		})
+		}
+	}
+	ips := median(ours)
+	b.ReportMetric(ips, "images/s")
+	b.ReportMetric(peakRSSMB(), "peak-rss-MB")
+	if len(torch) > 0 {
+		t := median(torch)
+		b.ReportMetric(t, "pytorch-images/s")
+		b.ReportMetric(ips/t, "x-pytorch")
+		fmt.Printf("frozen features %s, batch %d, 224x224, %d threads, median of %d alternating rounds: gatepipe %.2f images/s (peak RSS %.0f MB), PyTorch %.2f images/s (peak RSS %.0f MB; %s %s), ratio %.2f\n",
+			model, batch, threads, rounds, ips, peakRSSMB(), t, median(torchRSS), peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t)
 	}
 }
