@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -104,7 +105,9 @@ func (op *maxPoolOp) Do(inputs ...G.Value) (G.Value, error) {
 	if len(op.at) != len(out) {
 		op.at = make([]int32, len(out))
 	}
-	for p := range s[0] * s[1] {
+	planes := s[0] * s[1]
+	workers := max(1, min(runtime.GOMAXPROCS(0), planes, len(x)/(1<<15)))
+	forImages(planes, workers, func(_, p int) {
 		plane := x[p*h*w : (p+1)*h*w]
 		for oy := range oh {
 			y0, y1 := max(oy*op.stride-op.pad, 0), min(oy*op.stride-op.pad+op.k, h)
@@ -122,6 +125,6 @@ func (op *maxPoolOp) Do(inputs ...G.Value) (G.Value, error) {
 				out[o], op.at[o] = best, int32(p*h*w+arg)
 			}
 		}
-	}
+	})
 	return tensor.New(tensor.WithShape(os...), tensor.WithBacking(out)), nil
 }

@@ -138,6 +138,13 @@ func TestTorchvisionParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			closeRelative(t, got, want.Float32s(), 1e-4)
+			// The frozen path the features block runs (folded batch
+			// norms, fused ReLUs) gives the same logits.
+			frozen, err := logitsFromFeatures(enc, w, in.Float32s(), shape, classes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeRelative(t, frozen, want.Float32s(), 1e-4)
 		})
 	}
 }

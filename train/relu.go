@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -72,13 +73,15 @@ func (op *reluOp) Do(inputs ...G.Value) (G.Value, error) {
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(out)), nil
 	}
 	out := op.out.get(len(x))
-	for i, v := range x {
-		if v > 0 { // not max(v, 0): Go's float max handles NaN and -0 in branches
-			out[i] = v
-		} else {
-			out[i] = 0
+	inParts(len(x), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if v := x[i]; v > 0 { // not max(v, 0): Go's float max handles NaN and -0 in branches
+				out[i] = v
+			} else {
+				out[i] = 0
+			}
 		}
-	}
+	})
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(out)), nil
 }
 
@@ -132,12 +135,21 @@ func (op *addReLUOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	out := op.out.get(len(a))
 	c = c[:len(a)]
-	for i, v := range a {
-		if s := v + c[i]; s > 0 {
-			out[i] = s
-		} else {
-			out[i] = 0
+	inParts(len(a), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if s := a[i] + c[i]; s > 0 {
+				out[i] = s
+			} else {
+				out[i] = 0
+			}
 		}
-	}
+	})
 	return tensor.New(tensor.WithShape(inputs[0].Shape().Clone()...), tensor.WithBacking(out)), nil
+}
+
+// inParts calls fn on [lo, hi) ranges covering [0, n), one per GOMAXPROCS
+// worker when n is large enough to repay the hand-off.
+func inParts(n int, fn func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/(1<<15)))
+	forImages(parts, parts, func(_, p int) { fn(p*n/parts, (p+1)*n/parts) })
 }

@@ -206,7 +206,13 @@ func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extracto
 	// every intermediate value of a pass, which for a ResNet-50 batch of
 	// 32 at 224x224 exceeds 20 GB. Chunks of about 1.2M input values
 	// (8 such images) bound it; the outputs are the same.
-	batch = max(1, min(batch, graphChunk/size))
+	chunk := graphChunk
+	if enc.Arch == "vit" {
+		// A ViT keeps far more per input value (attention maps, the MLP's
+		// 4x width through gorgonia's LayerNorm ops): a quarter of it.
+		chunk /= 4
+	}
+	batch = max(1, min(batch, chunk/size))
 	b := &builder{declared: map[string]*param{}, values: w, frozen: true}
 	for _, p := range ps {
 		b.declared[p.name] = p
