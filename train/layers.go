@@ -315,19 +315,15 @@ func (b *builder) layerNorm(x *G.Node, name string, d int) *G.Node {
 	return b.layerNormEps(x, name, d, 1e-6)
 }
 
-// layerNormEps is layerNorm with the given epsilon.
+// layerNormEps is layerNorm with the given epsilon, one op (layerNormOp).
 func (b *builder) layerNormEps(x *G.Node, name string, d int, eps float64) *G.Node {
 	gamma := b.tensorOf(name+".weight", []int{d}, false, filled(1))
 	beta := b.tensorOf(name+".bias", []int{d}, false, filled(0))
-	m := x.Shape()[0]
-	col := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{m, 1})) }
-	mean := col(b.must(G.Mean(x, 1)))
-	centred := b.must(G.BroadcastSub(x, mean, nil, []byte{1}))
-	variance := col(b.must(G.Mean(b.must(G.Square(centred)), 1)))
-	std := b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(float32(eps))))))
-	y := b.must(G.BroadcastHadamardDiv(centred, std, nil, []byte{1}))
-	y = b.must(G.BroadcastHadamardProd(y, gamma, nil, []byte{0}))
-	return b.must(G.BroadcastAdd(y, beta, nil, []byte{0}))
+	s := x.Shape()
+	if len(s) != 2 || s[1] != d {
+		b.fail("layer norm %s of width %d on %v", name, d, s)
+	}
+	return b.must(G.ApplyOp(newLayerNormOp(0, s[0], d, eps), x, gamma, beta))
 }
 
 // gelu is GELU with the tanh approximation (PyTorch's
