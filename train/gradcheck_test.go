@@ -192,9 +192,9 @@ func TestGradients(t *testing.T) {
 		"batch norm (eval)": {shape: []int{3, 2, 3, 3}, layer: func(b *builder, x *G.Node) *G.Node {
 			return b.batchNorm(x, "bn", 2)
 		}},
-		"layer norm": {shape: []int{4, 6}, layer: func(b *builder, x *G.Node) *G.Node { return b.layerNorm(x, "ln", 6) }},
-		"gelu":       {shape: []int{4, 6}, layer: func(b *builder, x *G.Node) *G.Node { return b.gelu(x) }},
-		"softmax":    {shape: []int{2, 3, 4}, layer: func(b *builder, x *G.Node) *G.Node { return b.softmaxLast(x) }},
+		"layer norm":     {shape: []int{4, 6}, layer: func(b *builder, x *G.Node) *G.Node { return b.layerNorm(x, "ln", 6) }},
+		"gelu":           {shape: []int{4, 6}, layer: func(b *builder, x *G.Node) *G.Node { return b.gelu(x) }},
+		"scaled softmax": {shape: []int{2, 3, 4}, layer: func(b *builder, x *G.Node) *G.Node { return b.scaledSoftmax(x, 0.7) }},
 		"attention": {shape: []int{2 * 3, 8}, layer: func(b *builder, x *G.Node) *G.Node {
 			return b.attention(x, "attn", 2, 3, 8, 2)
 		}},

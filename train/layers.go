@@ -339,16 +339,6 @@ func (b *builder) relu(x *G.Node) *G.Node {
 	return b.must(G.ApplyOp(&reluOp{opBasics: opBasics{desc: fmt.Sprintf("relu%v", x.Shape())}, dims: x.Dims()}, x))
 }
 
-// softmaxLast is a numerically stable softmax over the last axis of a
-// 3-D tensor.
-func (b *builder) softmaxLast(x *G.Node) *G.Node {
-	s := x.Shape()
-	col := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{s[0], s[1], 1})) }
-	shifted := b.must(G.BroadcastSub(x, col(b.must(G.Max(x, 2))), nil, []byte{2}))
-	e := b.must(G.Exp(shifted))
-	return b.must(G.BroadcastHadamardDiv(e, col(b.must(G.Sum(e, 2))), nil, []byte{2}))
-}
-
 // attention is timm's multi-head self-attention over x [B*N, D] with a
 // fused qkv projection ([3D, D], q rows first) and an output projection.
 func (b *builder) attention(x *G.Node, name string, batch, tokens, dim, heads int) *G.Node {
@@ -359,8 +349,8 @@ func (b *builder) attention(x *G.Node, name string, batch, tokens, dim, heads in
 	q := b.splitHeads(qkv, 0, 3, batch, tokens, heads, dim)
 	k := b.splitHeads(qkv, 1, 3, batch, tokens, heads, dim)
 	v := b.splitHeads(qkv, 2, 3, batch, tokens, heads, dim)
-	scores := b.must(G.HadamardProd(b.bmm(q, k, false, true), b.scalar(float32(1/math.Sqrt(float64(dh))))))
-	o := b.mergeHeads(b.bmm(b.softmaxLast(scores), v, false, false), batch, tokens, heads, dim)
+	att := b.scaledSoftmax(b.bmm(q, k, false, true), float32(1/math.Sqrt(float64(dh))))
+	o := b.mergeHeads(b.bmm(att, v, false, false), batch, tokens, heads, dim)
 	return b.linear(o, name+".proj", dim, dim, true)
 }
 
