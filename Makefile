@@ -65,10 +65,11 @@ deps-test:
 	fi
 	@# The pretrained encoders' parity tests build their fixtures with
 	@# torchvision (randomly initialised models, no hub).
-	@if ! /usr/bin/python3 -c "import torchvision" 2>/dev/null; then \
+	@# The transferability statistics are checked against scipy.
+	@if ! /usr/bin/python3 -c "import torchvision, scipy" 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "Installing python3-torchvision for the pretrained encoders' parity tests..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision >/dev/null) || \
+			echo "Installing python3-torchvision and python3-scipy for the parity tests..."; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision python3-scipy >/dev/null) || \
 				echo "python3-torchvision could not be installed: the torchvision parity tests will fail in CI"; \
 		else \
 			echo "python3-torchvision is missing and we are not root: the torchvision parity tests will be skipped"; \
