@@ -1,12 +1,10 @@
 package transfer
 
 import (
-	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 )
 
@@ -140,18 +138,8 @@ func TestMetricsMatchNumpy(t *testing.T) {
 		makeCase(r, "N < D", 8, 20, 2, 4, false),
 		makeCase(r, "rank-deficient", 50, 7, 4, 6, true),
 	}
-	in, _ := json.Marshal(cases)
-	cmd := exec.Command("/usr/bin/python3", "-c", numpyReference)
-	cmd.Stdin = strings.NewReader(string(in))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want [][5]float64
-	if err := json.Unmarshal(out, &want); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	runPython(t, numpyReference, cases, &want)
 	for i, c := range cases {
 		f := Features{X: c.X, N: c.N, D: c.D, C: c.C, Y: c.Y}
 		logme, err := LogME(f)

@@ -1,12 +1,9 @@
 package transfer
 
 import (
-	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/stdlib"
@@ -79,7 +76,6 @@ func TestRankStatisticsMatchScipy(t *testing.T) {
 		}
 		cases = append(cases, pair{x, y})
 	}
-	in, _ := json.Marshal(cases)
 	script := `
 import json, sys
 from scipy import stats
@@ -89,17 +85,8 @@ for c in json.load(sys.stdin):
     out.append([stats.weightedtau(x, y)[0], stats.kendalltau(x, y)[0], stats.pearsonr(x, y)[0], stats.spearmanr(x, y)[0]])
 print(json.dumps(out))
 `
-	cmd := exec.Command("/usr/bin/python3", "-c", script)
-	cmd.Stdin = strings.NewReader(string(in))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want [][4]float64
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(string(out), "NaN", "null")), &want); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	runPython(t, script, cases, &want)
 	for i, c := range cases {
 		got := [4]float64{WeightedTau(c.X, c.Y), KendallTau(c.X, c.Y), Pearson(c.X, c.Y), Spearman(c.X, c.Y)}
 		for k, name := range []string{"weightedtau", "kendalltau", "pearson", "spearman"} {
