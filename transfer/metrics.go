@@ -309,3 +309,79 @@ func pseudoInverse(a *mat.Dense, rcond float64) (*mat.Dense, error) {
 	}
 	return inv, nil
 }
+
+// GBC is Pándy et al.'s (2022) Gaussian Bhattacharyya coefficient, in the
+// configuration of google-research's stable_transfer (spherical
+// Gaussians, features reduced by PCA to 64 dimensions when wider): per
+// class the mean and the mean of the per-dimension variances (floored at
+// 1e-4); D_B = 1/8 |mu1 - mu2|^2 / v + 1/2 (ln v - (ln v1 + ln v2) / 2)
+// with v = (v1 + v2) / 2 (the log term, as there, not times the
+// dimension); GBC = -sum over ordered class pairs of exp(-D_B). Higher
+// (closer to 0) means better separated classes.
+func GBC(f Features) (float64, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	const dims = 64
+	x, d := f.X, f.D
+	if d > dims {
+		var err error
+		if x, err = pca(f.X, f.N, f.D, dims); err != nil {
+			return 0, err
+		}
+		d = dims
+	}
+	reduced := Features{X: x, N: f.N, D: d, C: f.C, Y: f.Y}
+	means := classMeans(reduced)
+	variance := make([]float64, f.C)
+	counts := make([]float64, f.C)
+	perDim := make([][]float64, f.C)
+	for c := range perDim {
+		perDim[c] = make([]float64, d)
+	}
+	for i, c := range f.Y {
+		counts[c]++
+		for j := range d {
+			diff := x[i*d+j] - means[c][j]
+			perDim[c][j] += diff * diff
+		}
+	}
+	for c := range variance {
+		for j := range d {
+			variance[c] += max(perDim[c][j]/max(counts[c], 1), 1e-4) / float64(d)
+		}
+	}
+	var sum float64
+	for a := range f.C {
+		for b := range f.C {
+			if a == b || counts[a] == 0 || counts[b] == 0 {
+				continue
+			}
+			v := (variance[a] + variance[b]) / 2
+			var dist float64
+			for j := range d {
+				dm := means[a][j] - means[b][j]
+				dist += dm * dm
+			}
+			db := dist/(8*v) + 0.5*(math.Log(v)-0.5*math.Log(variance[a])-0.5*math.Log(variance[b]))
+			sum += math.Exp(-db)
+		}
+	}
+	return -sum, nil
+}
+
+// pca projects the centred rows of x [n, d] onto their k leading
+// principal directions.
+func pca(x []float64, n, d, k int) ([]float64, error) {
+	z := mat.NewDense(n, d, centred(x, n, d))
+	var svd mat.SVD
+	if !svd.Factorize(z, mat.SVDThin) {
+		return nil, fmt.Errorf("PCA: the SVD did not converge")
+	}
+	var v mat.Dense
+	svd.VTo(&v)
+	k = min(k, len(svd.Values(nil)))
+	var proj mat.Dense
+	proj.Mul(z, v.Slice(0, d, 0, k))
+	return proj.RawMatrix().Data, nil
+}

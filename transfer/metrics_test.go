@@ -82,12 +82,29 @@ def nce(th, y, C):
         h -= pz * (py * np.log(py + 1e-20)).sum()
     return float(-h)
 
+def gbc(f, y, C, dims=64):
+    if f.shape[1] > dims:
+        z = f - f.mean(0)
+        _, _, vt = np.linalg.svd(z, full_matrices=False)
+        f = z @ vt[:dims].T
+    mu = [f[y == c].mean(0) for c in range(C)]
+    var = [np.maximum(f[y == c].var(0), 1e-4).mean() for c in range(C)]
+    total = 0.0
+    for a in range(C):
+        for b in range(C):
+            if a == b:
+                continue
+            v = (var[a] + var[b]) / 2
+            db = ((mu[a] - mu[b])**2).sum() / (8 * v) + 0.5 * (np.log(v) - 0.5*np.log(var[a]) - 0.5*np.log(var[b]))
+            total += np.exp(-db)
+    return float(-total)
+
 out = []
 for c in json.load(sys.stdin):
     f = np.array(c["X"]).reshape(c["N"], c["D"])
     y = np.array(c["Y"])
     th = np.array(c["Theta"]).reshape(c["N"], c["Z"])
-    out.append([logme(f, y, c["C"]), hscore(f, y, c["C"]), transrate(f, y, c["C"]), leep(th, y, c["C"]), nce(th, y, c["C"])])
+    out.append([logme(f, y, c["C"]), hscore(f, y, c["C"]), transrate(f, y, c["C"]), leep(th, y, c["C"]), nce(th, y, c["C"]), gbc(f, y, c["C"])])
 print(json.dumps(out))
 `
 
@@ -122,9 +139,9 @@ func makeCase(r *rand.Rand, name string, n, d, c, z int, rankDeficient bool) met
 	return mc
 }
 
-// TestMetricsMatchNumpy checks LogME, H-score, TransRate, LEEP and NCE
-// against independent numpy code, with N > D, N < D and rank-deficient
-// features.
+// TestMetricsMatchNumpy checks LogME, H-score, TransRate, LEEP, NCE and
+// GBC against independent numpy code, with N > D, N < D, rank-deficient
+// features and features GBC reduces by PCA.
 func TestMetricsMatchNumpy(t *testing.T) {
 	if exec.Command("/usr/bin/python3", "-c", "import numpy").Run() != nil {
 		if os.Getenv("CI") != "" {
@@ -137,8 +154,9 @@ func TestMetricsMatchNumpy(t *testing.T) {
 		makeCase(r, "N > D", 60, 6, 3, 5, false),
 		makeCase(r, "N < D", 8, 20, 2, 4, false),
 		makeCase(r, "rank-deficient", 50, 7, 4, 6, true),
+		makeCase(r, "PCA to 64", 120, 80, 3, 4, false),
 	}
-	var want [][5]float64
+	var want [][6]float64
 	runPython(t, numpyReference, cases, &want)
 	for i, c := range cases {
 		f := Features{X: c.X, N: c.N, D: c.D, C: c.C, Y: c.Y}
@@ -162,8 +180,12 @@ func TestMetricsMatchNumpy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := [5]float64{logme, h, tr, leep, nce}
-		for k, name := range []string{"LogME", "H-score", "TransRate", "LEEP", "NCE"} {
+		gbc, err := GBC(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [6]float64{logme, h, tr, leep, nce, gbc}
+		for k, name := range []string{"LogME", "H-score", "TransRate", "LEEP", "NCE", "GBC"} {
 			tol := 1e-6 * math.Max(1, math.Abs(want[i][k]))
 			if name == "H-score" && c.Name != "N > D" {
 				// A singular covariance: the pseudo-inverse's cut-off
