@@ -73,12 +73,9 @@ func (op *affineOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 }
 
 func (op *affineOp) Do(inputs ...G.Value) (G.Value, error) {
-	args := make([][]float32, len(inputs))
-	for i, v := range inputs {
-		var err error
-		if args[i], err = f32(v); err != nil {
-			return nil, err
-		}
+	args, err := f32s(inputs)
+	if err != nil {
+		return nil, err
 	}
 	x, scale, shift := args[0], args[1], args[2]
 	batch, c := op.shape[0], op.shape[1]
@@ -115,14 +112,14 @@ func (op *affineOp) Do(inputs ...G.Value) (G.Value, error) {
 	if op.which == 1 {
 		dy = args[3]
 	}
-	forImages(batch, workersFor(len(x)), func(_, i int) {
-		for ch := range c {
-			base := (i*c + ch) * plane
-			s, t := scale[ch], shift[ch]
-			dst, src := out[base:base+plane], x[base:base+plane]
+	// One pass per channel plane; plane q is channel q % c of image q / c.
+	inParts(batch*c, plane, func(lo, hi int) {
+		for q := lo; q < hi; q++ {
+			s, t := scale[q%c], shift[q%c]
+			dst, src := out[q*plane:(q+1)*plane], x[q*plane:(q+1)*plane]
 			switch {
 			case op.which == 1:
-				g := dy[base : base+plane]
+				g := dy[q*plane : (q+1)*plane]
 				for j, v := range src {
 					if op.relu && v*s+t <= 0 {
 						continue

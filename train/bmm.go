@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/chewxy/hm"
 	"github.com/gatepipe/gatepipe/train/cblas"
@@ -89,14 +88,11 @@ func (op *bmmOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 }
 
 func (op *bmmOp) Do(inputs ...G.Value) (G.Value, error) {
-	a, err := f32(inputs[0])
+	args, err := f32s(inputs)
 	if err != nil {
 		return nil, err
 	}
-	bv, err := f32(inputs[1])
-	if err != nil {
-		return nil, err
-	}
+	a, bv := args[0], args[1]
 	out := op.out.get(op.batch * op.m * op.n) // beta 0: all overwritten
 	ta, tb := blas.NoTrans, blas.NoTrans
 	lda, ldb := op.k, op.n
@@ -108,17 +104,10 @@ func (op *bmmOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	impl := cblas.Serial()
 	sa, sb, sc := op.m*op.k, op.k*op.n, op.m*op.n
-	forImages(op.batch, max(1, min(op.batch, workersFor(op.batch*sa*op.n))), func(_, i int) {
-		impl.Sgemm(ta, tb, op.m, op.n, op.k, 1, a[i*sa:(i+1)*sa], lda, bv[i*sb:(i+1)*sb], ldb, 0, out[i*sc:(i+1)*sc], op.n)
+	inParts(op.batch, sa*op.n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			impl.Sgemm(ta, tb, op.m, op.n, op.k, 1, a[i*sa:(i+1)*sa], lda, bv[i*sb:(i+1)*sb], ldb, 0, out[i*sc:(i+1)*sc], op.n)
+		}
 	})
 	return tensor.New(tensor.WithShape(op.batch, op.m, op.n), tensor.WithBacking(out)), nil
-}
-
-// workersFor is how many goroutines share work of flops multiply-adds:
-// GOMAXPROCS, or one for small work that would not repay the hand-off.
-func workersFor(flops int) int {
-	if flops < 1<<16 {
-		return 1
-	}
-	return runtime.GOMAXPROCS(0)
 }

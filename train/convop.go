@@ -226,6 +226,18 @@ func f32(v G.Value) ([]float32, error) {
 	return data, nil
 }
 
+// f32s is f32 of every input.
+func f32s(inputs []G.Value) ([][]float32, error) {
+	out := make([][]float32, len(inputs))
+	for i, v := range inputs {
+		var err error
+		if out[i], err = f32(v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Do computes the op's product for every image, the images split
 // between GOMAXPROCS workers (each BLAS call then runs on one thread).
 func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
@@ -330,6 +342,15 @@ func (op *convOp) workers(n int) int {
 		op.scratch = append(op.scratch, make([]float32, n))
 	}
 	return w
+}
+
+// inParts splits n items of size values each into one contiguous range
+// [lo, hi) of items per GOMAXPROCS worker, fewer when the work (2^15
+// values a part at least) would not repay the hand-off, and calls fn on
+// each; it returns when all are done.
+func inParts(n, size int, fn func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n, n*size/(1<<15)))
+	forImages(parts, parts, func(_, p int) { fn(p*n/parts, (p+1)*n/parts) })
 }
 
 // forImages calls fn(worker, i) for every image i < n, worker w taking the

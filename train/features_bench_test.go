@@ -52,7 +52,7 @@ func peakRSSMB() float64 {
 // each and reporting the medians. The peak RSS is the process's so far
 // (it includes earlier benchmarks of this process); PyTorch's is its own.
 func BenchmarkFrozenFeatures(b *testing.B) {
-	haveTorch := peer.HasTorch() && peer.HasTorchvision()
+	haveTorch := peer.HasTorchvision()
 	if !haveTorch {
 		b.Log("python3-torchvision is not installed: no PyTorch comparison (make deps-bench)")
 	}

@@ -3,9 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
-	"runtime"
 
-	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -32,7 +30,7 @@ func (b *builder) activation(x *G.Node, name string) *G.Node {
 	case QuickGELU:
 		return b.must(G.HadamardProd(x, b.must(G.Sigmoid(b.must(G.HadamardProd(x, b.scalar(1.702)))))))
 	case GELUErf, "":
-		return b.must(G.ApplyOp(&geluOp{opBasics: opBasics{desc: fmt.Sprintf("gelu%v", x.Shape())}, dims: x.Dims()}, x))
+		return b.must(G.ApplyOp(&geluOp{xdyBasics: newXdy(fmt.Sprintf("gelu%v", x.Shape()), x.Dims())}, x))
 	}
 	b.fail("activation %q is not one of %v", name, Activations)
 	return nil
@@ -41,44 +39,14 @@ func (b *builder) activation(x *G.Node, name string) *G.Node {
 // geluOp is the exact GELU, 0.5 x (1 + erf(x/√2)), elementwise (gorgonia
 // has no erf). Its backward op takes (x, dy) and returns dy (Φ(x) + x φ(x)).
 type geluOp struct {
-	opBasics
-	dims int
-	out  outBuf
+	xdyBasics
+	out outBuf
 }
 
-func (op *geluOp) Arity() int {
-	if op.grad {
-		return 2
-	}
-	return 1
-}
-
-func (op *geluOp) Type() hm.Type {
-	t := G.TensorType{Dims: op.dims, Of: hm.TypeVariable('a')}
-	if op.grad {
-		return hm.NewFnType(t, t, t)
-	}
-	return hm.NewFnType(t, t)
-}
-
-func (op *geluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, ok := in[0].(tensor.Shape)
-	if !ok {
-		return nil, fmt.Errorf("%s: input shape %v", op, in[0])
-	}
-	return s.Clone(), nil
-}
+func (op *geluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return sameShape(op, in) }
 
 func (op *geluOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.grad {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	back := &geluOp{opBasics: opBasics{desc: "grad " + op.desc, grad: true}, dims: op.dims}
-	dx, err := G.ApplyOp(back, inputs[0], grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx}, nil
+	return op.backward(&geluOp{xdyBasics: op.gradBasics()}, inputs[0], grad)
 }
 
 func (op *geluOp) Do(inputs ...G.Value) (G.Value, error) {
@@ -93,9 +61,7 @@ func (op *geluOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 	}
 	out := op.out.get(len(x))
-	parts := max(1, min(runtime.GOMAXPROCS(0), len(x)/(1<<14)))
-	forImages(parts, parts, func(_, p int) {
-		lo, hi := p*len(x)/parts, (p+1)*len(x)/parts
+	inParts(len(x), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			v := float64(x[i])
 			cdf := 0.5 * (1 + math.Erf(v/math.Sqrt2))

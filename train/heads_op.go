@@ -58,8 +58,6 @@ func (op *headsOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.batch * op.heads, op.tokens, op.dim / op.heads}, nil
 }
 
-func (op *headsOp) DiffWRT(n int) []bool { return []bool{true} }
-
 // SymDiff: a split's gradient is a merge into its part of a zero [B*T,
 // parts*D], and a merge's a split.
 func (op *headsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {

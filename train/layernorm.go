@@ -84,12 +84,9 @@ func (op *layerNormOp) rowStats(row []float32) (mean, rstd float64) {
 }
 
 func (op *layerNormOp) Do(inputs ...G.Value) (G.Value, error) {
-	args := make([][]float32, 3)
-	for i, v := range inputs {
-		var err error
-		if args[i], err = f32(v); err != nil {
-			return nil, err
-		}
+	args, err := f32s(inputs)
+	if err != nil {
+		return nil, err
 	}
 	x, gamma, third := args[0], args[1], args[2]
 	shape, _ := op.InferShape()
@@ -114,11 +111,8 @@ func (op *layerNormOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(out)), nil
 	}
-	inParts(op.m*d, func(lo, hi int) {
-		for r := lo / d; r < (hi+d-1)/d && r < op.m; r++ {
-			if r*d < lo { // a row belongs to the part holding its start
-				continue
-			}
+	inParts(op.m, d, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
 			row, dst := x[r*d:(r+1)*d], out[r*d:(r+1)*d]
 			mean, rstd := op.rowStats(row)
 			if op.which == 0 {

@@ -265,48 +265,38 @@ func (b *builder) batchNorm(x *G.Node, name string, c int) *G.Node {
 	return b.batchNormAct(x, name, c, false)
 }
 
-// batchNormReLU is relu(batchNorm(x)), one pass in evaluation mode.
+// batchNormReLU is relu(batchNorm(x)) with the ReLU in the norm's pass.
 func (b *builder) batchNormReLU(x *G.Node, name string, c int) *G.Node {
-	if b.train {
-		return b.relu(b.batchNormAct(x, name, c, false))
-	}
 	return b.batchNormAct(x, name, c, true)
 }
 
+// batchNormAct is batchNorm, then a ReLU when relu is set, the
+// normalisation and the ReLU one per-channel affine pass (channelAffine):
+// in training x - mean times gamma / std plus beta, in evaluation x times
+// gamma / sqrt(running var + eps) plus beta - running mean times that.
 func (b *builder) batchNormAct(x *G.Node, name string, c int, relu bool) *G.Node {
 	const eps = 1e-5
 	gamma := b.tensorOf(name+".weight", []int{c}, false, filled(1))
 	beta := b.tensorOf(name+".bias", []int{c}, false, filled(0))
 	rm := b.tensorOf(name+".running_mean", []int{c}, true, filled(0))
 	rv := b.tensorOf(name+".running_var", []int{c}, true, filled(1))
-	chan4 := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{1, c, 1, 1})) }
-	bcast := func(op func(a, b *G.Node, l, r []byte) (*G.Node, error), a, v *G.Node) *G.Node {
-		return b.must(op(a, chan4(v), nil, []byte{0, 2, 3}))
+	scaleOf := func(variance *G.Node) *G.Node { // gamma / sqrt(variance + eps)
+		return b.must(G.HadamardDiv(gamma, b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(eps)))))))
 	}
 	if !b.train {
-		// y = x * gamma / sqrt(var + eps) + (beta - mean * gamma /
-		// sqrt(var + eps)): per-channel vectors, then one pass.
-		scale := b.must(G.HadamardDiv(gamma, b.must(G.Sqrt(b.must(G.Add(rv, b.scalar(eps)))))))
+		scale := scaleOf(rv)
 		shift := b.must(G.Sub(beta, b.must(G.HadamardProd(rm, scale))))
 		return b.channelAffine(x, scale, shift, relu)
 	}
-	var centred, variance *G.Node
-	if b.train {
-		s := x.Shape()
-		count := s[0] * s[2] * s[3]
-		inv := b.scalar(float32(1) / float32(count))
-		mean := b.must(G.HadamardProd(b.sum(x, 0, 2, 3), inv))
-		centred = bcast(G.BroadcastSub, x, mean)
-		variance = b.must(G.HadamardProd(b.sum(b.must(G.Square(centred)), 0, 2, 3), inv))
-		b.bn = append(b.bn, bnStats{mean: mean, variance: variance, runMean: name + ".running_mean", runVar: name + ".running_var",
-			count: count, momentum: 0.1, epsilon: eps})
-	} else {
-		centred, variance = bcast(G.BroadcastSub, x, rm), rv
-	}
-	std := b.must(G.Sqrt(b.must(G.Add(variance, b.scalar(eps)))))
-	y := bcast(G.BroadcastHadamardDiv, centred, std)
-	y = bcast(G.BroadcastHadamardProd, y, gamma)
-	return bcast(G.BroadcastAdd, y, beta)
+	s := x.Shape()
+	count := s[0] * s[2] * s[3]
+	inv := b.scalar(float32(1) / float32(count))
+	mean := b.must(G.HadamardProd(b.sum(x, 0, 2, 3), inv))
+	centred := b.must(G.BroadcastSub(x, b.must(G.Reshape(mean, tensor.Shape{1, c, 1, 1})), nil, []byte{0, 2, 3}))
+	variance := b.must(G.HadamardProd(b.sum(b.must(G.Square(centred)), 0, 2, 3), inv))
+	b.bn = append(b.bn, bnStats{mean: mean, variance: variance, runMean: name + ".running_mean", runVar: name + ".running_var",
+		count: count, momentum: 0.1, epsilon: eps})
+	return b.channelAffine(centred, scaleOf(variance), beta, relu)
 }
 
 // layerNorm normalises x [M, D] over its last axis (eps 1e-6, as timm's
@@ -336,7 +326,7 @@ func (b *builder) gelu(x *G.Node) *G.Node {
 }
 
 func (b *builder) relu(x *G.Node) *G.Node {
-	return b.must(G.ApplyOp(&reluOp{opBasics: opBasics{desc: fmt.Sprintf("relu%v", x.Shape())}, dims: x.Dims()}, x))
+	return b.must(G.ApplyOp(&reluOp{xdyBasics: newXdy(fmt.Sprintf("relu%v", x.Shape()), x.Dims())}, x))
 }
 
 // attention is timm's multi-head self-attention over x [B*N, D] with a

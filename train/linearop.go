@@ -125,12 +125,9 @@ func (op *linearOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 
 // Do computes the op's product with the BLAS gorgonia uses.
 func (op *linearOp) Do(inputs ...G.Value) (G.Value, error) {
-	args := make([][]float32, len(inputs))
-	for i, v := range inputs {
-		var err error
-		if args[i], err = f32(v); err != nil {
-			return nil, err
-		}
+	args, err := f32s(inputs)
+	if err != nil {
+		return nil, err
 	}
 	shape, _ := op.InferShape()
 	var res []float32

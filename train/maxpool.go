@@ -3,9 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
-	"runtime"
 
-	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -16,7 +14,7 @@ import (
 // output's argmax (the first maximum) and the backward op (inputs x and
 // dy) adds dy there: overlapping windows may share an argmax.
 type maxPoolOp struct {
-	opBasics
+	xdyBasics
 	shape          tensor.Shape // x's
 	k, stride, pad int
 	at             []int32
@@ -25,7 +23,7 @@ type maxPoolOp struct {
 }
 
 func newMaxPoolOp(shape tensor.Shape, k, stride, pad int) *maxPoolOp {
-	return &maxPoolOp{opBasics: opBasics{desc: fmt.Sprintf("maxpool%d/%d pad %d %v", k, stride, pad, shape)}, shape: shape.Clone(), k: k, stride: stride, pad: pad}
+	return &maxPoolOp{xdyBasics: newXdy(fmt.Sprintf("maxpool%d/%d pad %d %v", k, stride, pad, shape), 4), shape: shape.Clone(), k: k, stride: stride, pad: pad}
 }
 
 // maxPool is MaxPool2d(k, stride, pad) on x [B, C, H, W].
@@ -42,21 +40,6 @@ func (op *maxPoolOp) outShape() tensor.Shape {
 	return tensor.Shape{s[0], s[1], (s[2]+2*op.pad-op.k)/op.stride + 1, (s[3]+2*op.pad-op.k)/op.stride + 1}
 }
 
-func (op *maxPoolOp) Arity() int {
-	if op.grad {
-		return 2
-	}
-	return 1
-}
-
-func (op *maxPoolOp) Type() hm.Type {
-	t := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}
-	if op.grad {
-		return hm.NewFnType(t, t, t)
-	}
-	return hm.NewFnType(t, t)
-}
-
 func (op *maxPoolOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	if op.grad {
 		return op.shape.Clone(), nil
@@ -66,17 +49,8 @@ func (op *maxPoolOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 
 // SymDiff: dx = the backward op on (x, dy), reading this op's record.
 func (op *maxPoolOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.grad {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	back := *op
-	back.opBasics = opBasics{desc: "grad " + op.desc, grad: true}
-	back.fwd, back.at, back.out = op, nil, outBuf{}
-	dx, err := G.ApplyOp(&back, inputs[0], grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx}, nil
+	back := &maxPoolOp{xdyBasics: op.gradBasics(), shape: op.shape, k: op.k, stride: op.stride, pad: op.pad, fwd: op}
+	return op.backward(back, inputs[0], grad)
 }
 
 func (op *maxPoolOp) Do(inputs ...G.Value) (G.Value, error) {
@@ -105,26 +79,32 @@ func (op *maxPoolOp) Do(inputs ...G.Value) (G.Value, error) {
 	if len(op.at) != len(out) {
 		op.at = make([]int32, len(out))
 	}
-	planes := s[0] * s[1]
-	workers := max(1, min(runtime.GOMAXPROCS(0), planes, len(x)/(1<<15)))
-	forImages(planes, workers, func(_, p int) {
-		plane := x[p*h*w : (p+1)*h*w]
-		for oy := range oh {
-			y0, y1 := max(oy*op.stride-op.pad, 0), min(oy*op.stride-op.pad+op.k, h)
-			for ox := range ow {
-				x0, x1 := max(ox*op.stride-op.pad, 0), min(ox*op.stride-op.pad+op.k, w)
-				best, arg := float32(math.Inf(-1)), y0*w+x0
-				for y := y0; y < y1; y++ {
-					for xx := x0; xx < x1; xx++ {
-						if v := plane[y*w+xx]; v > best {
-							best, arg = v, y*w+xx
-						}
-					}
-				}
-				o := (p*oh+oy)*ow + ox
-				out[o], op.at[o] = best, int32(p*h*w+arg)
-			}
+	inParts(s[0]*s[1], h*w, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			op.poolPlane(x, out, p, oh, ow)
 		}
 	})
 	return tensor.New(tensor.WithShape(os...), tensor.WithBacking(out)), nil
+}
+
+// poolPlane pools plane p of x into out, recording each output's argmax.
+func (op *maxPoolOp) poolPlane(x, out []float32, p, oh, ow int) {
+	h, w := op.shape[2], op.shape[3]
+	plane := x[p*h*w : (p+1)*h*w]
+	for oy := range oh {
+		y0, y1 := max(oy*op.stride-op.pad, 0), min(oy*op.stride-op.pad+op.k, h)
+		for ox := range ow {
+			x0, x1 := max(ox*op.stride-op.pad, 0), min(ox*op.stride-op.pad+op.k, w)
+			best, arg := float32(math.Inf(-1)), y0*w+x0
+			for y := y0; y < y1; y++ {
+				for xx := x0; xx < x1; xx++ {
+					if v := plane[y*w+xx]; v > best {
+						best, arg = v, y*w+xx
+					}
+				}
+			}
+			o := (p*oh+oy)*ow + ox
+			out[o], op.at[o] = best, int32(p*h*w+arg)
+		}
+	}
 }

@@ -3,7 +3,6 @@ package train
 import (
 	"fmt"
 
-	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -19,7 +18,7 @@ import (
 // before its backward op in every pass, which keeps the record valid; x
 // is a backward input only to order the two.
 type maxPool2Op struct {
-	opBasics
+	xdyBasics
 	shape tensor.Shape // x's
 	relu  bool
 	// at is the forward pass's record: x's flat index per output.
@@ -33,7 +32,7 @@ func newMaxPool2Op(shape tensor.Shape, relu bool) *maxPool2Op {
 	if relu {
 		desc += " + relu"
 	}
-	return &maxPool2Op{opBasics: opBasics{desc: desc}, shape: shape.Clone(), relu: relu}
+	return &maxPool2Op{xdyBasics: newXdy(desc, 4), shape: shape.Clone(), relu: relu}
 }
 
 // maxPool2 is 2x2 max pooling with stride 2.
@@ -51,21 +50,6 @@ func (op *maxPool2Op) outShape() tensor.Shape {
 	return tensor.Shape{s[0], s[1], s[2] / 2, s[3] / 2}
 }
 
-func (op *maxPool2Op) Arity() int {
-	if op.grad {
-		return 2
-	}
-	return 1
-}
-
-func (op *maxPool2Op) Type() hm.Type {
-	t := G.TensorType{Dims: 4, Of: hm.TypeVariable('a')}
-	if op.grad {
-		return hm.NewFnType(t, t, t)
-	}
-	return hm.NewFnType(t, t)
-}
-
 func (op *maxPool2Op) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	if op.grad {
 		return op.shape.Clone(), nil
@@ -75,15 +59,7 @@ func (op *maxPool2Op) InferShape(...G.DimSizer) (tensor.Shape, error) {
 
 // SymDiff: dx = the backward op on (x, dy), reading this op's record.
 func (op *maxPool2Op) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.grad {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	back := &maxPool2Op{opBasics: opBasics{desc: "grad " + op.desc, grad: true}, shape: op.shape, relu: op.relu, fwd: op}
-	dx, err := G.ApplyOp(back, inputs[0], grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx}, nil
+	return op.backward(&maxPool2Op{xdyBasics: op.gradBasics(), shape: op.shape, relu: op.relu, fwd: op}, inputs[0], grad)
 }
 
 func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
@@ -96,7 +72,7 @@ func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return op.backward(len(x), dy)
+		return op.scatter(len(x), dy)
 	}
 	s := op.shape
 	h, w := s[2], s[3]
@@ -116,9 +92,9 @@ func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
 	return tensor.New(tensor.WithShape(op.outShape()...), tensor.WithBacking(out)), nil
 }
 
-// backward scatters dy onto the recorded maxima; outputs the ReLU zeroed
+// scatter puts dy onto the recorded maxima; outputs the ReLU zeroed
 // scatter into one extra element past x's end, dropped.
-func (op *maxPool2Op) backward(n int, dy []float32) (G.Value, error) {
+func (op *maxPool2Op) scatter(n int, dy []float32) (G.Value, error) {
 	at := op.fwd.at
 	if len(at) != len(dy) {
 		return nil, fmt.Errorf("%s: the forward pass has not run", op)

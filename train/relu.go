@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -13,44 +12,14 @@ import (
 // x * (x >= 0) with a copy of x, three passes and two allocations). The
 // backward op takes (x, dy) and returns dy where x > 0.
 type reluOp struct {
-	opBasics
-	dims int
-	out  outBuf
+	xdyBasics
+	out outBuf
 }
 
-func (op *reluOp) Arity() int {
-	if op.grad {
-		return 2
-	}
-	return 1
-}
-
-func (op *reluOp) Type() hm.Type {
-	t := G.TensorType{Dims: op.dims, Of: hm.TypeVariable('a')}
-	if op.grad {
-		return hm.NewFnType(t, t, t)
-	}
-	return hm.NewFnType(t, t)
-}
-
-func (op *reluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, ok := in[0].(tensor.Shape)
-	if !ok {
-		return nil, fmt.Errorf("%s: input shape %v", op, in[0])
-	}
-	return s.Clone(), nil
-}
+func (op *reluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return sameShape(op, in) }
 
 func (op *reluOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.grad {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	back := &reluOp{opBasics: opBasics{desc: "grad " + op.desc, grad: true}, dims: op.dims}
-	dx, err := G.ApplyOp(back, inputs[0], grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx}, nil
+	return op.backward(&reluOp{xdyBasics: op.gradBasics()}, inputs[0], grad)
 }
 
 func (op *reluOp) Do(inputs ...G.Value) (G.Value, error) {
@@ -73,7 +42,7 @@ func (op *reluOp) Do(inputs ...G.Value) (G.Value, error) {
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(out)), nil
 	}
 	out := op.out.get(len(x))
-	inParts(len(x), func(lo, hi int) {
+	inParts(len(x), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if v := x[i]; v > 0 { // not max(v, 0): Go's float max handles NaN and -0 in branches
 				out[i] = v
@@ -112,13 +81,7 @@ func (op *addReLUOp) Type() hm.Type {
 	return hm.NewFnType(t, t, t)
 }
 
-func (op *addReLUOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, ok := in[0].(tensor.Shape)
-	if !ok {
-		return nil, fmt.Errorf("%s: input shape %v", op, in[0])
-	}
-	return s.Clone(), nil
-}
+func (op *addReLUOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return sameShape(op, in) }
 
 func (op *addReLUOp) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
 	return nil, fmt.Errorf("%s is for frozen builds: not differentiable", op)
@@ -135,7 +98,7 @@ func (op *addReLUOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	out := op.out.get(len(a))
 	c = c[:len(a)]
-	inParts(len(a), func(lo, hi int) {
+	inParts(len(a), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if s := a[i] + c[i]; s > 0 {
 				out[i] = s
@@ -145,11 +108,4 @@ func (op *addReLUOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 	})
 	return tensor.New(tensor.WithShape(inputs[0].Shape().Clone()...), tensor.WithBacking(out)), nil
-}
-
-// inParts calls fn on [lo, hi) ranges covering [0, n), one per GOMAXPROCS
-// worker when n is large enough to repay the hand-off.
-func inParts(n int, fn func(lo, hi int)) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/(1<<15)))
-	forImages(parts, parts, func(_, p int) { fn(p*n/parts, (p+1)*n/parts) })
 }

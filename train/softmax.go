@@ -3,9 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
-	"runtime"
 
-	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -16,7 +14,7 @@ import (
 // Its backward op takes (x, dy), recomputes y and returns
 // scale * y * (dy - sum(dy * y)).
 type softmaxOp struct {
-	opBasics
+	xdyBasics
 	shape tensor.Shape
 	scale float32
 	out   outBuf
@@ -28,37 +26,14 @@ func (b *builder) scaledSoftmax(x *G.Node, scale float32) *G.Node {
 	if len(s) != 3 {
 		b.fail("softmax over the last axis of %v: want 3 axes", s)
 	}
-	op := &softmaxOp{opBasics: opBasics{desc: fmt.Sprintf("softmax%v x%g", s, scale)}, shape: s.Clone(), scale: scale}
+	op := &softmaxOp{xdyBasics: newXdy(fmt.Sprintf("softmax%v x%g", s, scale), 3), shape: s.Clone(), scale: scale}
 	return b.must(G.ApplyOp(op, x))
-}
-
-func (op *softmaxOp) Arity() int {
-	if op.grad {
-		return 2
-	}
-	return 1
-}
-
-func (op *softmaxOp) Type() hm.Type {
-	t := G.TensorType{Dims: 3, Of: hm.TypeVariable('a')}
-	if op.grad {
-		return hm.NewFnType(t, t, t)
-	}
-	return hm.NewFnType(t, t)
 }
 
 func (op *softmaxOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.shape.Clone(), nil }
 
 func (op *softmaxOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	if op.grad {
-		return nil, fmt.Errorf("%s is not differentiable", op)
-	}
-	back := &softmaxOp{opBasics: opBasics{desc: "grad " + op.desc, grad: true}, shape: op.shape, scale: op.scale}
-	dx, err := G.ApplyOp(back, inputs[0], grad)
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx}, nil
+	return op.backward(&softmaxOp{xdyBasics: op.gradBasics(), shape: op.shape, scale: op.scale}, inputs[0], grad)
 }
 
 // row writes softmax(scale * x) of one row into y.
@@ -97,10 +72,9 @@ func (op *softmaxOp) Do(inputs ...G.Value) (G.Value, error) {
 	} else {
 		out = op.out.get(len(x))
 	}
-	workers := max(1, min(runtime.GOMAXPROCS(0), rows, len(x)/(1<<14)))
-	forImages(workers, workers, func(_, p int) {
+	inParts(rows, n, func(lo, hi int) {
 		y := make([]float32, n)
-		for r := p * rows / workers; r < (p+1)*rows/workers; r++ {
+		for r := lo; r < hi; r++ {
 			xr, dst := x[r*n:(r+1)*n], out[r*n:(r+1)*n]
 			if !op.grad {
 				op.row(xr, dst)

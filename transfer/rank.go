@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"fmt"
 	"math"
 	"sort"
 
@@ -149,22 +148,4 @@ func Fidelity(score, acc []float64) float64 {
 		}
 	}
 	return Pearson(ds, da)
-}
-
-// Ranking is the rank statistics of one proxy on one target task.
-type Ranking struct {
-	WeightedTau, KendallTau, Pearson, Spearman, Fidelity float64
-	TopHit                                               bool
-}
-
-// Evaluate computes every statistic of score against acc.
-func Evaluate(score, acc []float64) (Ranking, error) {
-	if len(score) != len(acc) {
-		return Ranking{}, fmt.Errorf("%d scores for %d accuracies", len(score), len(acc))
-	}
-	if len(score) < 3 {
-		return Ranking{}, fmt.Errorf("ranking needs at least 3 models, not %d", len(score))
-	}
-	return Ranking{WeightedTau: WeightedTau(score, acc), KendallTau: KendallTau(score, acc), Pearson: Pearson(score, acc),
-		Spearman: Spearman(score, acc), Fidelity: Fidelity(score, acc), TopHit: TopHit(score, acc)}, nil
 }

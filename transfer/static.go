@@ -30,10 +30,10 @@ func StaticScores(order, models []string) []float64 {
 	return out
 }
 
-// MeanRankScores is the mean-rank baseline: each model's score is minus
-// its mean accuracy rank over the other datasets (leave-one-out: the
-// target's own accuracies are not used), so a model that usually wins
-// ranks first.
+// MeanRankScores is the mean-rank baseline: each model's score is the sum
+// of its accuracy ranks (1 the worst) over the other datasets
+// (leave-one-out: the target's own accuracies are not used), so a model
+// that usually wins scores highest.
 func MeanRankScores(acc Table, target string) []float64 {
 	models := acc.Models(target)
 	sum := make([]float64, len(models))

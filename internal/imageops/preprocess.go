@@ -50,7 +50,7 @@ func (p Preprocess) Check() error {
 	return err
 }
 
-// Resize returns the shorter side the image is resized to before the crop.
+// resizeTo returns the shorter side the image is resized to before the crop.
 func (p Preprocess) resizeTo() int {
 	if p.ResizeTo > 0 {
 		return p.ResizeTo

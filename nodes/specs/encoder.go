@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -162,35 +163,10 @@ func preprocessValue(v cty.Value, fromConfig *imageops.Preprocess, decl nodes.De
 		if err != nil {
 			return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "preprocess: %s (it takes size, resize_to, crop_pct, interpolation, mean, std, channels).", err)}
 		}
-		var size []int
-		if sv := conv.GetAttr("size"); sv.Type() == cty.Number {
-			var side int
-			_ = gocty.FromCtyValue(sv, &side)
-			size = []int{side, side}
-		} else if err := gocty.FromCtyValue(sv, &size); err != nil {
-			size = nil
+		if p, err = decodePreprocess(conv); err != nil {
+			return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "%s.", err)}
 		}
-		if len(size) == 1 {
-			size = append(size, size[0])
-		}
-		if len(size) != 2 {
-			return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "preprocess size must be one number or [H, W], not %d numbers.", len(size))}
-		}
-		p.Size = [2]int{size[0], size[1]}
-		get := func(name string, into any) {
-			if a := conv.GetAttr(name); !a.IsNull() {
-				_ = gocty.FromCtyValue(a, into)
-			}
-		}
-		var interp string
-		get("resize_to", &p.ResizeTo)
-		get("crop_pct", &p.CropPct)
-		get("interpolation", &interp)
-		get("mean", &p.Mean)
-		get("std", &p.Std)
-		get("channels", &p.Channels)
-		p.Interpolation = imageops.Interpolation(interp)
-		if interp == "" {
+		if p.Interpolation == "" {
 			p.Interpolation = imageops.Bilinear
 		}
 	case fromConfig != nil:
@@ -201,25 +177,49 @@ func preprocessValue(v cty.Value, fromConfig *imageops.Preprocess, decl nodes.De
 	if err := p.Check(); err != nil {
 		return cty.NullVal(preprocessType), hcl.Diagnostics{decl.Errorf("preprocess", "Invalid value", "%s.", err)}
 	}
-	floats := func(xs []float32) cty.Value {
-		if len(xs) == 0 {
-			return cty.ListValEmpty(cty.Number)
-		}
-		out := make([]cty.Value, len(xs))
-		for i, x := range xs {
-			out[i] = cty.NumberFloatVal(float64(x))
-		}
-		return cty.ListVal(out)
-	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"size": list(p.Size[0], p.Size[1]), "resize_to": cty.NumberIntVal(int64(p.ResizeTo)), "crop_pct": num(p.CropPct),
-		"interpolation": cty.StringVal(string(p.Interpolation)), "mean": floats(p.Mean), "std": floats(p.Std),
-		"channels": cty.NumberIntVal(int64(p.Channels)),
+		"interpolation": cty.StringVal(string(p.Interpolation)), "mean": floatList(p.Mean), "std": floatList(p.Std), "channels": cty.NumberIntVal(int64(p.Channels)),
 	}), nil
+}
+
+// decodePreprocess reads a preprocess object, as written (size one number
+// or [H, W], the rest possibly null) or as stored (every attribute set).
+func decodePreprocess(v cty.Value) (imageops.Preprocess, error) {
+	var p imageops.Preprocess
+	get := func(name string, into any) {
+		if a := v.GetAttr(name); !a.IsNull() {
+			_ = gocty.FromCtyValue(a, into)
+		}
+	}
+	var size []int
+	if sv := v.GetAttr("size"); sv.Type() == cty.Number {
+		var side int
+		_ = gocty.FromCtyValue(sv, &side)
+		size = []int{side, side}
+	} else if err := gocty.FromCtyValue(sv, &size); err != nil {
+		size = nil
+	}
+	if len(size) == 1 {
+		size = append(size, size[0])
+	}
+	if len(size) != 2 {
+		return p, fmt.Errorf("preprocess size must be one number or [H, W], not %d numbers", len(size))
+	}
+	p.Size = [2]int{size[0], size[1]}
+	var interp string
+	get("resize_to", &p.ResizeTo)
+	get("crop_pct", &p.CropPct)
+	get("interpolation", &interp)
+	get("mean", &p.Mean)
+	get("std", &p.Std)
+	get("channels", &p.Channels)
+	p.Interpolation = imageops.Interpolation(interp)
+	return p, nil
 }
 
 // optionSet reports whether an option differs from its default.
 func optionSet(v cty.Value, name string) bool {
 	def, ok := encoderOptions[name]
-	return ok && v != cty.NilVal && !v.IsNull() && !v.RawEquals(def) && !(def.Type() == cty.Number && v.Equals(def).True())
+	return ok && v != cty.NilVal && !v.IsNull() && v.IsKnown() && v.Equals(def).False()
 }

@@ -179,20 +179,11 @@ func (r *Reader) Preprocess() *imageops.Preprocess {
 	if v.IsNull() || !v.Type().IsObjectType() {
 		return nil
 	}
-	var p imageops.Preprocess
-	var size []int
-	var interp string
-	_ = gocty.FromCtyValue(v.GetAttr("size"), &size)
-	_ = gocty.FromCtyValue(v.GetAttr("resize_to"), &p.ResizeTo)
-	_ = gocty.FromCtyValue(v.GetAttr("crop_pct"), &p.CropPct)
-	_ = gocty.FromCtyValue(v.GetAttr("interpolation"), &interp)
-	_ = gocty.FromCtyValue(v.GetAttr("mean"), &p.Mean)
-	_ = gocty.FromCtyValue(v.GetAttr("std"), &p.Std)
-	_ = gocty.FromCtyValue(v.GetAttr("channels"), &p.Channels)
-	if len(size) == 2 {
-		p.Size = [2]int{size[0], size[1]}
+	p, err := decodePreprocess(v)
+	if err != nil {
+		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Invalid preprocess", "%s.", err))
+		return nil
 	}
-	p.Interpolation = imageops.Interpolation(interp)
 	return &p
 }
 

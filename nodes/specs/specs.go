@@ -88,6 +88,18 @@ func list(xs ...int) cty.Value {
 	return cty.ListVal(out)
 }
 
+// floatList is a list of numbers (an empty list when there are none).
+func floatList(xs []float32) cty.Value {
+	if len(xs) == 0 {
+		return cty.ListValEmpty(cty.Number)
+	}
+	out := make([]cty.Value, len(xs))
+	for i, x := range xs {
+		out[i] = cty.NumberFloatVal(float64(x))
+	}
+	return cty.ListVal(out)
+}
+
 func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnostics {
 	for _, a := range allowed {
 		if v == a {

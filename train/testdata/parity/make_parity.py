@@ -355,11 +355,16 @@ def perturb(model, gen):
                 t.copy_(0.5 * torch.randn(t.shape, generator=gen))
 
 
-def write_safetensors(path, tensors, metadata):
+def write_safetensors(path, tensors, metadata, dtype=torch.float32):
+    """Writes tensors (parity.* always as F32, the rest as dtype: F32, BF16
+    or F16) and metadata as a safetensors file."""
+    names = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
     header, blobs, off = {"__metadata__": metadata}, [], 0
     for name in sorted(tensors):
-        data = tensors[name].detach().contiguous().to(torch.float32).numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [off, off + len(data)]}
+        d = torch.float32 if name.startswith("parity.") else dtype
+        t = tensors[name].detach().contiguous().to(d)
+        data = (t.view(torch.int16) if d != torch.float32 else t).numpy().tobytes()
+        header[name] = {"dtype": names[d], "shape": list(t.shape), "data_offsets": [off, off + len(data)]}
         blobs.append(data)
         off += len(data)
     h = json.dumps(header, separators=(",", ":")).encode()

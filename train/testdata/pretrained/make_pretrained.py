@@ -32,7 +32,6 @@ Files:
 import json
 import os
 import re
-import struct
 import sys
 
 import torch
@@ -40,27 +39,10 @@ import torch.nn.functional as F
 import torchvision
 from torchvision import transforms as T
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parity"))
+from make_parity import write_safetensors  # noqa: E402
+
 CLASSES = 10
-
-
-def write_safetensors(path, tensors, metadata, dtype=torch.float32):
-    names = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
-    header, blobs, off = {"__metadata__": metadata}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().contiguous()
-        d = dtype if not name.startswith("parity.") else torch.float32
-        t = t.to(d)
-        data = t.view(torch.int16).numpy().tobytes() if d in (torch.bfloat16, torch.float16) else t.numpy().tobytes()
-        header[name] = {"dtype": names[d], "shape": list(t.shape), "data_offsets": [off, off + len(data)]}
-        blobs.append(data)
-        off += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
 
 
 def perturb(model, gen):
