@@ -3,8 +3,6 @@ package transfer
 import (
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"testing"
 )
 
@@ -143,12 +141,7 @@ func makeCase(r *rand.Rand, name string, n, d, c, z int, rankDeficient bool) met
 // GBC against independent numpy code, with N > D, N < D, rank-deficient
 // features and features GBC reduces by PCA.
 func TestMetricsMatchNumpy(t *testing.T) {
-	if exec.Command("/usr/bin/python3", "-c", "import numpy").Run() != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3-numpy is needed for the metrics' reference check")
-		}
-		t.Skip("python3-numpy is not installed")
-	}
+	needNumpy(t)
 	r := rand.New(rand.NewPCG(8, 8))
 	cases := []metricCase{
 		makeCase(r, "N > D", 60, 6, 3, 5, false),

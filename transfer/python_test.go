@@ -28,3 +28,15 @@ func runPython(t *testing.T, script string, in, out any) {
 		t.Fatalf("%v: %s", err, res)
 	}
 }
+
+// needNumpy skips the test where Debian's numpy and scipy are missing, and
+// fails it in CI, which installs them.
+func needNumpy(t *testing.T) {
+	t.Helper()
+	if exec.Command("/usr/bin/python3", "-c", "import numpy, scipy").Run() != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3-numpy and python3-scipy are needed for the metrics' reference checks")
+		}
+		t.Skip("python3-numpy or python3-scipy is not installed")
+	}
+}
