@@ -72,6 +72,7 @@ var spec = hcldec.ObjectSpec{
 	"normalize":     &hcldec.AttrSpec{Name: "normalize", Type: cty.String},
 	"cifar_label":   &hcldec.AttrSpec{Name: "cifar_label", Type: cty.String},
 	"class_names":   &hcldec.AttrSpec{Name: "class_names", Type: cty.List(cty.String)},
+	"keep_classes":  &hcldec.AttrSpec{Name: "keep_classes", Type: cty.List(cty.String)},
 }
 
 // Spec returns the block schema.
@@ -131,6 +132,7 @@ type config struct {
 	Normalize    *string          `cty:"normalize"`
 	CifarLabel   *string          `cty:"cifar_label"`
 	ClassNames   []string         `cty:"class_names"`
+	KeepClasses  []string         `cty:"keep_classes"`
 }
 
 // source is one validated source.
@@ -247,6 +249,16 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 			diags = append(diags, decl.Errorf(c.name, "Invalid "+c.name, "%s must be at least 1.", c.name))
 		}
 		*c.into = *c.v
+	}
+	if len(cfg.KeepClasses) > 0 && n.task != "" && n.task != "classification" {
+		diags = append(diags, decl.Errorf("keep_classes", "Invalid keep_classes", "keep_classes selects classes of a classification dataset, not of a %s one.", n.task))
+	}
+	seen := map[string]bool{}
+	for _, c := range cfg.KeepClasses {
+		if seen[c] {
+			diags = append(diags, decl.Errorf("keep_classes", "Invalid keep_classes", "Class %q is listed twice.", c))
+		}
+		seen[c] = true
 	}
 	if cfg.Normalize != nil {
 		n.normalize = *cfg.Normalize

@@ -308,3 +308,47 @@ train  = ["imgs-idx3-ubyte", "labels-idx1-ubyte"]
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestKeepClassesFiltersAndRelabels: keep_classes keeps the listed classes
+// only, relabelled in the listed order; an unknown class is an error
+// naming the classes there are.
+func TestKeepClassesFiltersAndRelabels(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXFixture(t, dir, 20)
+	n, diags := decode(t, dir, fmt.Sprintf(idxConfig, 1)+`keep_classes = ["2", "0"]`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	v, out := run(t, n)
+	if got := v.GetAttr("classes"); !got.RawEquals(cty.ListVal([]cty.Value{cty.StringVal("2"), cty.StringVal("0")})) {
+		t.Fatalf("classes = %#v", got)
+	}
+	total := 0
+	for _, name := range []string{"train", "val", "test"} {
+		s, err := examplestore.ReadSplit(out, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, y := range s.Y.Int64s() {
+			source := int(s.X.Data[k*4]) / 10 // the fixture's pixel 0 is 10 x its example index
+			want := map[int]int64{2: 0, 0: 1}[source%3]
+			if source%3 == 1 || y != want {
+				t.Fatalf("%s[%d]: source example %d (class %d) has label %d", name, k, source, source%3, y)
+			}
+			total++
+		}
+	}
+	if total != 13 { // examples 0..19 of classes 0 and 2
+		t.Fatalf("%d examples kept, want 13", total)
+	}
+	n, diags = decode(t, dir, fmt.Sprintf(idxConfig, 1)+`keep_classes = ["7"]`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	c, _ := cache.Open(t.TempDir())
+	o, _ := c.TempDir("dataset")
+	_, err := n.Run(context.Background(), &nodes.Env{OutDir: o, Blobs: c, Log: zerolog.Nop(), Progress: nodes.NoProgress{}})
+	if err == nil || !strings.Contains(err.Error(), `no class "7"; the classes are 0, 1, 2`) {
+		t.Fatalf("err = %v", err)
+	}
+}

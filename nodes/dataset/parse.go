@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,44 @@ func (e *examples) labelsPerExample() int {
 		n *= d
 	}
 	return n
+}
+
+// keepClasses returns the examples of the named classes only, relabelled
+// 0.. in the order names lists them.
+func (e *examples) keepClasses(names []string) (*examples, error) {
+	if e.y == nil || e.labelsPerExample() != 1 {
+		return nil, fmt.Errorf("only single-label classification data has classes to keep")
+	}
+	relabel := map[int64]int64{}
+	for k, name := range names {
+		old := slices.Index(e.classes, name)
+		if old < 0 {
+			return nil, fmt.Errorf("no class %q; the classes are %s", name, strings.Join(e.classes, ", "))
+		}
+		relabel[int64(old)] = int64(k)
+	}
+	var idx []int
+	for i, y := range e.y {
+		if _, ok := relabel[y]; ok {
+			idx = append(idx, i)
+		}
+	}
+	s := e.subset(idx)
+	out := *e
+	out.classes = slices.Clone(names)
+	out.y = make([]int64, len(idx))
+	for k, y := range s.Y.Int64s() {
+		out.y[k] = relabel[y]
+	}
+	if e.dtype == safetensors.U8 {
+		out.u8 = s.X.Data
+	} else {
+		out.f32 = s.X.Float32s()
+	}
+	if e.q != nil {
+		out.q = s.Q.Int64s()
+	}
+	return &out, nil
 }
 
 // subset gathers the examples at idx (indices into e) into a split.

@@ -104,6 +104,19 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			return cty.NilVal, fmt.Errorf("class_names lists %d names but the data has %d classes", len(n.cfg.ClassNames), len(train.classes))
 		}
 		train.classes = n.cfg.ClassNames
+		if test != nil {
+			test.classes = n.cfg.ClassNames
+		}
+	}
+	if len(n.cfg.KeepClasses) > 0 {
+		if train, err = train.keepClasses(n.cfg.KeepClasses); err != nil {
+			return cty.NilVal, fmt.Errorf("keep_classes: train data: %w", err)
+		}
+		if test != nil {
+			if test, err = test.keepClasses(n.cfg.KeepClasses); err != nil {
+				return cty.NilVal, fmt.Errorf("keep_classes: test data: %w", err)
+			}
+		}
 	}
 
 	splits := n.split(train, test)
