@@ -85,3 +85,13 @@ func VTAB1k(n int, seed uint64) (all, train, val []int) {
 	slices.Sort(val)
 	return all, train, val
 }
+
+// CheckLabels reports a label outside [0, classes).
+func CheckLabels(y []int, classes int) error {
+	for i, k := range y {
+		if k < 0 || k >= classes {
+			return fmt.Errorf("example %d has label %d outside the %d classes", i, k, classes)
+		}
+	}
+	return nil
+}
