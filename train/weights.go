@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -157,6 +158,59 @@ func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, b
 		return nil, err
 	}
 	return append([]float32(nil), m.logitsVal.Data().([]float32)...), nil
+}
+
+// Probabilities runs the classification model (encoder and head) in
+// evaluation mode over d's examples and returns the softmax of its
+// logits, N x classes: a source model's outputs on target data, as LEEP
+// and NCE read them.
+func Probabilities(enc EncoderSpec, w Weights, d *Data, classes int) ([]float32, error) {
+	batch := d.evalBatch()
+	ps, err := newParams(enc, Classification, d.Shape, classes, 0)
+	if err != nil {
+		return nil, err
+	}
+	m, err := build(enc, Classification, ps, d.Shape, classes, batch, w, false)
+	if err != nil {
+		return nil, err
+	}
+	vm := G.NewTapeMachine(m.g)
+	defer vm.Close()
+	size, n := d.exampleSize(), d.Len()
+	xb := tensor.New(tensor.WithShape(append([]int{batch}, d.Shape...)...), tensor.Of(tensor.Float32))
+	if err := G.Let(m.y, tensor.New(tensor.WithShape(batch, classes), tensor.Of(tensor.Float32))); err != nil {
+		return nil, err
+	}
+	out := make([]float32, 0, n*classes)
+	for off := 0; off < n; off += batch {
+		xs := xb.Data().([]float32)
+		clear(xs)
+		cnt := min(batch, n-off)
+		copy(xs, d.X[off*size:(off+cnt)*size])
+		if err := G.Let(m.x, xb); err != nil {
+			return nil, err
+		}
+		if err := vm.RunAll(); err != nil {
+			return nil, err
+		}
+		logits := m.logitsVal.Data().([]float32)
+		for i := range cnt {
+			row := logits[i*classes : (i+1)*classes]
+			top := row[0]
+			for _, v := range row {
+				top = max(top, v)
+			}
+			var sum float64
+			for _, v := range row {
+				sum += math.Exp(float64(v - top))
+			}
+			for _, v := range row {
+				out = append(out, float32(math.Exp(float64(v-top))/sum))
+			}
+		}
+		vm.Reset()
+	}
+	return out, nil
 }
 
 // Features runs the encoder (and its stem) in evaluation mode over d's

@@ -5,13 +5,16 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/dataset"
+	"github.com/gatepipe/gatepipe/nodes/episodesnode"
 	"github.com/gatepipe/gatepipe/nodes/features"
 	"github.com/gatepipe/gatepipe/nodes/predict"
+	"github.com/gatepipe/gatepipe/nodes/probenode"
 	"github.com/gatepipe/gatepipe/nodes/reportnode"
 	"github.com/gatepipe/gatepipe/nodes/results"
 	"github.com/gatepipe/gatepipe/nodes/search"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/nodes/trainnode"
+	"github.com/gatepipe/gatepipe/nodes/transfernode"
 	"github.com/gatepipe/gatepipe/stdlib"
 )
 
@@ -27,5 +30,6 @@ func Registry() *nodes.Registry {
 		results.Kind{},
 		specs.Encoder(), specs.Adapter(), specs.Recipe(), specs.Benchmark(),
 		trainnode.Kind{},
+		probenode.Kind{}, episodesnode.Kind{}, transfernode.Kind{},
 	)
 }

@@ -37,6 +37,10 @@ func (Kind) IsolatedProcess() bool { return true }
 var spec = hcldec.ObjectSpec{
 	"encoder":   &hcldec.AttrSpec{Name: "encoder", Type: cty.DynamicPseudoType, Required: true},
 	"benchmark": &hcldec.AttrSpec{Name: "benchmark", Type: cty.DynamicPseudoType, Required: true},
+	// output "probabilities" stores the model's softmax outputs over its
+	// `classes` source classes instead of the pooled features.
+	"output":  &hcldec.AttrSpec{Name: "output", Type: cty.String},
+	"classes": &hcldec.AttrSpec{Name: "classes", Type: cty.Number},
 }
 
 // Spec returns the block schema.
@@ -56,6 +60,9 @@ type Node struct {
 	weights    specs.Weights
 	preprocess *imageops.Preprocess
 	dataset    string
+	// classes > 0: store the source head's probabilities over this many
+	// classes, not the features.
+	classes int
 }
 
 // CheckPartial checks the references' kinds before their values exist.
@@ -70,6 +77,30 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.enc, n.weights = r.Encoder()
 	n.preprocess = r.Preprocess()
 	n.dataset = r.Str("benchmark", "dataset")
+	output := "features"
+	if o := v.GetAttr("output"); !o.IsNull() {
+		output = o.AsString()
+	}
+	c := v.GetAttr("classes")
+	switch output {
+	case "features":
+		if !c.IsNull() {
+			r.Diags = append(r.Diags, decl.Errorf("classes", "Unused classes", "classes is the number of source classes of output = \"probabilities\"."))
+		}
+	case "probabilities":
+		if c.IsNull() {
+			r.Diags = append(r.Diags, decl.Errorf("output", "Missing classes", "output = \"probabilities\" needs classes, the number of classes the encoder's head was trained on."))
+			break
+		}
+		if bf := c.AsBigFloat(); !bf.IsInt() || c.LessThan(cty.NumberIntVal(2)).True() || c.GreaterThan(cty.NumberIntVal(1_000_000)).True() {
+			r.Diags = append(r.Diags, decl.Errorf("classes", "Invalid classes", "classes must be a whole number of at least 2."))
+			break
+		}
+		k, _ := c.AsBigFloat().Int64()
+		n.classes = int(k)
+	default:
+		r.Diags = append(r.Diags, decl.Errorf("output", "Invalid output", "output must be \"features\" or \"probabilities\", not %q.", output))
+	}
 	return n, r.Diags
 }
 
@@ -100,7 +131,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if n.preprocess != nil && len(shape) == 3 {
 		shape = n.preprocess.OutShape(shape[0])
 	}
-	w, err := n.weights.Load(env, n.enc, train.Classification, shape, 1)
+	w, err := n.weights.Load(env, n.enc, train.Classification, shape, max(n.classes, 1))
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -121,7 +152,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if err != nil {
 			return cty.NilVal, err
 		}
-		feats, f, err := train.Features(n.enc, w, d)
+		feats, f, err := n.compute(w, d)
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
 		}
@@ -132,7 +163,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		dim = f
 		splits[name] = &examplestore.Split{X: safetensors.F32Tensor("x", []int{d.Len(), f}, feats), Y: src.Y, Index: src.Index, Q: src.Q}
 		counts[name] = cty.NumberIntVal(int64(d.Len()))
-		env.Log.Info().Str("split", name).Int("examples", d.Len()).Int("dim", f).Msg("features")
+		env.Log.Info().Str("split", name).Int("examples", d.Len()).Int("dim", f).Msg(map[bool]string{false: "features", true: "probabilities"}[n.classes > 0])
 	}
 	out := *meta
 	out.Format, out.Shape, out.DType, out.Features = "features", []int{dim}, string(safetensors.F32), nil
@@ -150,4 +181,14 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		"path": cty.StringVal(env.OutDir), "dim": cty.NumberIntVal(int64(dim)),
 		"splits": cty.MapVal(counts), "task": cty.StringVal(meta.Task),
 	}), nil
+}
+
+// compute returns the pooled features, or the head's probabilities, of
+// d's examples and their width.
+func (n *Node) compute(w train.Weights, d *train.Data) ([]float32, int, error) {
+	if n.classes > 0 {
+		p, err := train.Probabilities(n.enc, w, d, n.classes)
+		return p, n.classes, err
+	}
+	return train.Features(n.enc, w, d)
 }

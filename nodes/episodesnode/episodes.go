@@ -1,0 +1,214 @@
+// Package episodesnode implements the `episodes` block: Meta-Dataset
+// episodes (variable-way variable-shot by default, or fixed N-way K-shot)
+// drawn from one split of a features block's cached vectors, each adapted
+// by prototype, cosine-classifier and linear adapters; the mean query
+// accuracy per adapter with its 95% interval.
+package episodesnode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/gatepipe/gatepipe/probe"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is the episodes block kind.
+type Kind struct{}
+
+// Name returns "episodes".
+func (Kind) Name() string { return "episodes" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+var spec = hcldec.ObjectSpec{
+	"features":    &hcldec.AttrSpec{Name: "features", Type: cty.DynamicPseudoType, Required: true},
+	"model":       &hcldec.AttrSpec{Name: "model", Type: cty.String},
+	"source":      &hcldec.AttrSpec{Name: "source", Type: cty.String},
+	"group":       &hcldec.AttrSpec{Name: "group", Type: cty.String},
+	"split":       &hcldec.AttrSpec{Name: "split", Type: cty.String},
+	"episodes":    &hcldec.AttrSpec{Name: "episodes", Type: cty.Number},
+	"seed":        &hcldec.AttrSpec{Name: "seed", Type: cty.Number},
+	"adapters":    &hcldec.AttrSpec{Name: "adapters", Type: cty.List(cty.String)},
+	"ways":        &hcldec.AttrSpec{Name: "ways", Type: cty.Number},
+	"shots":       &hcldec.AttrSpec{Name: "shots", Type: cty.Number},
+	"queries":     &hcldec.AttrSpec{Name: "queries", Type: cty.Number},
+	"min_ways":    &hcldec.AttrSpec{Name: "min_ways", Type: cty.Number},
+	"max_ways":    &hcldec.AttrSpec{Name: "max_ways", Type: cty.Number},
+	"max_query":   &hcldec.AttrSpec{Name: "max_query", Type: cty.Number},
+	"max_support": &hcldec.AttrSpec{Name: "max_support", Type: cty.Number},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType: accuracy and ci95 are keyed by adapter.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"path": cty.String, "model": cty.String, "source": cty.String, "group": cty.String,
+		"accuracy": cty.Map(cty.Number), "ci95": cty.Map(cty.Number),
+	})
+}
+
+// Node is a decoded episodes block.
+type Node struct {
+	features, model, source, group, split string
+	count                                 int
+	seed                                  uint64
+	adapters                              []string
+	cfg                                   probe.EpisodeConfig
+}
+
+// CheckPartial checks the features reference before it has a value.
+func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	return featureset.CheckPartial(v, decl, "features")
+}
+
+// Decode validates the configuration.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	path, diags := featureset.Path(v, decl, "features")
+	a := &featureset.Attrs{V: v, Decl: decl}
+	n := &Node{features: path}
+	n.model = a.Str("model", featureset.ModelName(decl))
+	n.split = a.Str("split", "test")
+	n.source = a.Str("source", n.split)
+	n.group = a.Str("group", "episodes")
+	n.count = a.Int("episodes", 600, 1)
+	n.seed = uint64(a.Int("seed", 0, 0))
+	n.adapters = a.Strs("adapters", probe.AdapterNames(), probe.AdapterNames()...)
+	n.cfg = probe.DefaultEpisodes()
+	n.cfg.Ways = a.Int("ways", 0, 2)
+	n.cfg.Shots = a.Int("shots", 0, 1)
+	n.cfg.Queries = a.Int("queries", 0, 1)
+	if set := btoi(n.cfg.Ways > 0) + btoi(n.cfg.Shots > 0) + btoi(n.cfg.Queries > 0); set != 0 && set != 3 {
+		a.Diags = append(a.Diags, decl.Errorf("ways", "Incomplete fixed episodes", "Fixed N-way K-shot episodes need ways, shots and queries together; leave all three out for variable-way, variable-shot episodes."))
+	}
+	n.cfg.MinWays = a.Int("min_ways", n.cfg.MinWays, 2)
+	n.cfg.MaxWaysUpperBound = a.Int("max_ways", n.cfg.MaxWaysUpperBound, 2)
+	n.cfg.MaxNumQuery = a.Int("max_query", n.cfg.MaxNumQuery, 1)
+	n.cfg.MaxSupportSetSize = a.Int("max_support", n.cfg.MaxSupportSetSize, 1)
+	if n.cfg.MaxWaysUpperBound < n.cfg.MinWays {
+		a.Diags = append(a.Diags, decl.Errorf("max_ways", "Invalid max_ways", "max_ways (%d) is below min_ways (%d).", n.cfg.MaxWaysUpperBound, n.cfg.MinWays))
+	}
+	if len(n.adapters) == 0 {
+		a.Diags = append(a.Diags, decl.Errorf("adapters", "No adapters", "List at least one of %q.", probe.AdapterNames()))
+	}
+	return n, append(diags, a.Diags...)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Fingerprint: the features path names its content.
+func (n *Node) Fingerprint(context.Context, io.Writer) error { return nil }
+
+// DefaultResources: episodes run on two cores.
+func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 2} }
+
+// Result is what episodes.json holds.
+type Result struct {
+	Model    string                `json:"model"`
+	Source   string                `json:"source"`
+	Group    string                `json:"group"`
+	Sampler  string                `json:"sampler"`
+	Episodes int                   `json:"episodes"`
+	MeanWays float64               `json:"mean_ways"`
+	MeanShot float64               `json:"mean_support_per_class"`
+	Results  []probe.EpisodeResult `json:"results"`
+}
+
+// Run draws the episodes (each from the seed and its number alone, so
+// every encoder gets the same ones) and evaluates every adapter on each.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	set, err := featureset.Load(n.features, n.split)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	eps := make([]probe.Episode, n.count)
+	var ways, shots float64
+	type saved struct {
+		Classes []int `json:"classes"`
+		Support []int `json:"support"`
+		Query   []int `json:"query"`
+	}
+	list := make([]saved, n.count)
+	for e := range eps {
+		ep, err := probe.SampleEpisode(set.Y, set.NumClasses, n.cfg, rand.New(rand.NewPCG(n.seed, uint64(e))))
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("episode %d: %w", e, err)
+		}
+		eps[e] = ep
+		list[e] = saved{ep.Classes, ep.Support, ep.Query}
+		ways += float64(len(ep.Classes)) / float64(n.count)
+		shots += float64(len(ep.Support)) / float64(len(ep.Classes)) / float64(n.count)
+	}
+	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episode_indices.json"), list); err != nil {
+		return cty.NilVal, err
+	}
+	acc := make([][]float64, len(n.adapters))
+	for k := range acc {
+		acc[k] = make([]float64, n.count)
+	}
+	var mu sync.Mutex
+	done := int64(0)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(env.Devices.CPUs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range work {
+				for k, name := range n.adapters {
+					acc[k][e] = probe.RunEpisode(set.Set, eps[e], probe.Adapters[name])
+				}
+				mu.Lock()
+				done++
+				env.Progress.Update(done, int64(n.count), "episodes")
+				mu.Unlock()
+			}
+		}()
+	}
+	for e := range eps {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return cty.NilVal, err
+	}
+	sampler := "Meta-Dataset variable-way variable-shot"
+	if n.cfg.Fixed() {
+		sampler = fmt.Sprintf("%d-way %d-shot, %d queries per class", n.cfg.Ways, n.cfg.Shots, n.cfg.Queries)
+	}
+	res := Result{Model: n.model, Source: n.source, Group: n.group, Sampler: sampler, Episodes: n.count, MeanWays: ways, MeanShot: shots}
+	means, cis := map[string]cty.Value{}, map[string]cty.Value{}
+	for k, name := range n.adapters {
+		m, ci := probe.MeanCI(acc[k])
+		res.Results = append(res.Results, probe.EpisodeResult{Adapter: name, Mean: m, CI95: ci, Episodes: n.count, Accuracy: acc[k]})
+		means[name], cis[name] = cty.NumberFloatVal(m), cty.NumberFloatVal(ci)
+		env.Log.Info().Str("adapter", name).Float64("accuracy", m).Float64("ci95", ci).Msg("episodes")
+	}
+	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episodes.json"), res); err != nil {
+		return cty.NilVal, err
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "model": cty.StringVal(n.model), "source": cty.StringVal(n.source),
+		"group": cty.StringVal(n.group), "accuracy": cty.MapVal(means), "ci95": cty.MapVal(cis),
+	}), nil
+}

@@ -1,0 +1,93 @@
+// Package featureset reads the example stores of `features` blocks as the
+// evaluation blocks (probe, episodes, transferability) use them: one
+// split's vectors in float64 with their class labels.
+package featureset
+
+import (
+	"fmt"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/probe"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Path returns the store path of the features block referenced by
+// attribute attr of v (as in features = features.resnet), with a
+// diagnostic when attr is not such a reference.
+func Path(v cty.Value, decl nodes.Decl, attr string) (string, hcl.Diagnostics) {
+	o := v.GetAttr(attr)
+	if o.IsNull() || !o.Type().IsObjectType() || !o.Type().HasAttribute("path") || !o.Type().HasAttribute("dim") {
+		return "", hcl.Diagnostics{decl.Errorf(attr, "Invalid reference", "%s must be a features block (as in %s = features.NAME).", attr, attr)}
+	}
+	return o.GetAttr("path").AsString(), nil
+}
+
+// CheckPartial checks, from types alone, that each attribute refers to a
+// features block.
+func CheckPartial(v cty.Value, decl nodes.Decl, attrs ...string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, a := range attrs {
+		if !v.Type().IsObjectType() || !v.Type().HasAttribute(a) {
+			continue
+		}
+		t := v.GetAttr(a).Type()
+		if t == cty.DynamicPseudoType {
+			continue
+		}
+		if !t.IsObjectType() || !t.HasAttribute("path") || !t.HasAttribute("dim") {
+			diags = append(diags, decl.Errorf(a, "Invalid reference", "%s must be a features block (as in %s = features.NAME).", a, a))
+		}
+	}
+	return diags
+}
+
+// Split is one split of a feature store.
+type Split struct {
+	probe.Set
+	Classes    []string // may be empty
+	NumClasses int
+}
+
+// Load reads split name of the feature store at path. The store must be a
+// classification store of vectors.
+func Load(path, name string) (*Split, error) {
+	meta, err := examplestore.ReadMeta(path)
+	if err != nil {
+		return nil, err
+	}
+	if meta.Task != "classification" {
+		return nil, fmt.Errorf("features %s: a %s store; these evaluations need classification", path, meta.Task)
+	}
+	if len(meta.Shape) != 1 {
+		return nil, fmt.Errorf("features %s: examples of shape %v are not vectors (is it a features block's output?)", path, meta.Shape)
+	}
+	if _, ok := meta.Splits[name]; !ok {
+		names := make([]string, 0, len(meta.Splits))
+		for k := range meta.Splits {
+			names = append(names, k)
+		}
+		return nil, fmt.Errorf("features %s: no split %q (there are %v)", path, name, names)
+	}
+	s, err := examplestore.ReadSplit(path, name)
+	if err != nil {
+		return nil, err
+	}
+	d := meta.Shape[0]
+	x := s.X.Float32s()
+	if len(x) != s.Len()*d {
+		return nil, fmt.Errorf("features %s split %s: %d values for %d examples of %d", path, name, len(x), s.Len(), d)
+	}
+	out := &Split{Set: probe.Set{X: make([]float64, len(x)), N: s.Len(), D: d, Y: make([]int, s.Len())}, Classes: meta.Classes, NumClasses: max(meta.NumClasses, len(meta.Classes))}
+	for i, v := range x {
+		out.X[i] = float64(v)
+	}
+	for i, y := range s.Y.Int64s() {
+		out.Y[i] = int(y)
+	}
+	if err := probe.CheckLabels(out.Y, out.NumClasses); err != nil {
+		return nil, fmt.Errorf("features %s split %s: %w", path, name, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,333 @@
+// Package transfernode implements the `transferability` block: SITE
+// metrics (LogME, LEEP, NCE, N-LEEP, H-score, TransRate, GBC, SFDA) for a
+// zoo of encoders on one target task, judged against the models'
+// fine-tuned accuracy beside the static-ranking and mean-rank baselines,
+// as the SITE paper asks.
+package transfernode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/gatepipe/gatepipe/transfer"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is the transferability block kind.
+type Kind struct{}
+
+// Name returns "transferability".
+func (Kind) Name() string { return "transferability" }
+
+// Version is bumped when outputs for an unchanged config would change.
+func (Kind) Version() string { return "1" }
+
+var spec = hcldec.ObjectSpec{
+	"target":       &hcldec.AttrSpec{Name: "target", Type: cty.String},
+	"models":       &hcldec.AttrSpec{Name: "models", Type: cty.DynamicPseudoType, Required: true},
+	"static":       &hcldec.AttrSpec{Name: "static", Type: cty.List(cty.String)},
+	"history":      &hcldec.AttrSpec{Name: "history", Type: cty.String},
+	"metrics":      &hcldec.AttrSpec{Name: "metrics", Type: cty.List(cty.String)},
+	"split":        &hcldec.AttrSpec{Name: "split", Type: cty.String},
+	"max_examples": &hcldec.AttrSpec{Name: "max_examples", Type: cty.Number},
+	"seed":         &hcldec.AttrSpec{Name: "seed", Type: cty.Number},
+}
+
+// Spec returns the block schema.
+func (Kind) Spec() hcldec.Spec { return spec }
+
+// OutputType: weighted_tau is keyed by metric and baseline.
+func (Kind) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{"path": cty.String, "weighted_tau": cty.Map(cty.Number), "best": cty.String})
+}
+
+type model struct {
+	name                    string
+	features, probabilities string
+	accuracy                float64
+}
+
+// Node is a decoded transferability block.
+type Node struct {
+	target, history, split string
+	models                 []model
+	static, metrics        []string
+	maxExamples            int
+	seed                   uint64
+}
+
+// CheckPartial checks what it can before the references have values.
+func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	m := v.GetAttr("models")
+	if m.Type() != cty.DynamicPseudoType && !(m.Type().IsObjectType() || m.Type().IsMapType()) {
+		return hcl.Diagnostics{decl.Errorf("models", "Invalid models", "models must map each model's name to { features = features.NAME, accuracy = NUMBER } (and probabilities = features.NAME for LEEP and NCE).")}
+	}
+	return nil
+}
+
+// Decode validates the configuration.
+func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	a := &featureset.Attrs{V: v, Decl: decl}
+	n := &Node{}
+	n.target = a.Str("target", featureset.ModelName(decl))
+	n.split = a.Str("split", "train")
+	n.maxExamples = a.Int("max_examples", 0, 0)
+	n.seed = uint64(a.Int("seed", 0, 0))
+	n.static = a.Strs("static", nil)
+	n.history = a.Str("history", "")
+	if n.history != "" && !filepath.IsAbs(n.history) {
+		n.history = filepath.Join(decl.Dir, n.history)
+	}
+	n.metrics = a.Strs("metrics", transfer.MetricNames, transfer.MetricNames...)
+	diags := a.Diags
+	bad := func(format string, args ...any) {
+		diags = append(diags, decl.Errorf("models", "Invalid models", format, args...))
+	}
+	m := v.GetAttr("models")
+	if m.IsNull() || !(m.Type().IsObjectType() || m.Type().IsMapType()) || m.LengthInt() < 3 {
+		bad("models must map at least 3 models' names to { features = features.NAME, accuracy = NUMBER }; rank statistics need 3 or more.")
+		return n, diags
+	}
+	withSource := 0
+	for it := m.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		name := k.AsString()
+		if !e.Type().IsObjectType() {
+			bad("models[%q] must be an object.", name)
+			continue
+		}
+		md := model{name: name}
+		p, d := featureset.Path(e, decl, "features")
+		if d.HasErrors() {
+			bad("models[%q].features must be a features block (as in features = features.NAME).", name)
+		}
+		md.features = p
+		if !e.Type().HasAttribute("accuracy") || e.GetAttr("accuracy").IsNull() || e.GetAttr("accuracy").Type() != cty.Number {
+			bad("models[%q] needs accuracy, its fine-tuned accuracy on the target (the ground truth).", name)
+		} else {
+			md.accuracy, _ = e.GetAttr("accuracy").AsBigFloat().Float64()
+		}
+		if e.Type().HasAttribute("probabilities") && !e.GetAttr("probabilities").IsNull() {
+			p, d := featureset.Path(e, decl, "probabilities")
+			if d.HasErrors() {
+				bad("models[%q].probabilities must be a features block with output = \"probabilities\".", name)
+			}
+			md.probabilities = p
+			withSource++
+		}
+		n.models = append(n.models, md)
+	}
+	for _, mt := range n.metrics {
+		if transfer.NeedsSource(mt) && withSource != len(n.models) && a.V.GetAttr("metrics").IsNull() {
+			continue // defaults: source metrics only when every model has probabilities
+		}
+		if transfer.NeedsSource(mt) && withSource != len(n.models) {
+			diags = append(diags, decl.Errorf("metrics", "Missing probabilities", "%s needs probabilities = features.NAME (output = \"probabilities\") for every model; %d of %d have them.", mt, withSource, len(n.models)))
+		}
+	}
+	if withSource != len(n.models) {
+		n.metrics = slices.DeleteFunc(n.metrics, transfer.NeedsSource)
+	}
+	for _, s := range n.static {
+		if !slices.ContainsFunc(n.models, func(m model) bool { return m.name == s }) {
+			diags = append(diags, decl.Errorf("static", "Invalid static", "static lists %q, which is not among the models.", s))
+		}
+	}
+	return n, diags
+}
+
+// Fingerprint hashes the history table; the features paths name their
+// content.
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+	if n.history == "" {
+		return nil
+	}
+	data, err := os.ReadFile(n.history)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// Row is one scorer (a metric or a baseline) judged against accuracy.
+type Row struct {
+	Name     string    `json:"name"`
+	Baseline bool      `json:"baseline"`
+	Scores   []float64 `json:"scores"`
+	transfer.Judgement
+	// BeatsStatic and BeatsMeanRank compare weighted tau with the
+	// baselines' (nil when the baseline is absent).
+	BeatsStatic   *bool  `json:"beats_static,omitempty"`
+	BeatsMeanRank *bool  `json:"beats_mean_rank,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+// Result is what transferability.json holds.
+type Result struct {
+	Target   string    `json:"target"`
+	Models   []string  `json:"models"`
+	Accuracy []float64 `json:"accuracy"`
+	Examples int       `json:"examples"`
+	Rows     []Row     `json:"rows"`
+}
+
+// Run scores every model with every metric and judges each metric.
+func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
+	sort.Slice(n.models, func(i, j int) bool { return n.models[i].name < n.models[j].name })
+	res := Result{Target: n.target}
+	for _, m := range n.models {
+		res.Models = append(res.Models, m.name)
+		res.Accuracy = append(res.Accuracy, m.accuracy)
+	}
+	scores := make([][]float64, len(n.metrics))
+	errs := make([]string, len(n.metrics))
+	for k := range scores {
+		scores[k] = make([]float64, len(n.models))
+	}
+	for i, m := range n.models {
+		env.Progress.Update(int64(i), int64(len(n.models)), "models")
+		f, theta, z, err := n.load(m)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("model %s: %w", m.name, err)
+		}
+		res.Examples = f.N
+		for k, mt := range n.metrics {
+			if err := ctx.Err(); err != nil {
+				return cty.NilVal, err
+			}
+			s, err := transfer.Score(mt, f, theta, z, n.seed)
+			if err != nil {
+				// A metric that fails (a singular fit, too few examples for
+				// N-LEEP's mixture) is reported, not fatal for the others.
+				errs[k] = fmt.Sprintf("%s: %v", m.name, err)
+				s = math.NaN()
+			}
+			scores[k][i] = s
+			env.Log.Info().Str("model", m.name).Str("metric", mt).Float64("score", s).Msg("transferability")
+		}
+	}
+	var static, meanRank *Row
+	if len(n.static) > 0 {
+		r := judged("static ranking", transfer.StaticScores(n.static, res.Models), res.Accuracy)
+		r.Baseline = true
+		static = &r
+	}
+	if n.history != "" {
+		mr, err := n.meanRank(res.Models, res.Accuracy)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		r := judged("mean rank", mr, res.Accuracy)
+		r.Baseline = true
+		meanRank = &r
+	}
+	taus := map[string]cty.Value{}
+	best, bestTau := "", math.Inf(-1)
+	for k, mt := range n.metrics {
+		r := judged(mt, scores[k], res.Accuracy)
+		r.Error = errs[k]
+		if r.Error == "" {
+			if static != nil {
+				b := r.WeightedTau > static.WeightedTau
+				r.BeatsStatic = &b
+			}
+			if meanRank != nil {
+				b := r.WeightedTau > meanRank.WeightedTau
+				r.BeatsMeanRank = &b
+			}
+			if r.WeightedTau > bestTau {
+				best, bestTau = mt, r.WeightedTau
+			}
+			taus[mt] = cty.NumberFloatVal(r.WeightedTau)
+		}
+		res.Rows = append(res.Rows, r)
+	}
+	for _, b := range []*Row{static, meanRank} {
+		if b != nil {
+			res.Rows = append(res.Rows, *b)
+			taus[b.Name] = cty.NumberFloatVal(b.WeightedTau)
+		}
+	}
+	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "transferability.json"), res); err != nil {
+		return cty.NilVal, err
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "weighted_tau": mapOrEmpty(taus), "best": cty.StringVal(best),
+	}), nil
+}
+
+func mapOrEmpty(m map[string]cty.Value) cty.Value {
+	if len(m) == 0 {
+		return cty.MapValEmpty(cty.Number)
+	}
+	return cty.MapVal(m)
+}
+
+func judged(name string, scores, acc []float64) Row {
+	return Row{Name: name, Scores: scores, Judgement: transfer.Judge(scores, acc)}
+}
+
+// load reads a model's target features (and source probabilities),
+// capped at max_examples (the first ones; the stores are already in a
+// seeded order).
+func (n *Node) load(m model) (transfer.Features, []float64, int, error) {
+	s, err := featureset.Load(m.features, n.split)
+	if err != nil {
+		return transfer.Features{}, nil, 0, err
+	}
+	count := s.N
+	if n.maxExamples > 0 {
+		count = min(count, n.maxExamples)
+	}
+	f := transfer.Features{X: s.X[:count*s.D], N: count, D: s.D, C: s.NumClasses, Y: s.Y[:count]}
+	if m.probabilities == "" {
+		return f, nil, 0, nil
+	}
+	p, err := featureset.Load(m.probabilities, n.split)
+	if err != nil {
+		return f, nil, 0, err
+	}
+	if p.N < count || !slices.Equal(p.Y[:count], f.Y) {
+		return f, nil, 0, fmt.Errorf("probabilities %s are not of the same examples as features %s", m.probabilities, m.features)
+	}
+	return f, p.X[:count*p.D], p.D, nil
+}
+
+// meanRank reads the history table (dataset, model, accuracy rows: the
+// same models fine-tuned on other datasets) and returns the mean-rank
+// baseline's scores for the models.
+func (n *Node) meanRank(models []string, acc []float64) ([]float64, error) {
+	f, err := os.Open(n.history)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	t, err := transfer.ReadTable(f)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", n.history, err)
+	}
+	const target = "\x00target"
+	t[target] = map[string]float64{}
+	for i, m := range models {
+		t[target][m] = acc[i]
+	}
+	for _, d := range t.Datasets() {
+		for _, m := range models {
+			if _, ok := t[d][m]; !ok {
+				return nil, fmt.Errorf("history %s: dataset %s has no accuracy for model %s", n.history, d, m)
+			}
+		}
+	}
+	return transfer.MeanRankScores(t, target), nil
+}
