@@ -34,6 +34,8 @@ type Options struct {
 	Meta [][2]string
 	// Runs are training experiments to draw curves for.
 	Runs []Run
+	// Evaluations are transferability, probe and episode results.
+	Evaluations Evaluations
 }
 
 // Output lists what Write produced.
@@ -61,9 +63,14 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		o.Reference = "imagenet1k"
 	}
 	out := &Output{HTML: filepath.Join(dir, "report.html"), Markdown: filepath.Join(dir, "tables.md"), LaTeX: filepath.Join(dir, "tables.tex")}
-	tables := FamilyTables(in)
-	tiers := TierTable(in)
-	all := append(append([]Table(nil), tables...), tiers)
+	var tables []Table
+	var tiers Table
+	var all []Table
+	if in.Matrix != nil {
+		tables = FamilyTables(in)
+		tiers = TierTable(in)
+		all = append(append([]Table(nil), tables...), tiers)
+	}
 	var md, tex bytes.Buffer
 	for _, t := range all {
 		t.Markdown(&md)
@@ -77,6 +84,7 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		}
 		out.CSV = append(out.CSV, p)
 	}
+	evaluationsMarkdown(&md, o.Evaluations)
 	if err := os.WriteFile(out.Markdown, md.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
@@ -91,18 +99,25 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		out.Figures = append(out.Figures, f)
 		return nil
 	}
-	hm, err := RankingHeatmap(in.Matrix, o.Reference, figDir)
-	if err := add(hm, err, "Models ordered by mean rank (best at the top); benchmarks by how their ranking correlates with "+o.Reference+"."); err != nil {
+	if in.Matrix != nil {
+		hm, err := RankingHeatmap(in.Matrix, o.Reference, figDir)
+		if err := add(hm, err, "Models ordered by mean rank (best at the top); benchmarks by how their ranking correlates with "+o.Reference+"."); err != nil {
+			return nil, err
+		}
+		compare := o.Compare
+		if len(compare) == 0 {
+			compare = bestModels(tiers, in.Matrix.Models, 5)
+		}
+		f, err := FamilyComparison(tables, compare, figDir, "family_comparison")
+		if err := add(f, err, "Task Mean per family for "+strings.Join(compare, ", ")+"."); err != nil {
+			return nil, err
+		}
+	}
+	ef, err := evaluationFigures(o.Evaluations, figDir)
+	if err != nil {
 		return nil, err
 	}
-	compare := o.Compare
-	if len(compare) == 0 {
-		compare = bestModels(tiers, in.Matrix.Models, 5)
-	}
-	f, err := FamilyComparison(tables, compare, figDir, "family_comparison")
-	if err := add(f, err, "Task Mean per family for "+strings.Join(compare, ", ")+"."); err != nil {
-		return nil, err
-	}
+	out.Figures = append(out.Figures, ef...)
 	if search != nil {
 		if len(search.Single) > 0 {
 			f, err := SinglePredictiveness(search.Single, figDir)
@@ -207,7 +222,18 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 	if len(in.Predictors) > 0 {
 		b.WriteString("<a href=\"#predicted\">Predicted results</a>")
 	}
-	b.WriteString("<a href=\"#tiers\">Tiers</a>")
+	if len(o.Evaluations.Transfer) > 0 {
+		b.WriteString("<a href=\"#transferability\">Transferability</a>")
+	}
+	if len(o.Evaluations.Probes) > 0 {
+		b.WriteString("<a href=\"#probes\">Linear probes</a>")
+	}
+	if len(o.Evaluations.Episodes) > 0 {
+		b.WriteString("<a href=\"#episodes\">Episodes</a>")
+	}
+	if in.Matrix != nil {
+		b.WriteString("<a href=\"#tiers\">Tiers</a>")
+	}
 	for _, t := range tables {
 		fmt.Fprintf(&b, "<a href=\"#%s\">%s</a>", slug(t.Title), html.EscapeString(t.Title))
 	}
@@ -221,9 +247,12 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 		b.WriteString("<h2 id=\"predicted\">Predicted results</h2>\n<p>Columns marked <i>*</i> hold predicted values with their posterior standard deviation (±). How well each method predicts the pool:</p>\n")
 		predictorHTML(&b, in.Predictors)
 	}
-	fmt.Fprintf(&b, "<h2 id=\"tiers-h\">GATE tiers</h2>\n")
-	if err := tiers.HTML(&b, "tiers"); err != nil {
-		return nil, err
+	evaluationsHTML(&b, o.Evaluations)
+	if in.Matrix != nil {
+		fmt.Fprintf(&b, "<h2 id=\"tiers-h\">GATE tiers</h2>\n")
+		if err := tiers.HTML(&b, "tiers"); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range tables {
 		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(t.Title))
@@ -241,12 +270,13 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 			f.Name, html.EscapeString(f.Title), base64.StdEncoding.EncodeToString(data), html.EscapeString(f.Title), html.EscapeString(f.Caption))
 	}
 	b.WriteString("<h2 id=\"meta\">Metadata</h2>\n<dl class=\"meta\">\n")
-	meta := append([][2]string{
-		{"generated", time.Now().UTC().Format(time.RFC3339)},
-		{"models", fmt.Sprint(len(in.Matrix.Models))},
-		{"metrics", fmt.Sprint(len(in.Matrix.Columns))},
-		{"benchmarks", fmt.Sprint(len(in.Matrix.Benchmarks()))},
-	}, o.Meta...)
+	meta := [][2]string{{"generated", time.Now().UTC().Format(time.RFC3339)}}
+	if in.Matrix != nil {
+		meta = append(meta, [2]string{"models", fmt.Sprint(len(in.Matrix.Models))},
+			[2]string{"metrics", fmt.Sprint(len(in.Matrix.Columns))},
+			[2]string{"benchmarks", fmt.Sprint(len(in.Matrix.Benchmarks()))})
+	}
+	meta = append(meta, o.Meta...)
 	for _, kv := range meta {
 		fmt.Fprintf(&b, "<dt>%s</dt><dd>%s</dd>\n", html.EscapeString(kv[0]), html.EscapeString(kv[1]))
 	}

@@ -34,7 +34,7 @@ func (Kind) Name() string { return "report" }
 func (Kind) Version() string { return "2" }
 
 var spec = hcldec.ObjectSpec{
-	"matrix":    &hcldec.AttrSpec{Name: "matrix", Type: cty.String, Required: true},
+	"matrix":    &hcldec.AttrSpec{Name: "matrix", Type: cty.String},
 	"paper":     &hcldec.AttrSpec{Name: "paper", Type: cty.Bool},
 	"tiers":     &hcldec.AttrSpec{Name: "tiers", Type: cty.Map(cty.List(cty.String))},
 	"search":    &hcldec.AttrSpec{Name: "search", Type: cty.String},
@@ -46,6 +46,11 @@ var spec = hcldec.ObjectSpec{
 	"predictions": &hcldec.AttrSpec{Name: "predictions", Type: cty.List(cty.String)},
 	// runs lists train (or trainer) output directories to draw curves for.
 	"runs": &hcldec.AttrSpec{Name: "runs", Type: cty.List(cty.String)},
+	// transferability, probes and episodes list those blocks' output
+	// directories (their path attribute).
+	"transferability": &hcldec.AttrSpec{Name: "transferability", Type: cty.List(cty.String)},
+	"probes":          &hcldec.AttrSpec{Name: "probes", Type: cty.List(cty.String)},
+	"episodes":        &hcldec.AttrSpec{Name: "episodes", Type: cty.List(cty.String)},
 }
 
 // Spec returns the block schema.
@@ -58,26 +63,40 @@ func (Kind) OutputType() cty.Type {
 
 // Node is a decoded report block.
 type Node struct {
-	std     fs.FS
-	matrix  string
-	paper   bool
-	tiers   map[string][]string
-	search  string
-	preds   []string
-	runs    []string
+	std    fs.FS
+	matrix string
+	paper  bool
+	tiers  map[string][]string
+	search string
+	preds  []string
+	runs   []string
+	// evaluation output directories: transferability, probes, episodes.
+	evals   [3][]string
 	options report.Options
 }
 
 // Decode validates the configuration.
 func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	n := &Node{std: k.Stdlib, matrix: v.GetAttr("matrix").AsString(), tiers: map[string][]string{}}
+	n := &Node{std: k.Stdlib, tiers: map[string][]string{}}
 	resolve := func(p string) string {
 		if strings.HasPrefix(p, "stdlib/") || filepath.IsAbs(p) {
 			return p
 		}
 		return filepath.Join(decl.Dir, p)
 	}
-	n.matrix = resolve(n.matrix)
+	if m := v.GetAttr("matrix"); !m.IsNull() {
+		n.matrix = resolve(m.AsString())
+	}
+	for i, name := range []string{"transferability", "probes", "episodes"} {
+		if a := v.GetAttr(name); !a.IsNull() {
+			for _, p := range a.AsValueSlice() {
+				n.evals[i] = append(n.evals[i], resolve(p.AsString()))
+			}
+		}
+	}
+	if n.matrix == "" && len(n.evals[0])+len(n.evals[1])+len(n.evals[2]) == 0 {
+		return n, hcl.Diagnostics{decl.Errorf("matrix", "Nothing to report", "A report needs a matrix (a results block's matrix, or a CSV), or transferability, probes or episodes to show.")}
+	}
 	if a := v.GetAttr("paper"); !a.IsNull() {
 		n.paper = a.True()
 	}
@@ -113,6 +132,9 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 			n.options.Compare = append(n.options.Compare, m.AsString())
 		}
 	}
+	if n.matrix == "" && !n.paper && (len(n.preds) > 0 || len(n.tiers) > 0 || n.search != "" || len(n.options.Compare) > 0) {
+		return n, hcl.Diagnostics{decl.Errorf("matrix", "Missing matrix", "predictions, tiers, search and compare are shown against a performance matrix; set matrix.")}
+	}
 	return n, nil
 }
 
@@ -125,7 +147,15 @@ func (n *Node) read(p string) ([]byte, error) {
 
 // Fingerprint hashes the matrix and the search results read.
 func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
-	paths := []string{n.matrix}
+	var paths []string
+	if n.matrix != "" {
+		paths = append(paths, n.matrix)
+	}
+	for i, file := range []string{"transferability.json", "probe.json", "episodes.json"} {
+		for _, d := range n.evals[i] {
+			paths = append(paths, filepath.Join(d, file))
+		}
+	}
 	if n.search != "" {
 		paths = append(paths, filepath.Join(n.search, "search.json"))
 	}
@@ -155,12 +185,14 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 			return in, nil, err
 		}
 	}
-	data, err := n.read(n.matrix)
-	if err != nil {
-		return in, nil, err
-	}
-	if in.Matrix, err = eevee.LoadCSV(bytes.NewReader(data), filepath.Base(n.matrix)); err != nil {
-		return in, nil, err
+	if n.matrix != "" {
+		data, err := n.read(n.matrix)
+		if err != nil {
+			return in, nil, err
+		}
+		if in.Matrix, err = eevee.LoadCSV(bytes.NewReader(data), filepath.Base(n.matrix)); err != nil {
+			return in, nil, err
+		}
 	}
 	if in.Tiers == nil {
 		in.Tiers = map[string][]string{}
@@ -231,12 +263,18 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 		o.Runs = append(o.Runs, r)
 	}
+	if o.Evaluations, err = report.LoadEvaluations(n.evals[0], n.evals[1], n.evals[2]); err != nil {
+		return cty.NilVal, err
+	}
 	version := env.Version
 	if version == "" {
 		version = "dev"
 	}
 	o.Meta = append(o.Meta, [2]string{"gatepipe", version}, [2]string{"pipeline node", env.Addr.String()},
-		[2]string{"action ID", env.ActionID}, [2]string{"matrix", filepath.Base(n.matrix)})
+		[2]string{"action ID", env.ActionID})
+	if n.matrix != "" {
+		o.Meta = append(o.Meta, [2]string{"matrix", filepath.Base(n.matrix)})
+	}
 	out, err := report.Write(env.OutDir, in, search, o)
 	if err != nil {
 		return cty.NilVal, err

@@ -36,7 +36,7 @@ var spec = hcldec.ObjectSpec{
 	"target":       &hcldec.AttrSpec{Name: "target", Type: cty.String},
 	"models":       &hcldec.AttrSpec{Name: "models", Type: cty.DynamicPseudoType, Required: true},
 	"static":       &hcldec.AttrSpec{Name: "static", Type: cty.List(cty.String)},
-	"history":      &hcldec.AttrSpec{Name: "history", Type: cty.String},
+	"history":      &hcldec.AttrSpec{Name: "history", Type: cty.DynamicPseudoType},
 	"metrics":      &hcldec.AttrSpec{Name: "metrics", Type: cty.List(cty.String)},
 	"split":        &hcldec.AttrSpec{Name: "split", Type: cty.String},
 	"max_examples": &hcldec.AttrSpec{Name: "max_examples", Type: cty.Number},
@@ -60,10 +60,12 @@ type model struct {
 // Node is a decoded transferability block.
 type Node struct {
 	target, history, split string
-	models                 []model
-	static, metrics        []string
-	maxExamples            int
-	seed                   uint64
+	// inline is the history given as { dataset = { model = accuracy } }.
+	inline          transfer.Table
+	models          []model
+	static, metrics []string
+	maxExamples     int
+	seed            uint64
 }
 
 // CheckPartial checks what it can before the references have values.
@@ -84,10 +86,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.maxExamples = a.Int("max_examples", 0, 0)
 	n.seed = uint64(a.Int("seed", 0, 0))
 	n.static = a.Strs("static", nil)
-	n.history = a.Str("history", "")
-	if n.history != "" && !filepath.IsAbs(n.history) {
-		n.history = filepath.Join(decl.Dir, n.history)
-	}
+	n.readHistory(a)
 	n.metrics = a.Strs("metrics", transfer.MetricNames, transfer.MetricNames...)
 	diags := a.Diags
 	bad := func(format string, args ...any) {
@@ -223,7 +222,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		r.Baseline = true
 		static = &r
 	}
-	if n.history != "" {
+	if n.history != "" || n.inline != nil {
 		mr, err := n.meanRank(res.Models, res.Accuracy)
 		if err != nil {
 			return cty.NilVal, err
@@ -308,14 +307,20 @@ func (n *Node) load(m model) (transfer.Features, []float64, int, error) {
 // same models fine-tuned on other datasets) and returns the mean-rank
 // baseline's scores for the models.
 func (n *Node) meanRank(models []string, acc []float64) ([]float64, error) {
-	f, err := os.Open(n.history)
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer f.Close()
-	t, err := transfer.ReadTable(f)
-	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", n.history, err)
+	t := transfer.Table{}
+	if n.inline != nil {
+		for d, row := range n.inline {
+			t[d] = row
+		}
+	} else {
+		f, err := os.Open(n.history)
+		if err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+		defer f.Close()
+		if t, err = transfer.ReadTable(f); err != nil {
+			return nil, fmt.Errorf("history %s: %w", n.history, err)
+		}
 	}
 	const target = "\x00target"
 	t[target] = map[string]float64{}
@@ -330,4 +335,45 @@ func (n *Node) meanRank(models []string, acc []float64) ([]float64, error) {
 		}
 	}
 	return transfer.MeanRankScores(t, target), nil
+}
+
+// readHistory reads history: a CSV path (dataset, model, accuracy rows)
+// or { dataset = { model = accuracy } }.
+func (n *Node) readHistory(a *featureset.Attrs) {
+	h := a.V.GetAttr("history")
+	if h.IsNull() {
+		return
+	}
+	bad := func() {
+		a.Diags = append(a.Diags, a.Decl.Errorf("history", "Invalid history", "history must be a CSV file of dataset, model, accuracy rows, or { DATASET = { MODEL = ACCURACY } }: the models' fine-tuned accuracies on other datasets, for the mean-rank baseline."))
+	}
+	if h.Type() == cty.String {
+		n.history = h.AsString()
+		if !filepath.IsAbs(n.history) {
+			n.history = filepath.Join(a.Decl.Dir, n.history)
+		}
+		return
+	}
+	if !(h.Type().IsObjectType() || h.Type().IsMapType()) {
+		bad()
+		return
+	}
+	n.inline = transfer.Table{}
+	for it := h.ElementIterator(); it.Next(); {
+		k, row := it.Element()
+		if !(row.Type().IsObjectType() || row.Type().IsMapType()) || !row.IsWhollyKnown() {
+			bad()
+			return
+		}
+		n.inline[k.AsString()] = map[string]float64{}
+		for jt := row.ElementIterator(); jt.Next(); {
+			m, v := jt.Element()
+			if v.IsNull() || v.Type() != cty.Number {
+				bad()
+				return
+			}
+			f, _ := v.AsBigFloat().Float64()
+			n.inline[k.AsString()][m.AsString()] = f
+		}
+	}
 }

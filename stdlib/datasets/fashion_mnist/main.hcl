@@ -33,6 +33,11 @@ variable "max_test" {
   default     = 0
 }
 
+variable "keep_classes" {
+  description = "Keep only these classes (by name), relabelled in this order; empty keeps all ten."
+  default     = []
+}
+
 locals {
   files = {
     "train-images-idx3-ubyte.gz" = "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7"
@@ -68,6 +73,7 @@ dataset "fashion" {
   max_train    = var.max_train > 0 ? var.max_train : null
   max_val      = var.max_val > 0 ? var.max_val : null
   max_test     = var.max_test > 0 ? var.max_test : null
+  keep_classes = length(var.keep_classes) > 0 ? var.keep_classes : null
   class_names  = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 }
 
