@@ -70,7 +70,9 @@ type Node struct {
 
 // CheckPartial checks the features reference before it has a value.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	return featureset.CheckPartial(v, decl, "features")
+	a := &featureset.Attrs{V: v, Decl: decl}
+	(&Node{}).readAttrs(a)
+	return append(featureset.CheckPartial(v, decl, "features"), a.Diags...)
 }
 
 // Decode validates the configuration.
@@ -78,6 +80,14 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	path, diags := featureset.Path(v, decl, "features")
 	a := &featureset.Attrs{V: v, Decl: decl}
 	n := &Node{features: path}
+	n.readAttrs(a)
+	return n, append(diags, a.Diags...)
+}
+
+// readAttrs reads every attribute but the features reference (known ones
+// only, so validate checks them before the features exist).
+func (n *Node) readAttrs(a *featureset.Attrs) {
+	decl := a.Decl
 	n.model = a.Str("model", featureset.ModelName(decl))
 	n.split = a.Str("split", "test")
 	n.source = a.Str("source", n.split)
@@ -102,7 +112,6 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if len(n.adapters) == 0 {
 		a.Diags = append(a.Diags, decl.Errorf("adapters", "No adapters", "List at least one of %q.", probe.AdapterNames()))
 	}
-	return n, append(diags, a.Diags...)
 }
 
 func btoi(b bool) int {

@@ -67,7 +67,38 @@ type Node struct {
 
 // CheckPartial checks the references' kinds before their values exist.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	return specs.CheckTypes(v, decl, map[string]string{"encoder": "arch", "benchmark": "dataset"})
+	_, diags := readOutput(v, decl, nil)
+	return append(specs.CheckTypes(v, decl, map[string]string{"encoder": "arch", "benchmark": "dataset"}), diags...)
+}
+
+// readOutput reads output and classes: the number of source classes when
+// the block stores probabilities, 0 for features.
+func readOutput(v cty.Value, decl nodes.Decl, diags hcl.Diagnostics) (classes int, _ hcl.Diagnostics) {
+	output := "features"
+	if o := v.GetAttr("output"); !o.IsNull() {
+		output = o.AsString()
+	}
+	c := v.GetAttr("classes")
+	switch output {
+	case "features":
+		if !c.IsNull() {
+			diags = append(diags, decl.Errorf("classes", "Unused classes", "classes is the number of source classes of output = \"probabilities\"."))
+		}
+	case "probabilities":
+		if c.IsNull() {
+			diags = append(diags, decl.Errorf("output", "Missing classes", "output = \"probabilities\" needs classes, the number of classes the encoder's head was trained on."))
+			break
+		}
+		if bf := c.AsBigFloat(); !bf.IsInt() || c.LessThan(cty.NumberIntVal(2)).True() || c.GreaterThan(cty.NumberIntVal(1_000_000)).True() {
+			diags = append(diags, decl.Errorf("classes", "Invalid classes", "classes must be a whole number of at least 2."))
+			break
+		}
+		k, _ := c.AsBigFloat().Int64()
+		classes = int(k)
+	default:
+		diags = append(diags, decl.Errorf("output", "Invalid output", "output must be \"features\" or \"probabilities\", not %q.", output))
+	}
+	return classes, diags
 }
 
 // Decode reads the referenced encoder and benchmark.
@@ -77,30 +108,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.enc, n.weights = r.Encoder()
 	n.preprocess = r.Preprocess()
 	n.dataset = r.Str("benchmark", "dataset")
-	output := "features"
-	if o := v.GetAttr("output"); !o.IsNull() {
-		output = o.AsString()
-	}
-	c := v.GetAttr("classes")
-	switch output {
-	case "features":
-		if !c.IsNull() {
-			r.Diags = append(r.Diags, decl.Errorf("classes", "Unused classes", "classes is the number of source classes of output = \"probabilities\"."))
-		}
-	case "probabilities":
-		if c.IsNull() {
-			r.Diags = append(r.Diags, decl.Errorf("output", "Missing classes", "output = \"probabilities\" needs classes, the number of classes the encoder's head was trained on."))
-			break
-		}
-		if bf := c.AsBigFloat(); !bf.IsInt() || c.LessThan(cty.NumberIntVal(2)).True() || c.GreaterThan(cty.NumberIntVal(1_000_000)).True() {
-			r.Diags = append(r.Diags, decl.Errorf("classes", "Invalid classes", "classes must be a whole number of at least 2."))
-			break
-		}
-		k, _ := c.AsBigFloat().Int64()
-		n.classes = int(k)
-	default:
-		r.Diags = append(r.Diags, decl.Errorf("output", "Invalid output", "output must be \"features\" or \"probabilities\", not %q.", output))
-	}
+	n.classes, r.Diags = readOutput(v, decl, r.Diags)
 	return n, r.Diags
 }
 

@@ -68,7 +68,9 @@ type Node struct {
 
 // CheckPartial checks the features reference before it has a value.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	return featureset.CheckPartial(v, decl, "features")
+	a := &featureset.Attrs{V: v, Decl: decl}
+	(&Node{}).readAttrs(a)
+	return append(featureset.CheckPartial(v, decl, "features"), a.Diags...)
 }
 
 // Decode validates the configuration.
@@ -76,7 +78,14 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	path, diags := featureset.Path(v, decl, "features")
 	a := &featureset.Attrs{V: v, Decl: decl}
 	n := &Node{features: path}
-	n.model = a.Str("model", featureset.ModelName(decl))
+	n.readAttrs(a)
+	return n, append(diags, a.Diags...)
+}
+
+// readAttrs reads every attribute but the features reference (known ones
+// only, so validate checks them before the features exist).
+func (n *Node) readAttrs(a *featureset.Attrs) {
+	n.model = a.Str("model", featureset.ModelName(a.Decl))
 	n.metric = a.Str("metric", "accuracy", probe.MetricNames()...)
 	n.trainSplit = a.Str("train_split", "train")
 	n.testSplit = a.Str("test_split", "test")
@@ -89,7 +98,6 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.tune.Epochs = a.Int("epochs", n.tune.Epochs, 1)
 	n.tune.FinalEpochs = a.Int("final_epochs", n.tune.FinalEpochs, 1)
 	n.tune.Batch = a.Int("batch_size", n.tune.Batch, 2)
-	return n, append(diags, a.Diags...)
 }
 
 // Fingerprint: the features path names its content.

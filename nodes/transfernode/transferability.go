@@ -68,69 +68,95 @@ type Node struct {
 	seed            uint64
 }
 
-// CheckPartial checks what it can before the references have values.
+// CheckPartial checks what it can before the references have values:
+// every literal attribute, the number of models and the kinds of their
+// references.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	m := v.GetAttr("models")
-	if m.Type() != cty.DynamicPseudoType && !(m.Type().IsObjectType() || m.Type().IsMapType()) {
-		return hcl.Diagnostics{decl.Errorf("models", "Invalid models", "models must map each model's name to { features = features.NAME, accuracy = NUMBER } (and probabilities = features.NAME for LEEP and NCE).")}
-	}
-	return nil
+	return (&Node{}).read(v, decl, true)
 }
 
 // Decode validates the configuration.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	a := &featureset.Attrs{V: v, Decl: decl}
 	n := &Node{}
+	return n, n.read(v, decl, false)
+}
+
+// read decodes the configuration; partial skips what is not known yet.
+func (n *Node) read(v cty.Value, decl nodes.Decl, partial bool) hcl.Diagnostics {
+	a := &featureset.Attrs{V: v, Decl: decl}
 	n.target = a.Str("target", featureset.ModelName(decl))
 	n.split = a.Str("split", "train")
 	n.maxExamples = a.Int("max_examples", 0, 0)
 	n.seed = uint64(a.Int("seed", 0, 0))
 	n.static = a.Strs("static", nil)
-	n.readHistory(a)
+	if h := v.GetAttr("history"); h.IsWhollyKnown() {
+		n.readHistory(a)
+	}
 	n.metrics = a.Strs("metrics", transfer.MetricNames, transfer.MetricNames...)
 	diags := a.Diags
 	bad := func(format string, args ...any) {
 		diags = append(diags, decl.Errorf("models", "Invalid models", format, args...))
 	}
 	m := v.GetAttr("models")
+	if !m.IsKnown() {
+		return diags
+	}
 	if m.IsNull() || !(m.Type().IsObjectType() || m.Type().IsMapType()) || m.LengthInt() < 3 {
 		bad("models must map at least 3 models' names to { features = features.NAME, accuracy = NUMBER }; rank statistics need 3 or more.")
-		return n, diags
+		return diags
 	}
-	withSource := 0
+	withSource, known := 0, true
 	for it := m.ElementIterator(); it.Next(); {
 		k, e := it.Element()
 		name := k.AsString()
-		if !e.Type().IsObjectType() {
-			bad("models[%q] must be an object.", name)
+		if !e.IsKnown() {
+			known = false
+			continue
+		}
+		if !e.Type().IsObjectType() || !e.Type().HasAttribute("features") {
+			bad("models[%q] must be { features = features.NAME, accuracy = NUMBER }.", name)
 			continue
 		}
 		md := model{name: name}
-		p, d := featureset.Path(e, decl, "features")
-		if d.HasErrors() {
-			bad("models[%q].features must be a features block (as in features = features.NAME).", name)
-		}
-		md.features = p
-		if !e.Type().HasAttribute("accuracy") || e.GetAttr("accuracy").IsNull() || e.GetAttr("accuracy").Type() != cty.Number {
-			bad("models[%q] needs accuracy, its fine-tuned accuracy on the target (the ground truth).", name)
+		if partial {
+			diags = append(diags, featureset.CheckPartial(e, decl, "features")...)
 		} else {
-			md.accuracy, _ = e.GetAttr("accuracy").AsBigFloat().Float64()
+			p, d := featureset.Path(e, decl, "features")
+			if d.HasErrors() {
+				bad("models[%q].features must be a features block (as in features = features.NAME).", name)
+			}
+			md.features = p
+		}
+		acc := cty.NilVal
+		if e.Type().HasAttribute("accuracy") {
+			acc = e.GetAttr("accuracy")
+		}
+		switch {
+		case acc == cty.NilVal || acc.IsNull() || (acc.IsKnown() && acc.Type() != cty.Number):
+			bad("models[%q] needs accuracy, its fine-tuned accuracy on the target (the ground truth).", name)
+		case acc.IsKnown():
+			md.accuracy, _ = acc.AsBigFloat().Float64()
 		}
 		if e.Type().HasAttribute("probabilities") && !e.GetAttr("probabilities").IsNull() {
-			p, d := featureset.Path(e, decl, "probabilities")
-			if d.HasErrors() {
-				bad("models[%q].probabilities must be a features block with output = \"probabilities\".", name)
+			if partial {
+				diags = append(diags, featureset.CheckPartial(e, decl, "probabilities")...)
+			} else {
+				p, d := featureset.Path(e, decl, "probabilities")
+				if d.HasErrors() {
+					bad("models[%q].probabilities must be a features block with output = \"probabilities\".", name)
+				}
+				md.probabilities = p
 			}
-			md.probabilities = p
 			withSource++
 		}
 		n.models = append(n.models, md)
 	}
+	if !known {
+		return diags
+	}
+	explicit := !v.GetAttr("metrics").IsNull()
 	for _, mt := range n.metrics {
-		if transfer.NeedsSource(mt) && withSource != len(n.models) && a.V.GetAttr("metrics").IsNull() {
-			continue // defaults: source metrics only when every model has probabilities
-		}
-		if transfer.NeedsSource(mt) && withSource != len(n.models) {
+		if explicit && transfer.NeedsSource(mt) && withSource != len(n.models) {
 			diags = append(diags, decl.Errorf("metrics", "Missing probabilities", "%s needs probabilities = features.NAME (output = \"probabilities\") for every model; %d of %d have them.", mt, withSource, len(n.models)))
 		}
 	}
@@ -142,7 +168,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 			diags = append(diags, decl.Errorf("static", "Invalid static", "static lists %q, which is not among the models.", s))
 		}
 	}
-	return n, diags
+	return diags
 }
 
 // Fingerprint hashes the history table; the features paths name their
