@@ -32,6 +32,7 @@ type Run struct {
 	Log     []RunLog
 	// Info is the run's run.json, nil when the run has none.
 	Info *runmeta.Info
+	uid  string
 }
 
 // RunLog is the part of a log.jsonl line a report plots.
@@ -90,7 +91,33 @@ func LoadRun(dir string) (Run, error) {
 	return r, sc.Err()
 }
 
-func (r Run) id() string { return slug(r.Model + "_" + r.Benchmark) }
+// id names a run's figure: model and benchmark, or (set by uniqueIDs)
+// its node address where for_each instances share those names.
+func (r Run) id() string {
+	if r.uid != "" {
+		return r.uid
+	}
+	return slug(r.Model + "_" + r.Benchmark)
+}
+
+// uniqueIDs gives runs that share model and benchmark names their node
+// address (or position) as figure name.
+func uniqueIDs(runs []Run) {
+	count := map[string]int{}
+	for _, r := range runs {
+		count[r.id()]++
+	}
+	for i := range runs {
+		if count[runs[i].id()] < 2 {
+			continue
+		}
+		if runs[i].Info != nil && runs[i].Info.Node != "" {
+			runs[i].uid = slug(runs[i].Info.Node)
+		} else {
+			runs[i].uid = fmt.Sprintf("%s_%d", runs[i].id(), i)
+		}
+	}
+}
 
 // Curves draws a run's training loss, validation loss and accuracy, and
 // learning rate against iterations.

@@ -140,6 +140,7 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 			}
 		}
 	}
+	uniqueIDs(o.Runs)
 	for _, r := range o.Runs {
 		f, err := Curves(r, figDir)
 		caption := fmt.Sprintf("%s on %s.", r.Model, r.Benchmark)
