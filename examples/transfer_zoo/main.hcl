@@ -188,6 +188,7 @@ report "zoo" {
   transferability = [transferability.target.path]
   probes          = [for k, p in probe.target : p.path]
   episodes        = [for k, e in episodes.target : e.path]
+  runs            = [for k, t in train.finetune : t.out_dir]
 }
 
 output "report" {

@@ -31,7 +31,7 @@ type Kind struct{ Stdlib fs.FS }
 func (Kind) Name() string { return "report" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "2" }
+func (Kind) Version() string { return "3" } // 3: evaluation sections; distinct curves per for_each run
 
 var spec = hcldec.ObjectSpec{
 	"matrix":    &hcldec.AttrSpec{Name: "matrix", Type: cty.String},
