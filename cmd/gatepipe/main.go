@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gatepipe/gatepipe/internal/bug"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"os/signal"
@@ -146,7 +147,10 @@ The language and every flag are documented in SPEC.md.
 `)
 }
 
+// isTerminal reports whether f is a terminal (the TCGETS ioctl succeeds):
+// /dev/null and other character devices are not, so `apply > /dev/null
+// 2>&1` gets plain log lines, not progress bars.
 func isTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
