@@ -14,7 +14,8 @@ require (
 	github.com/vbauerster/mpb/v8 v8.10.2
 	github.com/zclconf/go-cty v1.16.2
 	golang.org/x/image v0.30.0
-	golang.org/x/sys v0.47.0
+	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0
 	gorgonia.org/gorgonia v0.9.18

@@ -10,7 +10,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gatepipe/gatepipe/internal/bug"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
@@ -147,10 +147,7 @@ The language and every flag are documented in SPEC.md.
 `)
 }
 
-// isTerminal reports whether f is a terminal (the TCGETS ioctl succeeds):
-// /dev/null and other character devices are not, so `apply > /dev/null
-// 2>&1` gets plain log lines, not progress bars.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+// isTerminal reports whether f is a terminal: /dev/null and other
+// character devices are not, so `apply > /dev/null 2>&1` gets plain log
+// lines, not progress bars.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
