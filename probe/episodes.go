@@ -2,6 +2,8 @@ package probe
 
 import (
 	"fmt"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/stat"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -35,8 +37,9 @@ func (c EpisodeConfig) Fixed() bool { return c.Ways > 0 && c.Shots > 0 && c.Quer
 // label of an example is the position of its class here), and the
 // indices of its support and query examples.
 type Episode struct {
-	Classes        []int `json:"classes"`
-	Support, Query []int `json:"-"`
+	Classes []int `json:"classes"`
+	Support []int `json:"support"`
+	Query   []int `json:"query"`
 }
 
 // SampleEpisode draws an episode from the examples with labels y.
@@ -166,35 +169,11 @@ func ProtoEuclidean(support Set, y []int, ways int, query Set) []float64 {
 	out := make([]float64, query.N*ways)
 	for i := range query.N {
 		for c := range ways {
-			out[i*ways+c] = -sqDist(query.X[i*query.D:(i+1)*query.D], p[c*query.D:(c+1)*query.D])
+			dist := floats.Distance(query.X[i*query.D:(i+1)*query.D], p[c*query.D:(c+1)*query.D], 2)
+			out[i*ways+c] = -dist * dist
 		}
 	}
 	return out
-}
-
-func sqDist(a, b []float64) float64 {
-	var s float64
-	for j := range a {
-		d := a[j] - b[j]
-		s += d * d
-	}
-	return s
-}
-
-func norm(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	return math.Sqrt(s)
-}
-
-func dot(a, b []float64) float64 {
-	var s float64
-	for j := range a {
-		s += a[j] * b[j]
-	}
-	return s
 }
 
 // ProtoCosine is the prototype classifier with cosine similarity.
@@ -206,10 +185,10 @@ func cosineScores(w []float64, ways int, s Set, scale float64) []float64 {
 	out := make([]float64, s.N*ways)
 	for i := range s.N {
 		x := s.X[i*s.D : (i+1)*s.D]
-		nx := max(norm(x), 1e-12)
+		nx := max(floats.Norm(x, 2), 1e-12)
 		for c := range ways {
 			wc := w[c*s.D : (c+1)*s.D]
-			out[i*ways+c] = scale * dot(x, wc) / (nx * max(norm(wc), 1e-12))
+			out[i*ways+c] = scale * floats.Dot(x, wc) / (nx * max(floats.Norm(wc, 2), 1e-12))
 		}
 	}
 	return out
@@ -248,7 +227,7 @@ func cosineLossGrad(w []float64, ways int, s Set, y []int) (float64, []float64) 
 	var loss float64
 	norms := make([]float64, ways)
 	for c := range ways {
-		norms[c] = max(norm(w[c*d:(c+1)*d]), 1e-12)
+		norms[c] = max(floats.Norm(w[c*d:(c+1)*d], 2), 1e-12)
 	}
 	for i := range s.N {
 		row := scores[i*ways : (i+1)*ways]
@@ -256,10 +235,10 @@ func cosineLossGrad(w []float64, ways int, s Set, y []int) (float64, []float64) 
 		loss -= math.Log(max(row[y[i]], 1e-300)) / float64(s.N)
 		row[y[i]]--
 		x := s.X[i*d : (i+1)*d]
-		nx := max(norm(x), 1e-12)
+		nx := max(floats.Norm(x, 2), 1e-12)
 		for c := range ways {
 			wc := w[c*d : (c+1)*d]
-			cos := dot(x, wc) / (nx * norms[c])
+			cos := floats.Dot(x, wc) / (nx * norms[c])
 			k := row[c] * CosineScale / float64(s.N)
 			for j := range d {
 				// d cos / d w = x / (|x| |w|) - cos w / |w|^2
@@ -315,10 +294,7 @@ func LinearAdapter(support Set, y []int, ways int, query Set) []float64 {
 		return out
 	}
 	sup, qry := standard(support), standard(query)
-	h := &Linear{D: d, C: ways, W: make([]float64, ways*d), B: make([]float64, ways), RunMean: make([]float64, d), RunVar: make([]float64, d)}
-	for j := range h.RunVar {
-		h.RunVar[j] = 1 - 1e-5 // Scores' normalisation becomes the identity
-	}
+	h := &Linear{D: d, C: ways, W: make([]float64, ways*d), B: make([]float64, ways)} // logits only: no batch norm
 	ow, ob := &adam{lr: 0.01}, &adam{lr: 0.01}
 	p := make([]float64, ways)
 	for range 100 {
@@ -340,7 +316,11 @@ func LinearAdapter(support Set, y []int, ways int, query Set) []float64 {
 		ow.step(h.W, gw)
 		ob.step(h.B, gb)
 	}
-	return h.Scores(qry)
+	out := make([]float64, qry.N*ways)
+	for i := range qry.N {
+		h.logits(qry.X[i*d:(i+1)*d], out[i*ways:(i+1)*ways])
+	}
+	return out
 }
 
 // EpisodeResult is one adapter's accuracy over the episodes of a source.
@@ -352,23 +332,24 @@ type EpisodeResult struct {
 	Accuracy []float64 `json:"accuracy"`
 }
 
-// MeanCI returns the mean and the half-width of its 95% normal
-// confidence interval, 1.96 sd / sqrt(n) (sample sd).
-func MeanCI(v []float64) (mean, ci float64) {
+// MeanStd returns the mean and the sample standard deviation (0 for
+// fewer than two values).
+func MeanStd(v []float64) (mean, sd float64) {
 	if len(v) == 0 {
 		return 0, 0
 	}
-	for _, x := range v {
-		mean += x / float64(len(v))
-	}
+	mean = stat.Mean(v, nil)
 	if len(v) < 2 {
 		return mean, 0
 	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, 1.96 * math.Sqrt(ss/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
+	return mean, stat.StdDev(v, nil)
+}
+
+// MeanCI returns the mean and the half-width of its 95% normal
+// confidence interval, 1.96 sd / sqrt(n) (sample sd).
+func MeanCI(v []float64) (mean, ci float64) {
+	mean, sd := MeanStd(v)
+	return mean, 1.96 * sd / math.Sqrt(float64(max(len(v), 1)))
 }
 
 // RunEpisode adapts on the episode's support set and returns the query

@@ -40,12 +40,11 @@ type LinearConfig struct {
 // momentum 0.1, eps 1e-5, for evaluation), then a linear layer to the
 // classes.
 type Linear struct {
-	D, C        int
-	W           []float64 // C x D
-	B           []float64
-	RunMean     []float64
-	RunVar      []float64
-	TrainedStep int
+	D, C    int
+	W       []float64 // C x D
+	B       []float64
+	RunMean []float64
+	RunVar  []float64
 }
 
 // NewLinear initialises the head as PyTorch's nn.Linear does: weights and
@@ -174,7 +173,6 @@ func (h *Linear) Train(train Set, cfg LinearConfig, r *rand.Rand, after func(epo
 			o.step(h.W, gw, o.bufW)
 			o.step(h.B, gb, o.bufB)
 			o.first = false
-			h.TrainedStep++
 		}
 		if after != nil {
 			after(epoch)

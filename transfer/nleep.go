@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"fmt"
+	"gonum.org/v1/gonum/floats"
 	"math"
 	"math/rand/v2"
 
@@ -143,12 +144,8 @@ func kmeans(x []float64, n, d, k int, r *rand.Rand) []int {
 }
 
 func sqDist(a, b []float64) float64 {
-	var s float64
-	for j := range a {
-		v := a[j] - b[j]
-		s += v * v
-	}
-	return s
+	d := floats.Distance(a, b, 2)
+	return d * d
 }
 
 // fitGMM runs EM for a full-covariance Gaussian mixture from the given

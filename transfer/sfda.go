@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"fmt"
+	"gonum.org/v1/gonum/floats"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
@@ -210,18 +211,11 @@ func symmetric(a mat.Matrix) *mat.SymDense {
 	return s
 }
 
+// softmaxInPlace replaces row by its softmax.
 func softmaxInPlace(row []float64) {
-	top := math.Inf(-1)
-	for _, v := range row {
-		top = max(top, v)
-	}
-	var sum float64
+	lse := floats.LogSumExp(row)
 	for i, v := range row {
-		row[i] = math.Exp(v - top)
-		sum += row[i]
-	}
-	for i := range row {
-		row[i] /= sum
+		row[i] = math.Exp(v - lse)
 	}
 }
 

@@ -200,6 +200,16 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 	}
 }
 
+// TestProbabilitiesClassesFromAReference: classes may come from a block
+// that has not run at validate time (unknown then), without an error.
+func TestProbabilitiesClassesFromAReference(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), "dataset \"d\" {\n  format = \"generated\"\n  generator {\n    task = \"shape\"\n    train = 10\n    test = 5\n  }\n}\nbenchmark \"b\" {\n  dataset = dataset.d.path\n}\nencoder \"e\" {\n  arch = \"mlp\"\n}\nfeatures \"p\" {\n  encoder = encoder.e\n  benchmark = benchmark.b\n  output = \"probabilities\"\n  classes = dataset.d.num_classes\n}\n")
+	if r := gp(t, t.TempDir(), "validate", dir); r.code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // TestEvaluationConfigErrorsPointAtTheLine: bad evaluation settings are
 // refused at validate with the file and line.
 func TestEvaluationConfigErrorsPointAtTheLine(t *testing.T) {
@@ -212,6 +222,7 @@ func TestEvaluationConfigErrorsPointAtTheLine(t *testing.T) {
 		"two models":         {"transferability \"t\" {\n  models = { a = { features = features.f, accuracy = 1 }, b = { features = features.f, accuracy = 2 } }\n}", "at least 3 models"},
 		"leep without probs": {"transferability \"t\" {\n  metrics = [\"leep\"]\n  models = { a = { features = features.f, accuracy = 1 }, b = { features = features.f, accuracy = 2 }, c = { features = features.f, accuracy = 3 } }\n}", "leep needs probabilities"},
 		"probabilities":      {"features \"g\" {\n  encoder = encoder.e\n  benchmark = benchmark.b\n  output = \"probabilities\"\n}", "needs classes"},
+		"classes":            {"features \"g\" {\n  encoder = encoder.e\n  benchmark = benchmark.b\n  output = \"probabilities\"\n  classes = 1.5\n}", "classes must be whole numbers of at least 2"},
 		"empty report":       {"report \"r\" {\n  title = \"x\"\n}", "A report needs a matrix"},
 	}
 	for name, tc := range tests {

@@ -70,18 +70,16 @@ type Node struct {
 
 // CheckPartial checks the features reference before it has a value.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	a := &featureset.Attrs{V: v, Decl: decl}
-	(&Node{}).readAttrs(a)
-	return append(featureset.CheckPartial(v, decl, "features"), a.Diags...)
+	_, diags := featureset.Decode(v, decl, true, (&Node{}).readAttrs)
+	return diags
 }
 
 // Decode validates the configuration.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	path, diags := featureset.Path(v, decl, "features")
-	a := &featureset.Attrs{V: v, Decl: decl}
-	n := &Node{features: path}
-	n.readAttrs(a)
-	return n, append(diags, a.Diags...)
+	n := &Node{}
+	var diags hcl.Diagnostics
+	n.features, diags = featureset.Decode(v, decl, false, n.readAttrs)
+	return n, diags
 }
 
 // readAttrs reads every attribute but the features reference (known ones
@@ -148,23 +146,16 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	eps := make([]probe.Episode, n.count)
 	var ways, shots float64
-	type saved struct {
-		Classes []int `json:"classes"`
-		Support []int `json:"support"`
-		Query   []int `json:"query"`
-	}
-	list := make([]saved, n.count)
 	for e := range eps {
 		ep, err := probe.SampleEpisode(set.Y, set.NumClasses, n.cfg, rand.New(rand.NewPCG(n.seed, uint64(e))))
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("episode %d: %w", e, err)
 		}
 		eps[e] = ep
-		list[e] = saved{ep.Classes, ep.Support, ep.Query}
 		ways += float64(len(ep.Classes)) / float64(n.count)
 		shots += float64(len(ep.Support)) / float64(len(ep.Classes)) / float64(n.count)
 	}
-	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episode_indices.json"), list); err != nil {
+	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episode_indices.json"), eps); err != nil {
 		return cty.NilVal, err
 	}
 	acc := make([][]float64, len(n.adapters))

@@ -15,6 +15,7 @@ import (
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
@@ -74,31 +75,17 @@ func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
 // readOutput reads output and classes: the number of source classes when
 // the block stores probabilities, 0 for features.
 func readOutput(v cty.Value, decl nodes.Decl, diags hcl.Diagnostics) (classes int, _ hcl.Diagnostics) {
-	output := "features"
-	if o := v.GetAttr("output"); !o.IsNull() {
-		output = o.AsString()
+	a := &featureset.Attrs{V: v, Decl: decl}
+	output := a.Str("output", "features", "features", "probabilities")
+	classes = a.Int("classes", 0, 2)
+	set := !v.GetAttr("classes").IsNull() // set, if perhaps not known yet
+	switch {
+	case output == "features" && set:
+		a.Diags = append(a.Diags, decl.Errorf("classes", "Unused classes", "classes is the number of source classes of output = \"probabilities\"."))
+	case output == "probabilities" && !set:
+		a.Diags = append(a.Diags, decl.Errorf("output", "Missing classes", "output = \"probabilities\" needs classes, the number of classes the encoder's head was trained on."))
 	}
-	c := v.GetAttr("classes")
-	switch output {
-	case "features":
-		if !c.IsNull() {
-			diags = append(diags, decl.Errorf("classes", "Unused classes", "classes is the number of source classes of output = \"probabilities\"."))
-		}
-	case "probabilities":
-		if c.IsNull() {
-			diags = append(diags, decl.Errorf("output", "Missing classes", "output = \"probabilities\" needs classes, the number of classes the encoder's head was trained on."))
-			break
-		}
-		if bf := c.AsBigFloat(); !bf.IsInt() || c.LessThan(cty.NumberIntVal(2)).True() || c.GreaterThan(cty.NumberIntVal(1_000_000)).True() {
-			diags = append(diags, decl.Errorf("classes", "Invalid classes", "classes must be a whole number of at least 2."))
-			break
-		}
-		k, _ := c.AsBigFloat().Int64()
-		classes = int(k)
-	default:
-		diags = append(diags, decl.Errorf("output", "Invalid output", "output must be \"features\" or \"probabilities\", not %q.", output))
-	}
-	return classes, diags
+	return classes, append(diags, a.Diags...)
 }
 
 // Decode reads the referenced encoder and benchmark.

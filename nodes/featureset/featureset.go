@@ -91,3 +91,17 @@ func Load(path, name string) (*Split, error) {
 	}
 	return out, nil
 }
+
+// Decode reads a block whose reference is `features` and whose other
+// attributes read reads. With partial (validate and plan, before the
+// features exist) it checks the reference's type only and returns no
+// path.
+func Decode(v cty.Value, decl nodes.Decl, partial bool, read func(*Attrs)) (string, hcl.Diagnostics) {
+	a := &Attrs{V: v, Decl: decl}
+	read(a)
+	if partial {
+		return "", append(CheckPartial(v, decl, "features"), a.Diags...)
+	}
+	path, diags := Path(v, decl, "features")
+	return path, append(diags, a.Diags...)
+}

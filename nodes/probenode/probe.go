@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,18 +67,16 @@ type Node struct {
 
 // CheckPartial checks the features reference before it has a value.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	a := &featureset.Attrs{V: v, Decl: decl}
-	(&Node{}).readAttrs(a)
-	return append(featureset.CheckPartial(v, decl, "features"), a.Diags...)
+	_, diags := featureset.Decode(v, decl, true, (&Node{}).readAttrs)
+	return diags
 }
 
 // Decode validates the configuration.
 func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	path, diags := featureset.Path(v, decl, "features")
-	a := &featureset.Attrs{V: v, Decl: decl}
-	n := &Node{features: path}
-	n.readAttrs(a)
-	return n, append(diags, a.Diags...)
+	n := &Node{}
+	var diags hcl.Diagnostics
+	n.features, diags = featureset.Decode(v, decl, false, n.readAttrs)
+	return n, diags
 }
 
 // readAttrs reads every attribute but the features reference (known ones
@@ -175,7 +172,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		var vals []float64
 		for _, seed := range n.seeds {
 			env.Progress.Update(done, total, "probes")
-			trIdx, valIdx, err := n.indices(train, classes, shots, uint64(seed))
+			trIdx, valIdx, err := indices(train, classes, shots, uint64(seed))
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("subset %s seed %d: %w", sub.Name, seed, err)
 			}
@@ -195,7 +192,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 				Float64("val", t.ValScore).Float64("test", t.TestScore).Msg("probe")
 			done++
 		}
-		sub.Mean, sub.Std = meanStd(vals)
+		sub.Mean, sub.Std = probe.MeanStd(vals)
 		res.Subsets = append(res.Subsets, sub)
 		scores[sub.Name] = cty.NumberFloatVal(sub.Mean)
 		stds[sub.Name] = cty.NumberFloatVal(sub.Std)
@@ -212,28 +209,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 // indices draws a subset's train and validation indices from the labels
 // and the seed alone: shots per class (0: all) split 80/20 stratified, or
 // (shots < 0) VTAB-1k's 1000 examples split 800/200.
-func (n *Node) indices(train *featureset.Split, classes, shots int, seed uint64) (tr, val []int, err error) {
+func indices(train *featureset.Split, classes, shots int, seed uint64) (tr, val []int, err error) {
 	if shots < 0 {
 		_, tr, val = probe.VTAB1k(train.N, seed)
 		return tr, val, nil
 	}
 	return probe.StratifiedSplit(probe.FewShot(train.Y, classes, shots, seed), train.Y, classes, 0.2, seed)
-}
-
-func meanStd(v []float64) (float64, float64) {
-	if len(v) == 0 {
-		return 0, 0
-	}
-	var m float64
-	for _, x := range v {
-		m += x / float64(len(v))
-	}
-	if len(v) < 2 {
-		return m, 0
-	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	return m, math.Sqrt(ss / float64(len(v)-1))
 }

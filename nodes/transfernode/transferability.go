@@ -113,40 +113,9 @@ func (n *Node) read(v cty.Value, decl nodes.Decl, partial bool) hcl.Diagnostics 
 			known = false
 			continue
 		}
-		if !e.Type().IsObjectType() || !e.Type().HasAttribute("features") {
-			bad("models[%q] must be { features = features.NAME, accuracy = NUMBER }.", name)
-			continue
-		}
-		md := model{name: name}
-		if partial {
-			diags = append(diags, featureset.CheckPartial(e, decl, "features")...)
-		} else {
-			p, d := featureset.Path(e, decl, "features")
-			if d.HasErrors() {
-				bad("models[%q].features must be a features block (as in features = features.NAME).", name)
-			}
-			md.features = p
-		}
-		acc := cty.NilVal
-		if e.Type().HasAttribute("accuracy") {
-			acc = e.GetAttr("accuracy")
-		}
-		switch {
-		case acc == cty.NilVal || acc.IsNull() || (acc.IsKnown() && acc.Type() != cty.Number):
-			bad("models[%q] needs accuracy, its fine-tuned accuracy on the target (the ground truth).", name)
-		case acc.IsKnown():
-			md.accuracy, _ = acc.AsBigFloat().Float64()
-		}
-		if e.Type().HasAttribute("probabilities") && !e.GetAttr("probabilities").IsNull() {
-			if partial {
-				diags = append(diags, featureset.CheckPartial(e, decl, "probabilities")...)
-			} else {
-				p, d := featureset.Path(e, decl, "probabilities")
-				if d.HasErrors() {
-					bad("models[%q].probabilities must be a features block with output = \"probabilities\".", name)
-				}
-				md.probabilities = p
-			}
+		md, source, d := readModel(name, e, decl, partial)
+		diags = append(diags, d...)
+		if source {
 			withSource++
 		}
 		n.models = append(n.models, md)
@@ -154,6 +123,8 @@ func (n *Node) read(v cty.Value, decl nodes.Decl, partial bool) hcl.Diagnostics 
 	if !known {
 		return diags
 	}
+	// Sorted by name: the mean-rank baseline reads the models in this order.
+	sort.Slice(n.models, func(i, j int) bool { return n.models[i].name < n.models[j].name })
 	explicit := !v.GetAttr("metrics").IsNull()
 	for _, mt := range n.metrics {
 		if explicit && transfer.NeedsSource(mt) && withSource != len(n.models) {
@@ -169,6 +140,47 @@ func (n *Node) read(v cty.Value, decl nodes.Decl, partial bool) hcl.Diagnostics 
 		}
 	}
 	return diags
+}
+
+// readModel reads one entry of models: { features, accuracy,
+// probabilities (optional) }. With partial the references' types are
+// checked, not their paths read.
+func readModel(name string, e cty.Value, decl nodes.Decl, partial bool) (md model, source bool, diags hcl.Diagnostics) {
+	bad := func(format string, args ...any) {
+		diags = append(diags, decl.Errorf("models", "Invalid models", format, args...))
+	}
+	md.name = name
+	if !e.Type().IsObjectType() || !e.Type().HasAttribute("features") {
+		bad("models[%q] must be { features = features.NAME, accuracy = NUMBER }.", name)
+		return md, false, diags
+	}
+	ref := func(attr, want string) string {
+		if partial {
+			diags = append(diags, featureset.CheckPartial(e, decl, attr)...)
+			return ""
+		}
+		p, d := featureset.Path(e, decl, attr)
+		if d.HasErrors() {
+			bad("models[%q].%s must be %s.", name, attr, want)
+		}
+		return p
+	}
+	md.features = ref("features", "a features block (as in features = features.NAME)")
+	acc := cty.NilVal
+	if e.Type().HasAttribute("accuracy") {
+		acc = e.GetAttr("accuracy")
+	}
+	switch {
+	case acc == cty.NilVal || acc.IsNull() || (acc.IsKnown() && acc.Type() != cty.Number):
+		bad("models[%q] needs accuracy, its fine-tuned accuracy on the target (the ground truth).", name)
+	case acc.IsKnown():
+		md.accuracy, _ = acc.AsBigFloat().Float64()
+	}
+	if e.Type().HasAttribute("probabilities") && !e.GetAttr("probabilities").IsNull() {
+		md.probabilities = ref("probabilities", "a features block with output = \"probabilities\"")
+		source = true
+	}
+	return md, source, diags
 }
 
 // Fingerprint hashes the history table; the features paths name their
@@ -209,7 +221,6 @@ type Result struct {
 
 // Run scores every model with every metric and judges each metric.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
-	sort.Slice(n.models, func(i, j int) bool { return n.models[i].name < n.models[j].name })
 	res := Result{Target: n.target}
 	for _, m := range n.models {
 		res.Models = append(res.Models, m.name)
