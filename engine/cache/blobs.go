@@ -145,3 +145,6 @@ func isBlobName(name string) bool {
 	_, err := ParseID(name)
 	return err == nil
 }
+
+// GotSHA256 is the checksum the file had.
+func (e *ChecksumError) GotSHA256() string { return e.Got }

@@ -1,0 +1,208 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Blobs is the content-addressed store downloads go to (the cache).
+type Blobs interface {
+	BlobPath(sha256hex string) (string, bool)
+	LockBlob(ctx context.Context, key string) (unlock func(), err error)
+	PartialPath(key string) (string, error)
+	AddBlob(tmpPath, want string) (path, sha256hex string, err error)
+}
+
+// Progress receives download progress (bytes).
+type Progress interface {
+	Update(done, total int64, unit string)
+}
+
+type noProgress struct{}
+
+func (noProgress) Update(int64, int64, string) {}
+
+// httpError is a final answer from a server.
+type httpError struct {
+	status int
+	text   string
+}
+
+func (e *httpError) Error() string { return "server answered " + e.text }
+
+// download fetches rawURL into part, resuming with Range across attempts
+// and interruptions and retrying with backoff on 5xx, 429, 408, timeouts
+// and connection errors.
+func (r *Resolver) download(ctx context.Context, rawURL, creds, part string, progress Progress) error {
+	var lastErr error
+	for attempt := 0; attempt <= r.retries; attempt++ {
+		if attempt > 0 {
+			wait := r.backoff << (attempt - 1)
+			r.logf("download %s: attempt %d failed (%v); retrying in %s", rawURL, attempt, lastErr, wait)
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		retry, err := r.attempt(ctx, rawURL, creds, part, progress)
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		if !retry || ctx.Err() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("giving up after %d attempts: %w", r.retries+1, lastErr)
+}
+
+// attempt downloads the rest of rawURL into part. retry reports whether
+// a failure is worth another attempt.
+func (r *Resolver) attempt(ctx context.Context, rawURL, creds, part string, progress Progress) (retry bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var have int64
+	if info, err := os.Stat(part); err == nil {
+		have = info.Size()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return false, err
+	}
+	if err := r.authorize(req, creds); err != nil {
+		return false, err
+	}
+	if have > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return isTransient(err), stripURLError(err)
+	}
+	defer resp.Body.Close()
+	var out *os.File
+	total := resp.ContentLength
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && have > 0:
+		out, err = os.OpenFile(part, os.O_WRONLY|os.O_APPEND, 0o666)
+		if total >= 0 {
+			total += have
+		}
+	case resp.StatusCode == http.StatusOK:
+		have = 0 // the server ignored Range: start over
+		out, err = os.Create(part)
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
+		return false, nil // the partial file is already complete
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
+		return true, &httpError{resp.StatusCode, resp.Status}
+	default:
+		return false, r.statusError(resp, creds)
+	}
+	if err != nil {
+		return false, err
+	}
+	defer out.Close()
+	body := &idleReader{r: resp.Body, timeout: r.idle, cancel: cancel}
+	defer body.stop()
+	buf := make([]byte, 256<<10)
+	done := have
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				return false, werr
+			}
+			done += int64(n)
+			progress.Update(done, total, "B")
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			if body.timedOut() {
+				return true, fmt.Errorf("no data for %s", r.idle)
+			}
+			return true, rerr
+		}
+	}
+	if total >= 0 && done != total {
+		return true, fmt.Errorf("connection closed after %d of %d bytes", done, total)
+	}
+	return false, out.Sync()
+}
+
+// stripURLError drops the URL from a client error (the caller names the
+// source) so that nothing but the source's own address is printed.
+func stripURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func isTransient(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return !strings.Contains(ue.Err.Error(), "unsupported protocol")
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// idleReader cancels a download that delivers no data for timeout.
+type idleReader struct {
+	r       io.Reader
+	timeout time.Duration
+	cancel  context.CancelFunc
+	timer   *time.Timer
+	fired   atomic.Bool
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	if r.timer == nil {
+		r.timer = time.AfterFunc(r.timeout, func() { r.fired.Store(true); r.cancel() })
+	} else {
+		r.timer.Reset(r.timeout)
+	}
+	return r.r.Read(p)
+}
+
+func (r *idleReader) stop() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+func (r *idleReader) timedOut() bool { return r.fired.Load() }
+
+// copyFile copies a mirror's local file into part.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

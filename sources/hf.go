@@ -1,0 +1,165 @@
+package sources
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// resolveHF pins a Hub dataset repository: the revision becomes a commit
+// (GET /api/datasets/REPO/revision/REV) and each pattern's directory is
+// listed at that commit (GET /api/datasets/REPO/tree/COMMIT/DIR), taking
+// every LFS file's published SHA-256 (lfs.oid). Files stored in git
+// itself have no published SHA-256; they are downloaded and pinned.
+func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
+	if err := checkRepo(ref.HF); err != nil {
+		return Pin{}, err
+	}
+	creds := credsFor(ref)
+	commit := ref.revision()
+	if !commitRE.MatchString(commit) {
+		var info struct {
+			SHA string `json:"sha"`
+		}
+		u := fmt.Sprintf("%s/api/datasets/%s/revision/%s", r.endpoint, ref.HF, url.PathEscape(commit))
+		if err := r.getJSON(ctx, u, creds, &info); err != nil {
+			return Pin{}, fmt.Errorf("hf %s: resolving revision %q: %w", ref.HF, commit, err)
+		}
+		if !commitRE.MatchString(info.SHA) {
+			return Pin{}, fmt.Errorf("hf %s: revision %q resolved to %q, which is not a commit", ref.HF, commit, info.SHA)
+		}
+		commit = info.SHA
+	}
+	type entry struct {
+		Type string `json:"type"`
+		Path string `json:"path"`
+		Size int64  `json:"size"`
+		LFS  *struct {
+			OID  string `json:"oid"`
+			Size int64  `json:"size"`
+		} `json:"lfs"`
+	}
+	listed := map[string][]entry{}
+	seen := map[string]bool{}
+	pin := Pin{Commit: commit}
+	for _, pattern := range ref.Files {
+		dir := path.Dir(pattern)
+		entries, ok := listed[dir]
+		if !ok {
+			u := fmt.Sprintf("%s/api/datasets/%s/tree/%s", r.endpoint, ref.HF, commit)
+			if dir != "." {
+				u += "/" + dir
+			}
+			if err := r.getJSON(ctx, u, creds, &entries); err != nil {
+				return Pin{}, fmt.Errorf("hf %s: listing %s at %s: %w", ref.HF, dir, commit[:12], err)
+			}
+			listed[dir] = entries
+		}
+		matched := 0
+		for _, e := range entries {
+			if e.Type != "file" {
+				continue
+			}
+			if ok, _ := path.Match(pattern, e.Path); !ok {
+				continue
+			}
+			if err := CheckRelPath(e.Path); err != nil {
+				return Pin{}, fmt.Errorf("hf %s: the Hub listed %s", ref.HF, err)
+			}
+			matched++
+			if seen[e.Path] {
+				continue
+			}
+			seen[e.Path] = true
+			f := File{Path: e.Path, Size: e.Size,
+				URL: fmt.Sprintf("%s/datasets/%s/resolve/%s/%s", r.endpoint, ref.HF, commit, escapePath(e.Path))}
+			if e.LFS != nil && isSHA256(e.LFS.OID) {
+				f.SHA256, f.Size = e.LFS.OID, e.LFS.Size
+			} else {
+				p, sha, err := r.fetch(ctx, f, creds, nil)
+				if err != nil {
+					return Pin{}, err
+				}
+				f.SHA256 = sha
+				if info, err := os.Stat(p); err == nil {
+					f.Size = info.Size()
+				}
+			}
+			pin.Files = append(pin.Files, f)
+		}
+		if matched == 0 {
+			return Pin{}, fmt.Errorf("hf %s: no file at %s matches %q", ref.HF, commit[:12], pattern)
+		}
+	}
+	sort.Slice(pin.Files, func(i, j int) bool { return pin.Files[i].Path < pin.Files[j].Path })
+	return pin, nil
+}
+
+func checkRepo(repo string) error {
+	parts := strings.Split(repo, "/")
+	ok := len(parts) == 2
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, "?#%\\ ") {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("hf = %q is not a repository id of the form OWNER/NAME", repo)
+	}
+	return nil
+}
+
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+// getJSON fetches a small JSON document through the mirror.
+func (r *Resolver) getJSON(ctx context.Context, raw, creds string, v any) error {
+	remote, local, err := r.mirror.locate(raw)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if local != "" {
+		if data, err = os.ReadFile(local); err != nil {
+			return err
+		}
+	} else {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, remote, nil)
+		if err != nil {
+			return err
+		}
+		if err := r.authorize(req, creds); err != nil {
+			return err
+		}
+		resp, err := r.client.Do(req)
+		if err != nil {
+			return stripURLError(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return r.statusError(resp, creds)
+		}
+		if data, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20)); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("unexpected answer: %w", err)
+	}
+	return nil
+}
