@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -31,7 +35,53 @@ func (e *Engine) actionID(ctx context.Context, in *instance) (id cache.ActionID,
 	if err := in.node.Fingerprint(ctx, h); err != nil {
 		return id, false, fmt.Errorf("%s: %w", in.key(), err)
 	}
+	if err := e.writePins(ctx, h, in); err != nil {
+		return id, false, fmt.Errorf("%s: %w", in.key(), err)
+	}
 	return h.Sum(), true, nil
+}
+
+// writePins hashes the pins of a node's remote sources: each file's
+// checksum, so that a refreshed lock entry re-runs the node. An unpinned
+// source (plan without network) hashes as such; apply resolves it first,
+// pinning it in the lock, so the ID it stores under is the one later
+// applies compute.
+func (e *Engine) writePins(ctx context.Context, h io.Writer, in *instance) error {
+	d, ok := in.node.(nodes.Downloader)
+	if !ok {
+		return nil
+	}
+	for _, ref := range d.Downloads() {
+		pin, err := e.resolver().Resolve(ctx, ref, nil)
+		if errors.Is(err, sources.ErrNotPinned) {
+			fmt.Fprintf(h, "source %s unpinned\n", ref.Key())
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "source %s commit %s\n", ref.Key(), pin.Commit)
+		for _, f := range pin.Files {
+			fmt.Fprintf(h, "file %s %s\n", f.Path, f.SHA256)
+		}
+	}
+	return nil
+}
+
+// resolver is the configured sources resolver, or one that resolves
+// from declared checksums only.
+func (e *Engine) resolver() *sources.Resolver {
+	if e.opts.Sources != nil {
+		return e.opts.Sources
+	}
+	e.defaultResolverOnce.Do(func() {
+		o := sources.Options{NoResolve: true}
+		if e.cache != nil {
+			o.Blobs = e.cache
+		}
+		e.defaultResolver = sources.New(o)
+	})
+	return e.defaultResolver
 }
 
 // upstreamOutputs lists "address outputid" for every instance the given one

@@ -13,6 +13,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/pipelines"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 	"github.com/zclconf/go-cty/cty"
@@ -45,6 +46,10 @@ type Options struct {
 	// earlier runs, by address; apply calls it only when something will
 	// run, and starts the longest expected work first.
 	ExpectedDurations func() map[string]time.Duration
+	// Sources resolves and downloads remote sources (lock file, mirror,
+	// credentials, offline mode); nil resolves from declared checksums
+	// only and downloads nothing.
+	Sources *sources.Resolver
 	// Version is the gatepipe version, passed to nodes for their run
 	// metadata; it is not part of action IDs (kind versions are).
 	Version string
@@ -78,6 +83,9 @@ type Engine struct {
 	upstream map[string][]*vertex
 
 	submitter Submitter
+
+	defaultResolverOnce sync.Once
+	defaultResolver     *sources.Resolver
 }
 
 // New builds the graph of a loaded configuration. c may be nil, in which
@@ -149,3 +157,6 @@ func (e *Engine) SetHold(hold func(addr string) bool) { e.hold = hold }
 func (e *Engine) SetSpawner(spawn func(ctx context.Context, addr string, dev nodes.Assignment) error, isolate func(nodes.Kind) bool) {
 	e.opts.Spawn, e.opts.Isolate = spawn, isolate
 }
+
+// Options returns the engine's options.
+func (e *Engine) Options() Options { return e.opts }

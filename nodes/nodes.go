@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rs/zerolog"
@@ -127,6 +128,13 @@ func KnownString(v cty.Value, path ...string) (string, bool) {
 	return v.AsString(), true
 }
 
+// Downloader is a node that downloads remote sources. The engine pins
+// them (declared checksum, lock file, or resolution at apply) and hashes
+// the pins into the node's action ID, so a refreshed pin re-runs it.
+type Downloader interface {
+	Downloads() []sources.Ref
+}
+
 // ResourceDefaulter is implemented by nodes that need more than one CPU
 // slot when the block sets no resources.
 type ResourceDefaulter interface {
@@ -150,6 +158,9 @@ type Env struct {
 	WorkDir string
 	// Blobs stores and finds downloaded files by SHA-256.
 	Blobs BlobStore
+	// Sources resolves remote sources (lock file, mirror, credentials,
+	// offline mode) and downloads them into Blobs.
+	Sources *sources.Resolver
 	// Devices are the slots assigned to this run.
 	Devices Assignment
 	// Log is the node's logger.

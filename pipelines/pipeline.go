@@ -106,7 +106,11 @@ type Settings struct {
 	Parallelism int
 	// KeepRuns is how many run records the cache keeps (0: the default).
 	KeepRuns int
-	Devices  []string
+	// Mirror maps remote source URLs to a directory or HTTP server
+	// (sources.ParseMirror); MirrorRange is where it is set.
+	Mirror      string
+	MirrorRange hcl.Range
+	Devices     []string
 	// DevicesRange is where devices is set, for diagnostics about a spec.
 	DevicesRange hcl.Range
 	DeclRange    hcl.Range

@@ -15,6 +15,7 @@ var settingsSchema = &hcl.BodySchema{
 		{Name: "parallelism"},
 		{Name: "devices"},
 		{Name: "keep_runs"},
+		{Name: "mirror"},
 	},
 }
 
@@ -23,6 +24,10 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 	content, diags := block.Body.Content(settingsSchema)
 	if attr, ok := content.Attributes["cache_dir"]; ok {
 		diags = append(diags, literalString(attr, &s.CacheDir)...)
+	}
+	if attr, ok := content.Attributes["mirror"]; ok {
+		diags = append(diags, literalString(attr, &s.Mirror)...)
+		s.MirrorRange = attr.Expr.Range()
 	}
 	if attr, ok := content.Attributes["parallelism"]; ok {
 		diags = append(diags, positiveInt(attr, "parallelism", &s.Parallelism)...)

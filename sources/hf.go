@@ -22,7 +22,7 @@ var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // every LFS file's published SHA-256 (lfs.oid). Files stored in git
 // itself have no published SHA-256; they are downloaded and pinned.
 func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
-	if err := checkRepo(ref.HF); err != nil {
+	if err := CheckRepo(ref.HF); err != nil {
 		return Pin{}, err
 	}
 	creds := credsFor(ref)
@@ -105,7 +105,8 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 	return pin, nil
 }
 
-func checkRepo(repo string) error {
+// CheckRepo reports whether repo is a Hub repository id, OWNER/NAME.
+func CheckRepo(repo string) error {
 	parts := strings.Split(repo, "/")
 	ok := len(parts) == 2
 	for _, p := range parts {

@@ -146,6 +146,13 @@ func (r *Resolver) Resolve(ctx context.Context, ref Ref, progress Progress) (Pin
 		return Pin{}, err
 	}
 	r.lock.Set(ref.Key(), p)
+	if r.lock.path != "" {
+		// Saved at once: a process spawned for a later node reads the
+		// lock to compute the same action IDs.
+		if err := r.lock.Save(); err != nil {
+			return Pin{}, err
+		}
+	}
 	return p, nil
 }
 
@@ -258,3 +265,6 @@ type ChecksumError struct {
 func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("source %s: checksum mismatch: expected sha256 %s, got %s; the file is not cached. If the file changed upstream on purpose, update sha256 in the configuration or run `gatepipe lock` to pin it again", e.URL, e.Want, e.Got)
 }
+
+// Mirror is the resolver's mirror.
+func (r *Resolver) Mirror() Mirror { return r.mirror }

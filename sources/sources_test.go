@@ -184,7 +184,7 @@ func TestHubListingCannotEscapeTheSource(t *testing.T) {
 func TestCredentials(t *testing.T) {
 	base := "huggingface.co/datasets/o/n/resolve/" + commit + "/"
 	h, srv := newHub(t, map[string][]byte{
-		base + "data/train-00000-of-00001.parquet":                  []byte("gated"),
+		base + "data/train-00000-of-00001.parquet":                   []byte("gated"),
 		"www.kaggle.com/api/v1/datasets/download/kmader/skin-cancer": []byte("PK zip"),
 	})
 	h.gated = true

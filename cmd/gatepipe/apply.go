@@ -31,6 +31,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop starting nodes after the first failure")
 	fs.BoolVar(&keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	f.src.register(fs, true)
 	isolationMode := fs.String("isolation", "auto", "run nodes in their own processes: auto (kinds that train), process (every node) or none")
 	executor := fs.String("executor", "local", "where nodes run: local, or slurm (each node an sbatch job on a shared cache)")
 	budgetN := fs.Int("budget", 0, "run at most N experiments (train blocks, commands with experiment = {model, benchmark}), the most informative first, refitting PMF between batches; others are held")
@@ -94,7 +95,8 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	for round := 1; ; round++ {
 		view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
 		opts.Reporter = view
-		s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut})
+		s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut,
+			sources: sourcesResolve, sourceOpts: f.src})
 		if s == nil {
 			return code
 		}
@@ -124,6 +126,9 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		s.view.Diagnostics(append(s.warnings, diags...))
 		if diags.HasErrors() {
 			return exitConfigError
+		}
+		if code := c.checkDownloads(s); code != exitOK {
+			return code
 		}
 		if saved != nil {
 			if reason := staleReason(saved, plan, configHash(s.loader.Files(), f.vars)); reason != "" {

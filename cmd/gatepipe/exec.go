@@ -45,7 +45,7 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	if *relay {
 		opts.Reporter = &progressRelay{w: c.stderr, every: 200 * time.Millisecond}
 	}
-	s, code := c.load(ctx, sessionOptions{path: pos[0], flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices})
+	s, code := c.load(ctx, sessionOptions{path: pos[0], flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, sources: sourcesPinned})
 	if s == nil {
 		return code
 	}

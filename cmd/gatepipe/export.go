@@ -23,7 +23,7 @@ func runExport(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return exitConfigError
 	}
-	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true})
+	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, sources: sourcesPinned})
 	if s == nil {
 		return code
 	}

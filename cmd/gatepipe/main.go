@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gatepipe/gatepipe/internal/bug"
+	"github.com/gatepipe/gatepipe/sources"
 	"golang.org/x/term"
 	"io"
 	"os"
@@ -40,6 +41,8 @@ func commands() []command {
 		{"validate", "Check a pipeline's configuration without touching the cache", runValidate},
 		{"plan", "Show what apply would run, reuse or wait for", runPlan},
 		{"apply", "Run everything that is not cached yet", runApply},
+		{"fetch", "Download and pin every remote source, for a later apply -offline", runFetch},
+		{"lock", "Pin every remote source again and rewrite " + sources.LockFileName, runLock},
 		{"graph", "Print the dependency graph in Graphviz DOT format", runGraph},
 		{"show", "Show one node's cached result: value, files, metrics, log tail", runShow},
 		{"open", "Print the path of the report (or of a node's output) to open", runOpen},

@@ -25,6 +25,8 @@ type runFlags struct {
 	devices     string
 	failFast    bool
 	debugHash   bool
+	// src: mirror and offline (apply only; child processes read the lock).
+	src sourceFlags
 }
 
 func (f *runFlags) engineOptions(c *cli) (engine.Options, error) {
@@ -75,7 +77,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitConfigError
 	}
-	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts})
+	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, sources: sourcesPinned})
 	if s == nil {
 		return code
 	}
@@ -85,6 +87,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		return exitConfigError
 	}
 	printPlan(c.stdout, plan)
+	printDownloads(c.stdout, s)
 	if out != "" {
 		abs, _ := filepath.Abs(path)
 		pf := planFile{Format: 1, Path: abs, Vars: f.vars, VarFiles: absAll(f.varFiles), CacheDir: s.cache.Dir(),

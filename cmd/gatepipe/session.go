@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/nodes/all"
 	"github.com/gatepipe/gatepipe/pipelines"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/stdlib"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
@@ -42,6 +44,32 @@ type sessionOptions struct {
 	devicesFlag string
 	// logOut, when set, receives log output instead of stderr.
 	logOut io.Writer
+	// sources says how remote sources are resolved: sourcesNone (no
+	// resolver: declared checksums only), sourcesPinned (the lock file, no
+	// network), sourcesResolve (pin what is not pinned yet: apply, fetch).
+	sources    sourcesMode
+	sourceOpts sourceFlags
+}
+
+type sourcesMode int
+
+const (
+	sourcesNone sourcesMode = iota
+	sourcesPinned
+	sourcesResolve
+)
+
+// sourceFlags are the flags of the verbs that download.
+type sourceFlags struct {
+	mirror  string
+	offline bool
+}
+
+func (f *sourceFlags) register(fs *flag.FlagSet, offline bool) {
+	fs.StringVar(&f.mirror, "mirror", "", "fetch remote sources from this directory or HTTP server, laid out HOST/PATH (default: $GATEPIPE_MIRROR, then the gatepipe block's mirror)")
+	if offline {
+		fs.BoolVar(&f.offline, "offline", false, "never touch the network: every source must be pinned in "+sources.LockFileName+" and its files in the cache (run `gatepipe fetch` first); also $GATEPIPE_OFFLINE=1")
+	}
 }
 
 func (c *cli) newLogger(flags *configFlags, out io.Writer) zerolog.Logger {
@@ -125,6 +153,13 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	if s.cache != nil {
 		opts.ExpectedDurations = expectedDurations(s.cache)
 	}
+	if o.sources != sourcesNone && s.cache != nil {
+		r, diags := c.newResolver(o, settings, mod.Pipeline.Dir, s.cache, s.log)
+		if diags.HasErrors() {
+			return fail(diags)
+		}
+		opts.Sources = r
+	}
 	if opts.Parallelism == 0 {
 		opts.Parallelism = settings.Parallelism
 	}
@@ -144,6 +179,40 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	s.loadTime = time.Since(started)
 	s.view = newDiagView(o.flags.logFmt, c.stderr, s.loader.Files())
 	return s, exitOK
+}
+
+// newResolver builds the sources resolver: the lock file beside the root
+// pipeline, the mirror (flag, $GATEPIPE_MIRROR, settings), offline mode
+// (flag or $GATEPIPE_OFFLINE).
+func (c *cli) newResolver(o sessionOptions, settings *pipelines.Settings, dir string, cc *cache.Cache, log zerolog.Logger) (*sources.Resolver, hcl.Diagnostics) {
+	lock, diags := sources.LoadLock(filepath.Join(dir, sources.LockFileName))
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	mirror, mirrorDir := o.sourceOpts.mirror, ""
+	switch {
+	case mirror != "":
+	case c.env("GATEPIPE_MIRROR") != "":
+		mirror = c.env("GATEPIPE_MIRROR")
+	default:
+		mirror, mirrorDir = settings.Mirror, dir
+	}
+	m, err := sources.ParseMirror(mirror, mirrorDir)
+	if err != nil {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid mirror", Detail: err.Error() + "."}
+		if mirror == settings.Mirror && settings.MirrorRange.Filename != "" {
+			d.Subject = settings.MirrorRange.Ptr()
+		}
+		return nil, hcl.Diagnostics{d}
+	}
+	offline := o.sourceOpts.offline
+	if v := c.env("GATEPIPE_OFFLINE"); v != "" && v != "0" && v != "false" {
+		offline = true
+	}
+	return sources.New(sources.Options{
+		Lock: lock, Mirror: m, Offline: offline, NoResolve: o.sources == sourcesPinned, Blobs: cc,
+		Getenv: c.env, Home: c.env("HOME"), Logf: func(f string, a ...any) { log.Warn().Msgf(f, a...) },
+	}), nil
 }
 
 // cacheDir picks the cache: flag, then $GATEPIPE_CACHE_DIR, then the

@@ -60,7 +60,7 @@ tail of its log. ADDR is an address as plan prints it, e.g. train.fashion["mlp"]
 
 // result plans the pipeline and returns the instance's result.
 func (c *cli) result(ctx context.Context, flags *configFlags, path, addr string) (*engine.Result, int) {
-	s, code := c.load(ctx, sessionOptions{path: path, flags: flags, withCache: true})
+	s, code := c.load(ctx, sessionOptions{path: path, flags: flags, withCache: true, sources: sourcesPinned})
 	if s == nil {
 		return nil, code
 	}

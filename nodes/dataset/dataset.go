@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -46,11 +48,15 @@ var spec = hcldec.ObjectSpec{
 		"seed":        &hcldec.AttrSpec{Name: "seed", Type: cty.Number},
 	}},
 	"source": &hcldec.BlockListSpec{TypeName: "source", Nested: hcldec.ObjectSpec{
-		"url":      &hcldec.AttrSpec{Name: "url", Type: cty.String, Required: true},
-		"sha256":   &hcldec.AttrSpec{Name: "sha256", Type: cty.String},
-		"insecure": &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool},
-		"extract":  &hcldec.AttrSpec{Name: "extract", Type: cty.Bool},
-		"name":     &hcldec.AttrSpec{Name: "name", Type: cty.String},
+		"url":         &hcldec.AttrSpec{Name: "url", Type: cty.String},
+		"hf":          &hcldec.AttrSpec{Name: "hf", Type: cty.String},
+		"revision":    &hcldec.AttrSpec{Name: "revision", Type: cty.String},
+		"files":       &hcldec.AttrSpec{Name: "files", Type: cty.List(cty.String)},
+		"credentials": &hcldec.AttrSpec{Name: "credentials", Type: cty.String},
+		"sha256":      &hcldec.AttrSpec{Name: "sha256", Type: cty.String},
+		"insecure":    &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool},
+		"extract":     &hcldec.AttrSpec{Name: "extract", Type: cty.Bool},
+		"name":        &hcldec.AttrSpec{Name: "name", Type: cty.String},
 		// Limits on what extracting the source may write (archive bombs).
 		"max_extract_bytes":   &hcldec.AttrSpec{Name: "max_extract_bytes", Type: cty.Number},
 		"max_extract_ratio":   &hcldec.AttrSpec{Name: "max_extract_ratio", Type: cty.Number},
@@ -92,11 +98,15 @@ func (Kind) OutputType() cty.Type {
 }
 
 type sourceConfig struct {
-	URL      string  `cty:"url"`
-	SHA256   *string `cty:"sha256"`
-	Insecure *bool   `cty:"insecure"`
-	Extract  *bool   `cty:"extract"`
-	Name     *string `cty:"name"`
+	URL         *string  `cty:"url"`
+	HF          *string  `cty:"hf"`
+	Revision    *string  `cty:"revision"`
+	Files       []string `cty:"files"`
+	Credentials *string  `cty:"credentials"`
+	SHA256      *string  `cty:"sha256"`
+	Insecure    *bool    `cty:"insecure"`
+	Extract     *bool    `cty:"extract"`
+	Name        *string  `cty:"name"`
 
 	MaxExtractBytes   *int64   `cty:"max_extract_bytes"`
 	MaxExtractRatio   *float64 `cty:"max_extract_ratio"`
@@ -139,11 +149,14 @@ type config struct {
 type source struct {
 	URL       string
 	SHA256    string
-	scheme    string // http, https, file
+	scheme    string // http, https, file, hf
 	localPath string
-	name      string // file name in the raw directory
-	extract   bool
-	limits    archive.Limits
+	// ref is a remote source (http, https, hf), resolved and fetched by
+	// the engine's sources.Resolver.
+	ref     sources.Ref
+	name    string // file name in the raw directory
+	extract bool
+	limits  archive.Limits
 }
 
 // sourceError is a source that failed to decode, with the attribute to
@@ -291,36 +304,53 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 }
 
 func decodeSource(sc sourceConfig, dir string) (*source, error) {
-	s := &source{URL: sc.URL, extract: true}
+	s := &source{extract: true}
 	if sc.SHA256 != nil {
 		s.SHA256 = strings.ToLower(*sc.SHA256)
 		if len(s.SHA256) != 64 || strings.Trim(s.SHA256, "0123456789abcdef") != "" {
-			return nil, fmt.Errorf("sha256 %q is not 64 hex digits", *sc.SHA256)
+			return nil, &sourceError{"sha256", fmt.Errorf("sha256 %q is not 64 hex digits", *sc.SHA256)}
 		}
 	}
 	if sc.Extract != nil {
 		s.extract = *sc.Extract
 	}
-	u, err := url.Parse(sc.URL)
+	if sc.Credentials != nil {
+		c := *sc.Credentials
+		if c != sources.CredsHF && c != sources.CredsKaggle {
+			return nil, &sourceError{"credentials", fmt.Errorf("credentials = %q: use \"hf\" (a Hugging Face token) or \"kaggle\" (a Kaggle API key)", c)}
+		}
+		s.ref.Credentials = c
+	}
+	if sc.HF != nil {
+		return decodeHFSource(s, sc)
+	}
+	if sc.URL == nil {
+		return nil, fmt.Errorf("a source needs url = \"...\" (a file) or hf = \"OWNER/NAME\" (a Hugging Face dataset repository)")
+	}
+	if sc.Revision != nil || sc.Files != nil {
+		return nil, &sourceError{"files", fmt.Errorf("revision and files belong to hf sources; a url source is one file")}
+	}
+	s.URL = *sc.URL
+	u, err := url.Parse(s.URL)
 	switch {
 	case err == nil && (u.Scheme == "http" || u.Scheme == "https"):
 		s.scheme = u.Scheme
-		if s.SHA256 == "" && (sc.Insecure == nil || !*sc.Insecure) {
-			return nil, fmt.Errorf("%s is remote and has no sha256; add sha256 = \"...\" so the download can be verified and shared, or set insecure = true to trust the URL", sc.URL)
-		}
 		s.name = filepath.Base(u.Path)
 	case err == nil && u.Scheme == "file":
 		s.scheme, s.localPath = "file", u.Path
 		s.name = filepath.Base(u.Path)
 	case err == nil && u.Scheme != "" && len(u.Scheme) > 1:
-		return nil, fmt.Errorf("unsupported URL scheme %q in %s (use https://, http://, file:// or a path)", u.Scheme, sc.URL)
+		return nil, fmt.Errorf("unsupported URL scheme %q in %s (use https://, http://, file:// or a path)", u.Scheme, s.URL)
 	default:
-		p := sc.URL
+		p := s.URL
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
 		s.scheme, s.localPath = "file", p
 		s.name = filepath.Base(p)
+	}
+	if s.scheme == "file" && s.ref.Credentials != "" {
+		return nil, &sourceError{"credentials", fmt.Errorf("a local file needs no credentials")}
 	}
 	badName := func(n string) bool {
 		return n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00")
@@ -332,7 +362,10 @@ func decodeSource(sc sourceConfig, dir string) (*source, error) {
 		}
 	}
 	if badName(s.name) {
-		return nil, fmt.Errorf("cannot derive a file name from %s; set name = \"...\"", sc.URL)
+		return nil, fmt.Errorf("cannot derive a file name from %s; set name = \"...\"", s.URL)
+	}
+	if s.scheme == "http" || s.scheme == "https" {
+		s.ref.URL, s.ref.Name, s.ref.SHA256 = s.URL, s.name, s.SHA256
 	}
 	if sc.MaxExtractBytes != nil {
 		if *sc.MaxExtractBytes < 1 {
@@ -353,6 +386,47 @@ func decodeSource(sc sourceConfig, dir string) (*source, error) {
 		s.limits.MaxEntries = *sc.MaxExtractEntries
 	}
 	return s, nil
+}
+
+// decodeHFSource reads a Hugging Face dataset repository source.
+func decodeHFSource(s *source, sc sourceConfig) (*source, error) {
+	if sc.URL != nil {
+		return nil, &sourceError{"hf", fmt.Errorf("a source has either url or hf, not both")}
+	}
+	if sc.SHA256 != nil || sc.Name != nil {
+		return nil, &sourceError{"hf", fmt.Errorf("an hf source takes its files' checksums and names from the Hub: remove sha256 and name")}
+	}
+	if len(sc.Files) == 0 {
+		return nil, &sourceError{"files", fmt.Errorf("an hf source needs files = [\"data/train-*.parquet\", ...]: path patterns in the repository")}
+	}
+	for _, f := range sc.Files {
+		if _, err := path.Match(f, ""); err != nil || sources.CheckRelPath(strings.ReplaceAll(f, "*", "x")) != nil {
+			return nil, &sourceError{"files", fmt.Errorf("files: %q is not a relative path pattern in the repository", f)}
+		}
+	}
+	s.scheme = "hf"
+	s.URL = "hf://" + *sc.HF
+	s.ref.HF, s.ref.Files = *sc.HF, sc.Files
+	if sc.Revision != nil {
+		s.ref.Revision = *sc.Revision
+	}
+	if err := sources.CheckRepo(s.ref.HF); err != nil {
+		return nil, &sourceError{"hf", err}
+	}
+	s.limits = archive.Limits{}
+	return s, nil
+}
+
+// Downloads lists the remote sources, which the engine pins (lock file)
+// and whose checksums go into the action ID.
+func (n *Node) Downloads() []sources.Ref {
+	var refs []sources.Ref
+	for _, s := range n.sources {
+		if s.scheme != "file" {
+			refs = append(refs, s.ref)
+		}
+	}
+	return refs
 }
 
 // Fingerprint hashes local sources that have no declared sha256, so that

@@ -261,7 +261,14 @@ channels   = 1
 
 func TestDecodeErrors(t *testing.T) {
 	tests := map[string]struct{ src, want string }{
-		"remote without sha":      {`source { url = "https://x.org/a.gz" }` + "\nformat = \"raw\"", "has no sha256"},
+		"neither url nor hf":      {"\nsource {\nextract = true\n}\nformat = \"raw\"", "needs url"},
+		"url and hf":              {"source {\nurl = \"a\"\nhf = \"o/n\"\nfiles = [\"x\"]\n}\nformat = \"raw\"", "not both"},
+		"hf without files":        {"\nsource {\nhf = \"o/n\"\n}\nformat = \"raw\"", "needs files"},
+		"hf bad repo":             {"source {\nhf = \"../x\"\nfiles = [\"a\"]\n}\nformat = \"raw\"", "OWNER/NAME"},
+		"hf pattern leaves":       {"source {\nhf = \"o/n\"\nfiles = [\"../*.parquet\"]\n}\nformat = \"raw\"", "not a relative path pattern"},
+		"hf with sha256":          {"source {\nhf = \"o/n\"\nfiles = [\"a\"]\nsha256 = \"" + strings.Repeat("a", 64) + "\"\n}\nformat = \"raw\"", "remove sha256"},
+		"unknown credentials":     {"source {\nurl = \"https://x.org/a\"\ncredentials = \"aws\"\n}\nformat = \"raw\"", `credentials = "aws"`},
+		"local with credentials":  {"source {\nurl = \"a\"\ncredentials = \"hf\"\n}\nformat = \"raw\"", "needs no credentials"},
 		"bad sha":                 {`source {` + "\n" + `url = "a"` + "\n" + `sha256 = "abc"` + "\n}\nformat = \"raw\"", "not 64 hex digits"},
 		"bad scheme":              {`source { url = "ftp://x.org/a" }` + "\nformat = \"raw\"", "unsupported URL scheme"},
 		"idx without train":       {`source { url = "a" }` + "\nformat = \"idx\"", "needs train"},

@@ -14,6 +14,7 @@ import (
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -22,22 +23,27 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	f := newFetcher(env)
 	files := map[string]cty.Value{}
 	var metaSources []examplestore.Source
-	type fetched struct {
-		s    *source
-		path string
-	}
 	var got []fetched
 	for _, s := range n.sources {
-		if s.SHA256 == "" && s.scheme != "file" {
-			env.Log.Warn().Str("url", s.URL).Msg("insecure source: downloading without a checksum")
+		if s.scheme != "file" {
+			fs, err := n.fetchRemote(ctx, env, s)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			for _, g := range fs {
+				files[g.name] = cty.StringVal(g.path)
+				metaSources = append(metaSources, examplestore.Source{Name: g.name, URL: g.url, SHA256: g.sha})
+			}
+			got = append(got, fs...)
+			continue
 		}
-		p, sum, err := f.fetch(ctx, s)
+		p, sum, err := f.fetchLocal(ctx, s)
 		if err != nil {
 			return cty.NilVal, err
 		}
 		files[s.name] = cty.StringVal(p)
 		metaSources = append(metaSources, examplestore.Source{Name: s.name, URL: s.URL, SHA256: sum})
-		got = append(got, fetched{s, p})
+		got = append(got, fetched{s: s, name: s.name, path: p, url: s.URL, sha: sum})
 	}
 
 	rawDir := filepath.Join(env.OutDir, "raw")
@@ -53,15 +59,16 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	for _, g := range got {
-		if g.s.extract && archive.Kind(g.s.name) != "" {
-			if _, err := archive.ExtractLimited(g.path, g.s.name, rawDir, g.s.limits); err != nil {
+		if g.s.extract && archive.Kind(g.name) != "" {
+			if _, err := archive.ExtractLimited(g.path, g.name, rawDir, g.s.limits); err != nil {
 				return cty.NilVal, err
 			}
 			continue
 		}
 		// A copy, never a link: the output must not share an inode with
-		// the blob, or damage to one would be damage to both.
-		if err := copyFile(g.path, filepath.Join(rawDir, g.s.name)); err != nil {
+		// the blob, or damage to one would be damage to both. g.name is a
+		// checked relative path (sources.CheckRelPath).
+		if err := copyFile(g.path, filepath.Join(rawDir, filepath.FromSlash(g.name))); err != nil {
 			return cty.NilVal, err
 		}
 	}
@@ -149,6 +156,40 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	out["splits"] = cty.MapVal(counts)
 	return cty.ObjectVal(out), nil
+}
+
+// fetched is one file of a source, in the blob store.
+type fetched struct {
+	s    *source
+	name string // path in the raw directory
+	path string // blob
+	url  string
+	sha  string
+}
+
+// fetchRemote resolves a remote source (its pin comes from the
+// configuration, the lock file or the network) and fetches each of its
+// files into the blob store.
+func (n *Node) fetchRemote(ctx context.Context, env *nodes.Env, s *source) ([]fetched, error) {
+	if env.Sources == nil {
+		return nil, fmt.Errorf("source %s: no source resolver (internal error)", s.URL)
+	}
+	pin, err := env.Sources.Resolve(ctx, s.ref, env.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", s.URL, err)
+	}
+	var out []fetched
+	for _, file := range pin.Files {
+		if err := sources.CheckRelPath(file.Path); err != nil {
+			return nil, fmt.Errorf("source %s: %w", s.URL, err)
+		}
+		p, err := env.Sources.Fetch(ctx, s.ref, file, env.Progress)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fetched{s: s, name: file.Path, path: p, url: file.URL, sha: file.SHA256})
+	}
+	return out, nil
 }
 
 // split assigns examples to train/val/test with a generator seeded by

@@ -1,4 +1,4 @@
-package dataset
+package sources
 
 import (
 	"bytes"
@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
-	"github.com/gatepipe/gatepipe/nodes"
-	"github.com/rs/zerolog"
 )
 
 // slowServer serves body in small chunks, slowly, so that concurrent
@@ -50,9 +48,9 @@ func TestConcurrentFetchesOfOneSource(t *testing.T) {
 	}
 	for _, withSHA := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sha256 declared %v", withSHA), func(t *testing.T) {
-			src := &source{URL: srv.URL + fmt.Sprintf("/data-%v.bin", withSHA), scheme: "http", name: "data.bin"}
+			ref := Ref{URL: srv.URL + fmt.Sprintf("/data-%v.bin", withSHA), Name: "data.bin"}
 			if withSHA {
-				src.SHA256 = sha
+				ref.SHA256 = sha
 			}
 			var wg sync.WaitGroup
 			errs := make([]error, 4)
@@ -61,8 +59,13 @@ func TestConcurrentFetchesOfOneSource(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					env := &nodes.Env{Blobs: c, Log: zerolog.Nop(), Progress: nodes.NoProgress{}}
-					paths[i], _, errs[i] = newFetcher(env).fetch(context.Background(), src)
+					// Separate resolvers: separate nodes or processes.
+					r := New(Options{Blobs: c, Getenv: func(string) string { return "" }})
+					pin, err := r.Resolve(context.Background(), ref, nil)
+					if err == nil {
+						paths[i], err = r.Fetch(context.Background(), ref, pin.Files[0], nil)
+					}
+					errs[i] = err
 				}()
 			}
 			wg.Wait()
@@ -92,9 +95,10 @@ func TestWrongDownloadIsNotStored(t *testing.T) {
 	srv := slowServer(t, []byte("not what was promised"))
 	c, _ := cache.Open(t.TempDir())
 	want := strings.Repeat("ab", 32)
-	src := &source{URL: srv.URL + "/x.bin", scheme: "http", name: "x.bin", SHA256: want}
-	env := &nodes.Env{Blobs: c, Log: zerolog.Nop(), Progress: nodes.NoProgress{}}
-	_, _, err := newFetcher(env).fetch(context.Background(), src)
+	ref := Ref{URL: srv.URL + "/x.bin", Name: "x.bin", SHA256: want}
+	r := New(Options{Blobs: c, Getenv: func(string) string { return "" }})
+	pin, _ := r.Resolve(context.Background(), ref, nil)
+	_, err := r.Fetch(context.Background(), ref, pin.Files[0], nil)
 	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v", err)
 	}

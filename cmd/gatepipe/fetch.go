@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/engine"
+	"github.com/gatepipe/gatepipe/sources"
+	"golang.org/x/sys/unix"
+)
+
+// downloadNeeds sums what the will-run and blocked instances must
+// download: bytes of pinned files not in the cache, and sources not
+// pinned yet (size unknown).
+type downloadNeeds struct {
+	files    int
+	bytes    int64
+	unpinned []string
+	missing  []string // "addr: url (sha256 …)"
+}
+
+func needsOf(dls []engine.Download) downloadNeeds {
+	var n downloadNeeds
+	seen := map[string]bool{}
+	for _, d := range dls {
+		if d.Status == engine.StatusCached {
+			continue
+		}
+		if !d.Pinned {
+			if !seen["ref "+d.Ref.Key()] {
+				seen["ref "+d.Ref.Key()] = true
+				n.unpinned = append(n.unpinned, fmt.Sprintf("%s: %s", d.Addr, d.Ref.Key()))
+			}
+			continue
+		}
+		for _, f := range d.Missing {
+			if seen[f.SHA256] {
+				continue
+			}
+			seen[f.SHA256] = true
+			n.files++
+			n.bytes += f.Size
+			n.missing = append(n.missing, fmt.Sprintf("%s: %s (sha256 %s…)", d.Addr, f.URL, f.SHA256[:12]))
+		}
+	}
+	return n
+}
+
+// freeBytes is the space left to unprivileged users on dir's disk.
+func freeBytes(dir string) (int64, bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
+}
+
+// printDownloads is plan's summary of what apply will download.
+func printDownloads(w io.Writer, s *session) {
+	n := needsOf(s.engine.Downloads())
+	if n.files == 0 && len(n.unpinned) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nDownloads: %d file(s), %s to fetch", n.files, humanBytes(n.bytes))
+	if free, ok := freeBytes(s.cache.Dir()); ok {
+		fmt.Fprintf(w, "; the cache disk has %s free", humanBytes(free))
+		if n.bytes > free {
+			fmt.Fprint(w, " (NOT ENOUGH: apply will refuse)")
+		}
+	}
+	fmt.Fprintln(w, ".")
+	if len(n.unpinned) > 0 {
+		fmt.Fprintf(w, "%d source(s) not pinned in %s yet (size unknown; apply or `gatepipe fetch` pins them):\n", len(n.unpinned), sources.LockFileName)
+		for _, u := range n.unpinned {
+			fmt.Fprintln(w, "  "+u)
+		}
+	}
+}
+
+// checkDownloads runs before apply: offline, every file must already be
+// in the cache; online, the cache disk must hold what is to download.
+func (c *cli) checkDownloads(s *session) int {
+	r := s.engine.Options().Sources
+	if r == nil {
+		return exitOK
+	}
+	n := needsOf(s.engine.Downloads())
+	if r.Offline() && len(n.missing)+len(n.unpinned) > 0 {
+		fmt.Fprintf(c.stderr, "Error: offline, and %d file(s) are not in the cache and %d source(s) are not pinned:\n", len(n.missing), len(n.unpinned))
+		for _, m := range append(n.missing, n.unpinned...) {
+			fmt.Fprintln(c.stderr, "  "+m)
+		}
+		fmt.Fprintln(c.stderr, "Run `gatepipe fetch` for this pipeline where the network is reachable (same cache), then apply -offline again.")
+		return exitRunFailure
+	}
+	if free, ok := freeBytes(s.cache.Dir()); ok && n.bytes > free {
+		fmt.Fprintf(c.stderr, "Error: apply must download %s (%d files) but the cache disk (%s) has %s free. Free space (gatepipe cache gc), or point -cache-dir at a larger disk.\n",
+			humanBytes(n.bytes), n.files, s.cache.Dir(), humanBytes(free))
+		return exitRunFailure
+	}
+	return exitOK
+}
+
+// loadSources parses the flags of fetch and lock and loads the pipeline
+// with a sources resolver in the given mode.
+func loadSources(ctx context.Context, c *cli, args []string, name, usage string, mode sourcesMode) (*session, int) {
+	fs := newFlagSet(c, name, usage)
+	var f runFlags
+	f.configFlags.register(fs)
+	f.src.register(fs, false)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return nil, code
+	}
+	path, ok := pathArg(pos, c.stderr)
+	if !ok {
+		return nil, exitConfigError
+	}
+	return c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, sources: mode, sourceOpts: f.src})
+}
+
+func runFetch(ctx context.Context, c *cli, args []string) int {
+	s, code := loadSources(ctx, c, args, "fetch", "fetch [flags] [PATH]\n\nDownloads every remote source the pipeline declares into the cache and pins\nits checksums in "+sources.LockFileName+", without running anything: run it on\na login node, then `apply -offline` on a compute node that shares the cache.", sourcesResolve)
+	if s == nil {
+		return code
+	}
+	_, diags := s.engine.Plan(ctx) // pins every source whose block is known
+	s.view.Diagnostics(append(s.warnings, diags...))
+	if diags.HasErrors() {
+		return exitConfigError
+	}
+	r := s.engine.Options().Sources
+	var files, fetched int
+	var bytes int64
+	seen := map[string]bool{}
+	for _, d := range s.engine.Downloads() {
+		if !d.Pinned {
+			fmt.Fprintf(c.stderr, "gatepipe: %s: %s is not pinned (its block waits on others); apply will fetch it\n", d.Addr, d.Ref.Key())
+			continue
+		}
+		for _, file := range d.Pin.Files {
+			if seen[file.SHA256] {
+				continue
+			}
+			seen[file.SHA256] = true
+			files++
+			if r.Has(file) {
+				continue
+			}
+			fmt.Fprintf(c.stdout, "fetching %s (%s)\n", file.URL, humanBytes(file.Size))
+			if _, err := r.Fetch(ctx, d.Ref, file, nil); err != nil {
+				fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
+				return exitRunFailure
+			}
+			fetched++
+			bytes += file.Size
+		}
+	}
+	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); pins in %s.\n", files, fetched, humanBytes(bytes), r.Lock().Path())
+	return exitOK
+}
+
+func runLock(ctx context.Context, c *cli, args []string) int {
+	s, code := loadSources(ctx, c, args, "lock", "lock [flags] [PATH]\n\nPins every remote source again from upstream and rewrites "+sources.LockFileName+",\nreporting what changed; pins of sources no longer declared are dropped. Run it\nwhen an upstream file changed on purpose (apply refuses a changed file).", sourcesPinned)
+	if s == nil {
+		return code
+	}
+	if _, diags := s.engine.Plan(ctx); diags.HasErrors() {
+		s.view.Diagnostics(append(s.warnings, diags...))
+		return exitConfigError
+	}
+	old := s.engine.Options().Sources
+	lock := old.Lock()
+	fresh := sources.New(sources.Options{Mirror: old.Mirror(), Blobs: s.cache, Getenv: c.env, Home: c.env("HOME")})
+	keep := map[string]bool{}
+	changed := 0
+	var lines []string
+	for _, d := range s.engine.Downloads() {
+		key := d.Ref.Key()
+		if keep[key] || (d.Ref.HF == "" && d.Ref.SHA256 != "") {
+			continue // declared in the configuration: not the lock's
+		}
+		keep[key] = true
+		pin, err := fresh.Resolve(ctx, d.Ref, nil)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
+			return exitRunFailure
+		}
+		before, had := lock.Get(key)
+		switch {
+		case !had:
+			lines = append(lines, "+ "+key)
+			changed++
+		case !samePin(before, pin):
+			lines = append(lines, "~ "+key+describeChange(before, pin))
+			changed++
+		}
+		lock.Set(key, pin)
+	}
+	for _, k := range lock.Keys() {
+		if !keep[k] {
+			lines = append(lines, "- "+k)
+			changed++
+		}
+	}
+	lock.Retain(keep)
+	sort.Strings(lines)
+	for _, l := range lines {
+		fmt.Fprintln(c.stdout, l)
+	}
+	if err := lock.Save(); err != nil {
+		fmt.Fprintln(c.stderr, "Error:", err)
+		return exitRunFailure
+	}
+	fmt.Fprintf(c.stdout, "%d source(s) pinned, %d changed; wrote %s.\n", len(keep), changed, lock.Path())
+	return exitOK
+}
+
+func samePin(a, b sources.Pin) bool {
+	if a.Commit != b.Commit || len(a.Files) != len(b.Files) {
+		return false
+	}
+	for i := range a.Files {
+		if a.Files[i].Path != b.Files[i].Path || a.Files[i].SHA256 != b.Files[i].SHA256 {
+			return false
+		}
+	}
+	return true
+}
+
+func describeChange(a, b sources.Pin) string {
+	var parts []string
+	if a.Commit != b.Commit {
+		parts = append(parts, fmt.Sprintf("commit %s -> %s", a.Commit, b.Commit))
+	}
+	old := map[string]string{}
+	for _, f := range a.Files {
+		old[f.Path] = f.SHA256
+	}
+	for _, f := range b.Files {
+		if o, ok := old[f.Path]; ok && o != f.SHA256 {
+			parts = append(parts, fmt.Sprintf("%s sha256 %s -> %s", f.Path, o, f.SHA256))
+		}
+	}
+	if len(parts) == 0 {
+		return " (files changed)"
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}

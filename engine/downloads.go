@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
+)
+
+// Download is one remote source of a planned instance.
+type Download struct {
+	Addr   string
+	Status PlanStatus
+	Ref    sources.Ref
+	// Pin is the source's pin; Pinned is false when it is not pinned yet
+	// (its size and checksum are unknown until apply or fetch resolves
+	// it).
+	Pin    sources.Pin
+	Pinned bool
+	// Missing lists the pinned files the blob store does not hold.
+	Missing []sources.File
+}
+
+// Downloads lists the remote sources of every planned instance whose
+// configuration is known, in dependency order, with what the cache lacks.
+// Call it after Plan.
+func (e *Engine) Downloads() []Download {
+	r := e.resolver()
+	var out []Download
+	for _, v := range e.orderedVertices() {
+		for _, in := range v.instances {
+			d, ok := in.node.(nodes.Downloader)
+			if !ok || in.node == nil {
+				continue
+			}
+			for _, ref := range d.Downloads() {
+				dl := Download{Addr: in.key(), Status: in.status, Ref: ref}
+				pin, err := r.Pinned(ref)
+				if err == nil {
+					dl.Pin, dl.Pinned = pin, true
+					if e.cache != nil {
+						for _, f := range pin.Files {
+							if !r.Has(f) {
+								dl.Missing = append(dl.Missing, f)
+							}
+						}
+					}
+				} else if !errors.Is(err, sources.ErrNotPinned) {
+					continue
+				}
+				out = append(out, dl)
+			}
+		}
+	}
+	return out
+}
