@@ -7,10 +7,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 )
@@ -213,6 +215,8 @@ func (l *Loader) listFiles(p string) (files []string, dir string, err error) {
 		return nil, "", err
 	}
 	sort.Strings(matches)
+	// The lock file beside the pipeline is not configuration.
+	matches = slices.DeleteFunc(matches, func(m string) bool { return filepath.Base(m) == sources.LockFileName })
 	return matches, p, nil
 }
 

@@ -69,7 +69,7 @@ func Read(root string, classes []string, channels, height, width int) (*Images, 
 				return nil, err
 			}
 			draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-			appendPixels(out, dst, channels)
+			out.Pixels = AppendCHW(out.Pixels, dst, channels)
 			out.Labels = append(out.Labels, int64(ci))
 			out.Files = append(out.Files, filepath.ToSlash(filepath.Join(class, e.Name())))
 		}
@@ -94,12 +94,14 @@ func decode(p string) (image.Image, error) {
 	return img, nil
 }
 
-func appendPixels(out *Images, img *image.RGBA, channels int) {
+// AppendCHW appends img's pixels to out channel-major ([C, H, W]), as
+// grey (channels 1) or RGB (channels 3).
+func AppendCHW(out []byte, img *image.RGBA, channels int) []byte {
 	b := img.Bounds()
 	h, w := b.Dy(), b.Dx()
-	start := len(out.Pixels)
-	out.Pixels = append(out.Pixels, make([]byte, channels*h*w)...)
-	px := out.Pixels[start:]
+	start := len(out)
+	out = append(out, make([]byte, channels*h*w)...)
+	px := out[start:]
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			c := img.RGBAAt(x, y)
@@ -112,4 +114,5 @@ func appendPixels(out *Images, img *image.RGBA, channels int) {
 			px[2*h*w+y*w+x] = c.B
 		}
 	}
+	return out
 }

@@ -35,7 +35,7 @@ func (Kind) Name() string { return "dataset" }
 func (Kind) Version() string { return "1" }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
@@ -65,6 +65,8 @@ var spec = hcldec.ObjectSpec{
 	"format":        &hcldec.AttrSpec{Name: "format", Type: cty.String, Required: true},
 	"train":         &hcldec.AttrSpec{Name: "train", Type: cty.List(cty.String)},
 	"test":          &hcldec.AttrSpec{Name: "test", Type: cty.List(cty.String)},
+	"val":           &hcldec.AttrSpec{Name: "val", Type: cty.List(cty.String)},
+	"image_column":  &hcldec.AttrSpec{Name: "image_column", Type: cty.String},
 	"val_fraction":  &hcldec.AttrSpec{Name: "val_fraction", Type: cty.Number},
 	"test_fraction": &hcldec.AttrSpec{Name: "test_fraction", Type: cty.Number},
 	"split_seed":    &hcldec.AttrSpec{Name: "split_seed", Type: cty.Number},
@@ -129,6 +131,8 @@ type config struct {
 	Format       string           `cty:"format"`
 	Train        []string         `cty:"train"`
 	Test         []string         `cty:"test"`
+	Val          []string         `cty:"val"`
+	ImageColumn  *string          `cty:"image_column"`
 	ValFraction  *float64         `cty:"val_fraction"`
 	TestFraction *float64         `cty:"test_fraction"`
 	SplitSeed    *int64           `cty:"split_seed"`
@@ -238,6 +242,12 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if n.valFraction < 1 && n.testFraction < 1 && n.valFraction+n.testFraction >= 1 {
 		diags = append(diags, decl.Errorf("val_fraction", "Invalid fractions", "val_fraction + test_fraction must be below 1."))
 	}
+	if len(cfg.Val) > 0 && cfg.ValFraction != nil {
+		diags = append(diags, decl.Errorf("val_fraction", "Conflicting validation split", "Use either val files or val_fraction, not both."))
+	}
+	if cfg.ImageColumn != nil && cfg.Format != "parquet" {
+		diags = append(diags, decl.Errorf("image_column", "Invalid image_column", "image_column names a Parquet column; this dataset's format is %q.", cfg.Format))
+	}
 	if len(cfg.Test) > 0 && cfg.TestFraction != nil {
 		diags = append(diags, decl.Errorf("test_fraction", "Conflicting test split", "Use either test files or test_fraction, not both."))
 	}
@@ -281,8 +291,12 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	if cfg.Task != nil {
 		n.task = *cfg.Task
-		if n.task != "classification" && n.task != "regression" {
-			diags = append(diags, decl.Errorf("task", "Invalid task", "task must be \"classification\" or \"regression\", not %q.", n.task))
+		tasks := []string{"classification", "regression"}
+		if cfg.Format == "parquet" {
+			tasks = append(tasks, "multilabel", "segmentation")
+		}
+		if !contains(tasks, n.task) {
+			diags = append(diags, decl.Errorf("task", "Invalid task", "task must be one of %s for format %q, not %q.", strings.Join(tasks, ", "), cfg.Format, n.task))
 		}
 		if cfg.Format == "generated" {
 			diags = append(diags, decl.Errorf("task", "Task of a generated dataset", "A generated dataset's task follows from its generator's task; remove task."))
@@ -296,6 +310,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	if cfg.Channels != nil && *cfg.Channels != 1 && *cfg.Channels != 3 {
 		diags = append(diags, decl.Errorf("channels", "Invalid channels", "channels must be 1 or 3."))
+	}
+	if cfg.Format == "parquet" && cfg.Task == nil {
+		n.task = "" // follows from the label column's type
 	}
 	if (cfg.Format == "csv" || cfg.Format == "tsv") && cfg.LabelColumn == nil {
 		diags = append(diags, decl.Errorf("label_column", "Missing label column", "Format %q needs label_column, the name of the column holding the label.", cfg.Format))

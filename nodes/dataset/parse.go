@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/formats/cifar"
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/hfparquet"
 	"github.com/gatepipe/gatepipe/formats/idx"
 	"github.com/gatepipe/gatepipe/formats/imagefolder"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
@@ -34,6 +36,9 @@ type examples struct {
 	q     []int64
 	qLen  int
 	vocab []string
+	// task is the task the data itself shows (parquet label columns); ""
+	// when the block's task applies.
+	task string
 }
 
 func (e *examples) exampleSize() int {
@@ -164,17 +169,64 @@ func (n *Node) parse(rawDir string, patterns []string, classes []string) (*examp
 		ex, err = n.parseTable(paths, classes)
 	case "image_folder":
 		ex, err = n.parseImageFolder(paths, classes)
+	case "parquet":
+		ex, err = n.parseParquet(paths, classes)
 	default:
 		err = fmt.Errorf("format %q cannot be parsed", n.cfg.Format)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(n.cfg.ImageSize) == 2 && n.cfg.Format != "image_folder" && ex.dtype == safetensors.U8 && len(ex.shape) == 3 {
+	if len(n.cfg.ImageSize) == 2 && n.cfg.Format != "image_folder" && n.cfg.Format != "parquet" && ex.dtype == safetensors.U8 && len(ex.shape) == 3 {
 		ex = resize(ex, n.cfg.ImageSize[0], n.cfg.ImageSize[1])
 	}
 	if classes != nil && n.task == "classification" && len(ex.classes) > len(classes) {
 		return nil, fmt.Errorf("has %d classes, training data has %d", len(ex.classes), len(classes))
+	}
+	return ex, nil
+}
+
+// parseParquet reads Hugging Face Parquet shards row group by row group.
+func (n *Node) parseParquet(paths []string, classes []string) (*examples, error) {
+	o := hfparquet.Options{Classes: classes, Channels: 3}
+	if n.cfg.ImageColumn != nil {
+		o.ImageColumn = *n.cfg.ImageColumn
+	}
+	if n.cfg.LabelColumn != nil {
+		o.LabelColumn = *n.cfg.LabelColumn
+	}
+	if len(n.cfg.ImageSize) == 2 {
+		o.Height, o.Width = n.cfg.ImageSize[0], n.cfg.ImageSize[1]
+	}
+	if n.cfg.Channels != nil {
+		o.Channels = *n.cfg.Channels
+	}
+	d, err := hfparquet.Read(context.Background(), paths, o)
+	if err != nil {
+		return nil, err
+	}
+	ex := &examples{shape: d.Shape, y: d.Y, yShape: d.YShape, yf: d.YF, targets: d.Targets, classes: d.Classes, task: d.Task}
+	if d.U8 != nil {
+		ex.dtype, ex.u8 = safetensors.U8, d.U8
+	} else {
+		ex.dtype, ex.f32 = safetensors.F32, d.F32
+	}
+	if d.Task == hfparquet.Regression && d.Targets == 0 {
+		ex.targets = 0
+	}
+	if ex.classes == nil && d.Task == hfparquet.Classification {
+		var top int64
+		for _, y := range d.Y {
+			top = max(top, y)
+		}
+		ex.classes = numericClasses(int(top) + 1)
+	}
+	if d.Task == hfparquet.Segmentation && ex.classes == nil {
+		var top int64
+		for _, y := range d.Y {
+			top = max(top, y)
+		}
+		ex.classes = numericClasses(int(top) + 1)
 	}
 	return ex, nil
 }

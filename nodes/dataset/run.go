@@ -106,13 +106,34 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			return cty.NilVal, fmt.Errorf("test examples have shape %v but training examples have %v", test.shape, train.shape)
 		}
 	}
+	var val *examples
+	if len(n.cfg.Val) > 0 {
+		if val, err = n.parse(rawDir, n.cfg.Val, train.classes); err != nil {
+			return cty.NilVal, fmt.Errorf("validation data: %w", err)
+		}
+		if fmt.Sprint(val.shape) != fmt.Sprint(train.shape) {
+			return cty.NilVal, fmt.Errorf("validation examples have shape %v but training examples have %v", val.shape, train.shape)
+		}
+	}
+	task := n.task
+	if train.task != "" {
+		if n.cfg.Task != nil && *n.cfg.Task != train.task && !(train.task == "classification" && *n.cfg.Task == "regression") {
+			return cty.NilVal, fmt.Errorf("task = %q, but the label column holds %s targets", *n.cfg.Task, train.task)
+		}
+		if n.cfg.Task == nil {
+			task = train.task
+		}
+	}
+	out["task"] = cty.StringVal(task)
 	if len(n.cfg.ClassNames) > 0 {
-		if n.task != "classification" || len(n.cfg.ClassNames) != len(train.classes) {
+		if task != "classification" || len(n.cfg.ClassNames) != len(train.classes) {
 			return cty.NilVal, fmt.Errorf("class_names lists %d names but the data has %d classes", len(n.cfg.ClassNames), len(train.classes))
 		}
 		train.classes = n.cfg.ClassNames
-		if test != nil {
-			test.classes = n.cfg.ClassNames
+		for _, e := range []*examples{test, val} {
+			if e != nil {
+				e.classes = n.cfg.ClassNames
+			}
 		}
 	}
 	if len(n.cfg.KeepClasses) > 0 {
@@ -124,11 +145,20 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 				return cty.NilVal, fmt.Errorf("keep_classes: test data: %w", err)
 			}
 		}
+		if val != nil {
+			if val, err = val.keepClasses(n.cfg.KeepClasses); err != nil {
+				return cty.NilVal, fmt.Errorf("keep_classes: validation data: %w", err)
+			}
+		}
 	}
 
 	splits := n.split(train, test)
+	if val != nil {
+		// A seeded subset of the validation files when max_val caps them.
+		splits["val"] = val.subset(n.seededSubset(val.len(), n.maxVal, 0x7a1))
+	}
 	meta := &examplestore.Meta{
-		Format: n.cfg.Format, Task: n.task, Classes: train.classes, NumClasses: len(train.classes),
+		Format: n.cfg.Format, Task: task, Classes: train.classes, NumClasses: len(train.classes),
 		Shape: train.shape, Features: train.features, DType: string(train.dtype), Vocab: train.vocab,
 		Normalize: n.normalization(train, splits["train"]), SplitSeed: n.splitSeed, Sources: metaSources,
 	}
@@ -227,15 +257,24 @@ func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
 	}
 	if test != nil {
 		// A seeded subset of the test file when max_test caps it.
-		all := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x7e57)).Perm(test.len())
-		if n.maxTest == 0 {
-			for i := range all {
-				all[i] = i
-			}
-		}
-		splits["test"] = test.subset(take(capped(all, n.maxTest)))
+		splits["test"] = test.subset(n.seededSubset(test.len(), n.maxTest, 0x7e57))
 	}
 	return splits
+}
+
+// seededSubset returns limit indices of 0..count-1 drawn with split_seed
+// (and stream), sorted; all of them when limit is 0 or not below count.
+func (n *Node) seededSubset(count, limit int, stream uint64) []int {
+	all := rand.New(rand.NewPCG(uint64(n.splitSeed), stream)).Perm(count)
+	if limit == 0 || limit >= count {
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	idx := append([]int(nil), all[:limit]...)
+	sort.Ints(idx)
+	return idx
 }
 
 // normalization computes per-channel statistics on the training split.

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/internal/hffixture"
+)
+
+// fakeHub serves Hugging Face Hub and Kaggle API paths as a mirror lays
+// them out (/HOST/PATH): revision and tree listings with LFS SHA-256,
+// resolve downloads, and a Kaggle download behind basic auth.
+type fakeHub struct {
+	mu     sync.Mutex
+	files  map[string][]byte // repo path -> content, for repo "gate/tiny"
+	kaggle []byte
+	gated  bool
+	bytes  atomic.Int64
+}
+
+const hubCommit = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	if rest, ok := strings.CutPrefix(p, "www.kaggle.com/api/v1/datasets/download/"); ok && rest == "someone/skin" {
+		if u, k, ok := r.BasicAuth(); !ok || u != "me" || k != "kagglekey" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.bytes.Add(int64(len(h.kaggle)))
+		w.Write(h.kaggle)
+		return
+	}
+	if h.gated && r.Header.Get("Authorization") != "Bearer hf_secret" {
+		http.Error(w, "gated", http.StatusUnauthorized)
+		return
+	}
+	switch {
+	case p == "huggingface.co/api/datasets/gate/tiny/revision/main":
+		json.NewEncoder(w).Encode(map[string]string{"sha": hubCommit})
+	case strings.HasPrefix(p, "huggingface.co/api/datasets/gate/tiny/tree/"+hubCommit+"/"):
+		dir := strings.TrimPrefix(p, "huggingface.co/api/datasets/gate/tiny/tree/"+hubCommit+"/")
+		var out []map[string]any
+		for name, b := range h.files {
+			if filepath.Dir(name) == dir {
+				sum := sha256.Sum256(b)
+				out = append(out, map[string]any{"type": "file", "path": name, "size": len(b),
+					"lfs": map[string]any{"oid": hex.EncodeToString(sum[:]), "size": len(b)}})
+			}
+		}
+		json.NewEncoder(w).Encode(out)
+	case strings.HasPrefix(p, "huggingface.co/datasets/gate/tiny/resolve/"+hubCommit+"/"):
+		b, ok := h.files[strings.TrimPrefix(p, "huggingface.co/datasets/gate/tiny/resolve/"+hubCommit+"/")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h.bytes.Add(int64(len(b)))
+		w.Write(b)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func parquetShard(t *testing.T, n int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var imgs [][]byte
+	var labels []int64
+	for i := 0; i < n; i++ {
+		k := int64(i % 3)
+		imgs = append(imgs, hffixture.PNG(hffixture.ClassImage(int(k), 12, 12, rng)))
+		labels = append(labels, k)
+	}
+	var buf bytes.Buffer
+	if err := hffixture.ImageClassification(&buf, imgs, labels, []string{"akiec", "bcc", "mel"}, 100); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func newFakeHub(t *testing.T) (*fakeHub, *httptest.Server) {
+	h := &fakeHub{files: map[string][]byte{
+		"data/train-00000-of-00002.parquet": parquetShard(t, 150, 1),
+		"data/train-00001-of-00002.parquet": parquetShard(t, 120, 2),
+		"data/test-00000-of-00001.parquet":  parquetShard(t, 60, 3),
+	}}
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	f, _ := zw.Create("HAM10000_metadata.csv")
+	f.Write([]byte("lesion_id,image_id,dx\nHAM_1,ISIC_1,bkl\n"))
+	zw.Close()
+	h.kaggle = zbuf.Bytes()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv
+}
+
+const hubPipeline = `
+dataset "tiny" {
+  source {
+    hf    = "gate/tiny"
+    files = ["data/train-*.parquet", "data/test-*.parquet"]
+  }
+  format     = "parquet"
+  train      = ["data/train-*.parquet"]
+  test       = ["data/test-*.parquet"]
+  image_size = [8, 8]
+}
+
+dataset "ham" {
+  source {
+    url         = "https://www.kaggle.com/api/v1/datasets/download/someone/skin"
+    name        = "skin.zip"
+    credentials = "kaggle"
+  }
+  format = "raw"
+}
+
+output "splits"  { value = dataset.tiny.splits }
+output "classes" { value = dataset.tiny.classes }
+`
+
+// gpEnv runs the binary with extra environment variables.
+func gpEnv(t *testing.T, cacheDir string, env []string, args ...string) result {
+	t.Helper()
+	old := os.Environ()
+	var keep []string
+	for _, kv := range old {
+		if !strings.HasPrefix(kv, "HF_") && !strings.HasPrefix(kv, "KAGGLE_") && !strings.HasPrefix(kv, "GATEPIPE_") {
+			keep = append(keep, kv)
+		}
+	}
+	t.Setenv("GATEPIPE_TEST_UNUSED", "") // marks the test as env-dependent (no t.Parallel)
+	for _, kv := range keep {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	saved := os.Environ()
+	os.Clearenv()
+	for _, kv := range append(keep, env...) {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	defer func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	}()
+	return gp(t, cacheDir, args...)
+}
+
+func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
+	hub, srv := newFakeHub(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), hubPipeline)
+	home := t.TempDir() // no kaggle.json here
+	creds := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + home, "HF_TOKEN=hf_secret", "KAGGLE_USERNAME=me", "KAGGLE_KEY=kagglekey"}
+	cache1 := filepath.Join(t.TempDir(), "c1")
+
+	// Missing Kaggle credentials: the error says what to set.
+	r := gpEnv(t, cache1, creds[:3], "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "KAGGLE_USERNAME and KAGGLE_KEY") {
+		t.Fatalf("no Kaggle key: code %d\n%s", r.code, r.stderr)
+	}
+	// A gated repository without a token: the 401 is explained.
+	hub.gated = true
+	r = gpEnv(t, cache1, []string{creds[0], creds[1], creds[3], creds[4]}, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, "HF_TOKEN") {
+		t.Fatalf("gated without token: code %d\n%s", r.code, r.stderr)
+	}
+
+	// First apply: pins everything in the lock file.
+	r = gpEnv(t, cache1, creds, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `"train" = 270`) && !strings.Contains(r.stdout, "270") {
+		t.Fatalf("splits not in the output:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "akiec") {
+		t.Fatalf("class names from the parquet metadata missing:\n%s", r.stdout)
+	}
+	lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl"))
+	for _, want := range []string{`source "hf gate/tiny@main`, `commit = "` + hubCommit, "data/train-00001-of-00002.parquet", `source "url https://www.kaggle.com/api/v1/datasets/download/someone/skin"`} {
+		if !strings.Contains(lock, want) {
+			t.Fatalf("lock file lacks %q:\n%s", want, lock)
+		}
+	}
+	for _, secret := range []string{"hf_secret", "kagglekey"} {
+		if strings.Contains(lock, secret) || grepTree(t, cache1, secret) {
+			t.Fatalf("credential %q written to the lock file or the cache", secret)
+		}
+	}
+
+	// Second apply: nothing downloaded, nothing run.
+	before := hub.bytes.Load()
+	r = gpEnv(t, cache1, creds, "apply", dir)
+	if r.code != 0 || hub.bytes.Load() != before || !strings.Contains(r.stderr+r.stdout, "nothing ran") {
+		t.Fatalf("second apply: code %d, %d bytes downloaded\n%s%s", r.code, hub.bytes.Load()-before, r.stdout, r.stderr)
+	}
+
+	// fetch into a fresh cache, then apply -offline with the server gone.
+	cache2 := filepath.Join(t.TempDir(), "c2")
+	offline := []string{"GATEPIPE_MIRROR=http://127.0.0.1:1", "HOME=" + home}
+	r = gpEnv(t, cache2, offline, "apply", "-offline", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "gatepipe fetch") || !strings.Contains(r.stderr, "data/train-00000-of-00002.parquet") {
+		t.Fatalf("offline apply on an empty cache: code %d\n%s", r.code, r.stderr)
+	}
+	r = gpEnv(t, cache2, creds, "fetch", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "4 file(s) in the cache, 4 downloaded") {
+		t.Fatalf("fetch: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = gpEnv(t, cache2, offline, "apply", "-offline", dir)
+	if r.code != 0 {
+		t.Fatalf("offline apply after fetch: %d\n%s", r.code, r.stderr)
+	}
+
+	// Upstream changes a pinned file: a fresh download is refused naming
+	// both hashes; `gatepipe lock` pins the new one on purpose.
+	hub.mu.Lock()
+	oldZip := hub.kaggle
+	hub.kaggle = append(append([]byte(nil), oldZip...), 0)
+	hub.mu.Unlock()
+	oldSum, newSum := sha256.Sum256(oldZip), sha256.Sum256(hub.kaggle)
+	cache3 := filepath.Join(t.TempDir(), "c3")
+	r = gpEnv(t, cache3, creds, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, hex.EncodeToString(oldSum[:])) || !strings.Contains(r.stderr, hex.EncodeToString(newSum[:])) {
+		t.Fatalf("changed upstream file: code %d\n%s", r.code, r.stderr)
+	}
+	r = gpEnv(t, cache3, creds, "lock", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "~ url https://www.kaggle.com") || !strings.Contains(r.stdout, "1 changed") {
+		t.Fatalf("lock: code %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = gpEnv(t, cache3, creds, "apply", dir); r.code != 0 {
+		t.Fatalf("apply after lock: %d\n%s", r.code, r.stderr)
+	}
+}
+
+// grepTree reports whether any file under root contains s.
+func grepTree(t *testing.T, root, s string) bool {
+	found := false
+	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || info.Size() > 64<<20 {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+			found = true
+			fmt.Println("found in", p)
+		}
+		return nil
+	})
+	return found
+}

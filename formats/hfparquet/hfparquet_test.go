@@ -1,0 +1,167 @@
+package hfparquet
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/gatepipe/gatepipe/internal/hffixture"
+)
+
+func writeFile(t *testing.T, name string, fn func(f *os.File) error) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fn(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return p
+}
+
+func TestImageClassificationShards(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	classes := []string{"cat", "dog", "eel"}
+	var paths []string
+	var want []int64
+	for shard := 0; shard < 2; shard++ {
+		var imgs [][]byte
+		var labels []int64
+		for i := 0; i < 250; i++ {
+			k := int64(rng.IntN(3))
+			imgs = append(imgs, hffixture.PNG(hffixture.ClassImage(int(k), 20, 14, rng)))
+			labels = append(labels, k)
+		}
+		want = append(want, labels...)
+		paths = append(paths, writeFile(t, "train.parquet", func(f *os.File) error {
+			return hffixture.ImageClassification(f, imgs, labels, classes, 100)
+		}))
+	}
+	pf, err := file.OpenParquetFile(paths[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.NumRowGroups() != 3 {
+		t.Fatalf("fixture has %d row groups, want 3 of at most 100 rows", pf.NumRowGroups())
+	}
+	pf.Close()
+	d, err := Read(context.Background(), paths, Options{Height: 8, Width: 10, Channels: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rows != 500 || !slices.Equal(d.Y, want) || !slices.Equal(d.Classes, classes) || d.Task != Classification {
+		t.Fatalf("rows %d, classes %v, task %s, labels equal %v", d.Rows, d.Classes, d.Task, slices.Equal(d.Y, want))
+	}
+	if !slices.Equal(d.Shape, []int{3, 8, 10}) || len(d.U8) != 500*3*8*10 {
+		t.Fatalf("shape %v, %d bytes", d.Shape, len(d.U8))
+	}
+	// Grey.
+	g, err := Read(context.Background(), paths[:1], Options{Height: 4, Width: 4, Channels: 1})
+	if err != nil || len(g.U8) != 250*16 {
+		t.Fatalf("grey: %v, %d bytes", err, len(g.U8))
+	}
+}
+
+func TestPixelsMatchTheDecodedImage(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{10, 20, 30, 255})
+	img.Set(1, 0, color.RGBA{40, 50, 60, 255})
+	img.Set(0, 1, color.RGBA{70, 80, 90, 255})
+	img.Set(1, 1, color.RGBA{100, 110, 120, 255})
+	p := writeFile(t, "x.parquet", func(f *os.File) error {
+		return hffixture.ImageClassification(f, [][]byte{hffixture.PNG(img)}, []int64{0}, []string{"a"}, 100)
+	})
+	d, err := Read(context.Background(), []string{p}, Options{Height: 2, Width: 2, Channels: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{10, 40, 70, 100, 20, 50, 80, 110, 30, 60, 90, 120} // channel-major
+	if !slices.Equal(d.U8, want) {
+		t.Fatalf("pixels %v, want %v", d.U8, want)
+	}
+}
+
+func TestNestedFloatArraysAndMasks(t *testing.T) {
+	images := [][][]float32{{{1, 2, 3}, {4, 5, 6}}, {{7, 8, 9}, {10, 11, 12}}}
+	masks := [][][]int64{{{0, 1, 2}, {3, 0, 1}}, {{2, 2, 2}, {0, 0, 0}}}
+	p := writeFile(t, "acdc.parquet", func(f *os.File) error { return hffixture.Arrays(f, images, masks, 1) })
+	d, err := Read(context.Background(), []string{p}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Shape, []int{2, 3}) || !slices.Equal(d.F32, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) {
+		t.Fatalf("shape %v, values %v", d.Shape, d.F32)
+	}
+	if d.Task != Segmentation || !slices.Equal(d.YShape, []int{2, 3}) || !slices.Equal(d.Y, []int64{0, 1, 2, 3, 0, 1, 2, 2, 2, 0, 0, 0}) {
+		t.Fatalf("task %s, mask shape %v, masks %v", d.Task, d.YShape, d.Y)
+	}
+	// A row of another shape is refused with its row number.
+	bad := writeFile(t, "bad.parquet", func(f *os.File) error {
+		return hffixture.Arrays(f, [][][]float32{{{1, 2}}, {{1, 2, 3}}}, [][][]int64{{{0, 0}}, {{0, 0, 0}}}, 10)
+	})
+	if _, err := Read(context.Background(), []string{bad}, Options{}); err == nil || !strings.Contains(err.Error(), "row 1") {
+		t.Fatalf("ragged rows: %v", err)
+	}
+}
+
+func TestSegmentationMasksAsImages(t *testing.T) {
+	mask := image.NewGray(image.Rect(0, 0, 4, 4))
+	for i := range mask.Pix {
+		mask.Pix[i] = uint8(i % 3)
+	}
+	rgb := hffixture.PNG(hffixture.ClassImage(0, 4, 4, rand.New(rand.NewPCG(0, 0))))
+	p := writeFile(t, "ade.parquet", func(f *os.File) error {
+		return hffixture.Segmentation(f, [][]byte{rgb}, [][]byte{hffixture.PNG(mask)}, 100)
+	})
+	d, err := Read(context.Background(), []string{p}, Options{LabelColumn: "annotation", Height: 2, Width: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nearest neighbour at (0,0), (2,0), (0,2), (2,2) of the 4x4 mask.
+	if d.Task != Segmentation || !slices.Equal(d.Y, []int64{0, 2, 2, 1}) {
+		t.Fatalf("task %s, mask %v", d.Task, d.Y)
+	}
+}
+
+func TestStringLabelsAndColumnErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var imgs [][]byte
+	names := []string{"wren", "auk", "wren", "tit"}
+	for range names {
+		imgs = append(imgs, hffixture.PNG(hffixture.ClassImage(1, 4, 4, rng)))
+	}
+	p := writeFile(t, "birds.parquet", func(f *os.File) error { return hffixture.StringLabels(f, imgs, names, 100) })
+	_, err := Read(context.Background(), []string{p}, Options{Height: 4, Width: 4})
+	if err == nil || !strings.Contains(err.Error(), "label_column") || !strings.Contains(err.Error(), "species") {
+		t.Fatalf("no label column: %v", err)
+	}
+	d, err := Read(context.Background(), []string{p}, Options{LabelColumn: "species", Height: 4, Width: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Classes, []string{"auk", "tit", "wren"}) || !slices.Equal(d.Y, []int64{2, 0, 2, 1}) {
+		t.Fatalf("classes %v labels %v", d.Classes, d.Y)
+	}
+	// Test shards use the training classes; an unknown one is an error.
+	if _, err := Read(context.Background(), []string{p}, Options{LabelColumn: "species", Height: 4, Width: 4, Classes: []string{"auk", "wren"}}); err == nil || !strings.Contains(err.Error(), `"tit"`) {
+		t.Fatalf("unknown class: %v", err)
+	}
+	if _, err := Read(context.Background(), []string{p}, Options{LabelColumn: "nope"}); err == nil || !strings.Contains(err.Error(), "img, species") {
+		t.Fatalf("missing column: %v", err)
+	}
+	// Not a parquet file.
+	junk := writeFile(t, "junk.parquet", func(f *os.File) error { _, err := f.WriteString("PAR1 not really"); return err })
+	if _, err := Read(context.Background(), []string{junk}, Options{}); err == nil || !strings.Contains(err.Error(), "junk.parquet") {
+		t.Fatalf("junk: %v", err)
+	}
+}
