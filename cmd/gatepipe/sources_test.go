@@ -29,6 +29,7 @@ type fakeHub struct {
 	kaggle []byte
 	gated  bool
 	bytes  atomic.Int64
+	repo   string // "" is gate/tiny
 }
 
 const hubCommit = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -50,6 +51,11 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "gated", http.StatusUnauthorized)
 		return
 	}
+	repo := h.repo
+	if repo == "" {
+		repo = "gate/tiny"
+	}
+	p = strings.Replace(p, "datasets/"+repo+"/", "datasets/gate/tiny/", 1)
 	switch {
 	case p == "huggingface.co/api/datasets/gate/tiny/revision/main":
 		json.NewEncoder(w).Encode(map[string]string{"sha": hubCommit})

@@ -1,0 +1,53 @@
+# CheXpert (GATE loads NIH ChestX-ray14) — GATE benchmark "chexpert" (Med Class; metric AUC).
+# Citation: Irvin et al., CheXpert, AAAI 2019 / Wang et al., ChestX-ray8, CVPR 2017.
+# Licence: NIH ChestX-ray14: CC0; CheXpert: Stanford research agreement.
+# Status: needs a reader: zips of PNGs with a label CSV.
+# Declared, not runnable yet: gatepipe has no reader for this benchmark's
+# format (image_csv), and validate says so instead of pretending.
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    url = "unavailable:chexpert"
+  }
+  format     = "image_csv"
+  split_seed = var.split_seed
+  max_train  = var.max_train > 0 ? var.max_train : null
+  max_val    = var.max_val > 0 ? var.max_val : null
+  max_test   = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "chexpert"
+    name     = "CheXpert (GATE loads NIH ChestX-ray14)"
+    family   = "Med Class"
+    metric   = "AUC"
+    licence  = "NIH ChestX-ray14: CC0; CheXpert: Stanford research agreement"
+    citation = "Irvin et al., CheXpert, AAAI 2019 / Wang et al., ChestX-ray8, CVPR 2017"
+  }
+}

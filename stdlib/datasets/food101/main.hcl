@@ -1,0 +1,73 @@
+# Food-101 — GATE benchmark "food101" (Img Class; metric Acc@1).
+# Citation: Bossard et al., Food-101, ECCV 2014.
+# Licence: unknown/varied (Foodspotting images).
+# Status: runnable.
+# Source: the Hugging Face dataset ethz/food101 (where GATE's code loads it),
+# Parquet shards pinned to a commit in gatepipe.lock.hcl with the Hub's
+# published SHA-256. Shard patterns follow the Hub's data/<split>-NNNNN-of-
+# NNNNN.parquet convention; they are not checked against the live Hub here
+# (no network): `gatepipe fetch` names a pattern that matches nothing.
+# Splits: the source's train/validation/ shards; test is the source's validation split.
+
+variable "revision" {
+  description = "Hub revision (branch, tag or commit) of ethz/food101."
+  default     = "main"
+}
+
+variable "image_size" {
+  description = "Images are resized to [H, W]."
+  default     = [224, 224]
+}
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    hf       = "ethz/food101"
+    revision = var.revision
+    files    = ["data/train-*.parquet", "data/validation-*.parquet"]
+  }
+  format       = "parquet"
+  train        = ["data/train-*.parquet"]
+  val_fraction = 0.1
+  test         = ["data/validation-*.parquet"]
+  image_size   = var.image_size
+  split_seed   = var.split_seed
+  max_train    = var.max_train > 0 ? var.max_train : null
+  max_val      = var.max_val > 0 ? var.max_val : null
+  max_test     = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "food101"
+    name     = "Food-101"
+    family   = "Img Class"
+    metric   = "Acc@1"
+    licence  = "unknown/varied (Foodspotting images)"
+    citation = "Bossard et al., Food-101, ECCV 2014"
+  }
+}

@@ -1,0 +1,73 @@
+# Happywhale whale & dolphin ID — GATE benchmark "happywhale" (Img Class; metric Acc@1).
+# Citation: Cheeseman et al., Happywhale – Whale and Dolphin Identification, Kaggle 2022.
+# Licence: Kaggle competition rules (Happywhale).
+# Status: runnable.
+# Source: the Hugging Face dataset GATE-engine/happy-whale-dolphin-classification (where GATE's code loads it),
+# Parquet shards pinned to a commit in gatepipe.lock.hcl with the Hub's
+# published SHA-256. Shard patterns follow the Hub's data/<split>-NNNNN-of-
+# NNNNN.parquet convention; they are not checked against the live Hub here
+# (no network): `gatepipe fetch` names a pattern that matches nothing.
+# Splits: the source's train/test shards; validation is a seeded val_fraction of train (GATE's split is unseeded).
+
+variable "revision" {
+  description = "Hub revision (branch, tag or commit) of GATE-engine/happy-whale-dolphin-classification."
+  default     = "main"
+}
+
+variable "image_size" {
+  description = "Images are resized to [H, W]."
+  default     = [224, 224]
+}
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    hf       = "GATE-engine/happy-whale-dolphin-classification"
+    revision = var.revision
+    files    = ["data/train-*.parquet", "data/test-*.parquet"]
+  }
+  format       = "parquet"
+  train        = ["data/train-*.parquet"]
+  val_fraction = 0.1
+  test         = ["data/test-*.parquet"]
+  image_size   = var.image_size
+  split_seed   = var.split_seed
+  max_train    = var.max_train > 0 ? var.max_train : null
+  max_val      = var.max_val > 0 ? var.max_val : null
+  max_test     = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "happywhale"
+    name     = "Happywhale whale & dolphin ID"
+    family   = "Img Class"
+    metric   = "Acc@1"
+    licence  = "Kaggle competition rules (Happywhale)"
+    citation = "Cheeseman et al., Happywhale – Whale and Dolphin Identification, Kaggle 2022"
+  }
+}

@@ -1,0 +1,53 @@
+# iWildCam 2022 — GATE benchmark "iwildcam" (Img Class; metric MAE (count)).
+# Citation: Beery et al., The iWildCam 2022 Competition Dataset.
+# Licence: CDLA-Permissive (Kaggle competition rules).
+# Status: needs a reader: Kaggle competition zip of JPEGs with COCO-style JSON.
+# Declared, not runnable yet: gatepipe has no reader for this benchmark's
+# format (coco_json), and validate says so instead of pretending.
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    url = "unavailable:iwildcam"
+  }
+  format     = "coco_json"
+  split_seed = var.split_seed
+  max_train  = var.max_train > 0 ? var.max_train : null
+  max_val    = var.max_val > 0 ? var.max_val : null
+  max_test   = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "iwildcam"
+    name     = "iWildCam 2022"
+    family   = "Img Class"
+    metric   = "MAE (count)"
+    licence  = "CDLA-Permissive (Kaggle competition rules)"
+    citation = "Beery et al., The iWildCam 2022 Competition Dataset"
+  }
+}

@@ -1,0 +1,53 @@
+# Kinetics-400 — GATE benchmark "kinetics" (Video Class; metric Acc@1).
+# Citation: Kay et al., The Kinetics Human Action Video Dataset, arXiv:1705.06950.
+# Licence: CC BY 4.0 (annotations); YouTube terms (videos).
+# Status: needs a reader: tar.gz of MP4 videos (~450 GB).
+# Declared, not runnable yet: gatepipe has no reader for this benchmark's
+# format (video), and validate says so instead of pretending.
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    url = "unavailable:kinetics"
+  }
+  format     = "video"
+  split_seed = var.split_seed
+  max_train  = var.max_train > 0 ? var.max_train : null
+  max_val    = var.max_val > 0 ? var.max_val : null
+  max_test   = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "kinetics"
+    name     = "Kinetics-400"
+    family   = "Video Class"
+    metric   = "Acc@1"
+    licence  = "CC BY 4.0 (annotations); YouTube terms (videos)"
+    citation = "Kay et al., The Kinetics Human Action Video Dataset, arXiv:1705.06950"
+  }
+}

@@ -1,0 +1,53 @@
+# NYU Depth v2 — GATE benchmark "nyu" (Img Seg; metric mIoU).
+# Citation: Silberman et al., Indoor Segmentation and Support Inference from RGBD Images, ECCV 2012.
+# Licence: research use.
+# Status: needs a reader: tar shards of HDF5.
+# Declared, not runnable yet: gatepipe has no reader for this benchmark's
+# format (hdf5), and validate says so instead of pretending.
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    url = "unavailable:nyu"
+  }
+  format     = "hdf5"
+  split_seed = var.split_seed
+  max_train  = var.max_train > 0 ? var.max_train : null
+  max_val    = var.max_val > 0 ? var.max_val : null
+  max_test   = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "nyu"
+    name     = "NYU Depth v2"
+    family   = "Img Seg"
+    metric   = "mIoU"
+    licence  = "research use"
+    citation = "Silberman et al., Indoor Segmentation and Support Inference from RGBD Images, ECCV 2012"
+  }
+}

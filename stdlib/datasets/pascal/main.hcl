@@ -1,0 +1,53 @@
+# PASCAL-Context — GATE benchmark "pascal" (Img Seg; metric mIoU).
+# Citation: Mottaghi et al., The Role of Context for Object Detection and Semantic Segmentation in the Wild, CVPR 2014.
+# Licence: PASCAL VOC terms (Flickr images).
+# Status: needs a reader: VOC2010 tar with Context .mat masks.
+# Declared, not runnable yet: gatepipe has no reader for this benchmark's
+# format (voc_mat), and validate says so instead of pretending.
+
+variable "split_seed" {
+  description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
+  default     = 0
+}
+
+variable "max_train" {
+  description = "Keep at most this many training examples (0 keeps all): a CPU-sized run."
+  default     = 0
+}
+
+variable "max_val" {
+  description = "Keep at most this many validation examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+variable "max_test" {
+  description = "Keep at most this many test examples, a seeded subset (0 keeps all)."
+  default     = 0
+}
+
+dataset "data" {
+  source {
+    url = "unavailable:pascal"
+  }
+  format     = "voc_mat"
+  split_seed = var.split_seed
+  max_train  = var.max_train > 0 ? var.max_train : null
+  max_val    = var.max_val > 0 ? var.max_val : null
+  max_test   = var.max_test > 0 ? var.max_test : null
+}
+
+output "dataset" {
+  value = dataset.data
+}
+
+output "info" {
+  description = "What reports repeat about this benchmark."
+  value = {
+    id       = "pascal"
+    name     = "PASCAL-Context"
+    family   = "Img Seg"
+    metric   = "mIoU"
+    licence  = "PASCAL VOC terms (Flickr images)"
+    citation = "Mottaghi et al., The Role of Context for Object Detection and Semantic Segmentation in the Wild, CVPR 2014"
+  }
+}
