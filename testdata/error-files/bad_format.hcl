@@ -2,6 +2,6 @@ dataset "d" {
   source {
     url = "data.bin"
   }
-  format = "hdf5" # ERROR: Unsupported dataset format
+  format = "tfrecord" # ERROR: Unsupported dataset format
   train  = ["data.bin"]
 }
