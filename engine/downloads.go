@@ -30,7 +30,7 @@ func (e *Engine) Downloads() []Download {
 	for _, v := range e.orderedVertices() {
 		for _, in := range v.instances {
 			d, ok := in.node.(nodes.Downloader)
-			if !ok || in.node == nil {
+			if !ok {
 				continue
 			}
 			for _, ref := range d.Downloads() {

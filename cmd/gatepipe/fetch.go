@@ -18,6 +18,7 @@ import (
 type downloadNeeds struct {
 	files    int
 	bytes    int64
+	unsized  int // files whose size nobody published
 	unpinned []string
 	missing  []string // "addr: url (sha256 …)"
 }
@@ -43,6 +44,9 @@ func needsOf(dls []engine.Download) downloadNeeds {
 			seen[f.SHA256] = true
 			n.files++
 			n.bytes += f.Size
+			if f.Size == 0 {
+				n.unsized++
+			}
 			n.missing = append(n.missing, fmt.Sprintf("%s: %s (sha256 %s…)", d.Addr, f.URL, f.SHA256[:12]))
 		}
 	}
@@ -65,6 +69,9 @@ func printDownloads(w io.Writer, s *session) {
 		return
 	}
 	fmt.Fprintf(w, "\nDownloads: %d file(s), %s to fetch", n.files, humanBytes(n.bytes))
+	if n.unsized > 0 {
+		fmt.Fprintf(w, " (and %d of unknown size)", n.unsized)
+	}
 	if free, ok := freeBytes(s.cache.Dir()); ok {
 		fmt.Fprintf(w, "; the cache disk has %s free", humanBytes(free))
 		if n.bytes > free {

@@ -55,8 +55,14 @@ type result struct {
 // gp runs the real binary with its cache in cacheDir.
 func gp(t *testing.T, cacheDir string, args ...string) result {
 	t.Helper()
+	return gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cacheDir), args...)
+}
+
+// gpWith runs the real binary with exactly the environment env.
+func gpWith(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binPath, args...)
-	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cacheDir)
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -141,35 +141,17 @@ output "splits"  { value = dataset.tiny.splits }
 output "classes" { value = dataset.tiny.classes }
 `
 
-// gpEnv runs the binary with extra environment variables.
+// gpEnv runs the binary with this process's environment, minus every
+// HF_, KAGGLE_ and GATEPIPE_ variable, plus env.
 func gpEnv(t *testing.T, cacheDir string, env []string, args ...string) result {
 	t.Helper()
-	old := os.Environ()
 	var keep []string
-	for _, kv := range old {
+	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "HF_") && !strings.HasPrefix(kv, "KAGGLE_") && !strings.HasPrefix(kv, "GATEPIPE_") {
 			keep = append(keep, kv)
 		}
 	}
-	t.Setenv("GATEPIPE_TEST_UNUSED", "") // marks the test as env-dependent (no t.Parallel)
-	for _, kv := range keep {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
-	}
-	saved := os.Environ()
-	os.Clearenv()
-	for _, kv := range append(keep, env...) {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
-	}
-	defer func() {
-		os.Clearenv()
-		for _, kv := range saved {
-			k, v, _ := strings.Cut(kv, "=")
-			os.Setenv(k, v)
-		}
-	}()
-	return gp(t, cacheDir, args...)
+	return gpWith(t, append(append(keep, env...), "GATEPIPE_CACHE_DIR="+cacheDir), args...)
 }
 
 func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
@@ -273,4 +255,37 @@ func grepTree(t *testing.T, root, s string) bool {
 		return nil
 	})
 	return found
+}
+
+// TestApplyRefusesWhenTheDiskIsTooSmall: a pinned file larger than the
+// cache disk's free space stops apply before it downloads anything, and
+// plan says so.
+func TestApplyRefusesWhenTheDiskIsTooSmall(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+dataset "big" {
+  source {
+    url = "http://127.0.0.1:1/big.tar"
+  }
+  format = "raw"
+}
+`)
+	writeFile(t, filepath.Join(dir, "gatepipe.lock.hcl"), `
+source "url http://127.0.0.1:1/big.tar" {
+  file "big.tar" {
+    url    = "http://127.0.0.1:1/big.tar"
+    sha256 = "`+strings.Repeat("ab", 32)+`"
+    size   = 1000000000000000000
+  }
+}
+`)
+	cache := filepath.Join(t.TempDir(), "c")
+	r := gp(t, cache, "plan", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "NOT ENOUGH") {
+		t.Fatalf("plan: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = gp(t, cache, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "must download 888.2 PiB") || !strings.Contains(r.stderr, "free") {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
 }

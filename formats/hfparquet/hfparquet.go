@@ -341,9 +341,9 @@ func appendTarget(d *Data, a arrow.Array, i int, o Options, names *[]string) err
 			return err
 		}
 		d.YShape = []int{h, w}
+		b := img.Bounds()
 		for y := 0; y < h; y++ {
 			for x := 0; x < w; x++ {
-				b := img.Bounds()
 				sx, sy := b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h
 				d.Y = append(d.Y, int64(maskValue(img.At(sx, sy))))
 			}

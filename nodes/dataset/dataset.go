@@ -449,7 +449,6 @@ func decodeHFSource(s *source, sc sourceConfig) (*source, error) {
 	if err := sources.CheckRepo(s.ref.HF); err != nil {
 		return nil, &sourceError{"hf", err}
 	}
-	s.limits = archive.Limits{}
 	return s, nil
 }
 

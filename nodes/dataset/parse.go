@@ -211,22 +211,9 @@ func (n *Node) parseParquet(paths []string, classes []string) (*examples, error)
 	} else {
 		ex.dtype, ex.f32 = safetensors.F32, d.F32
 	}
-	if d.Task == hfparquet.Regression && d.Targets == 0 {
-		ex.targets = 0
-	}
-	if ex.classes == nil && d.Task == hfparquet.Classification {
-		var top int64
-		for _, y := range d.Y {
-			top = max(top, y)
-		}
-		ex.classes = numericClasses(int(top) + 1)
-	}
-	if d.Task == hfparquet.Segmentation && ex.classes == nil {
-		var top int64
-		for _, y := range d.Y {
-			top = max(top, y)
-		}
-		ex.classes = numericClasses(int(top) + 1)
+	if ex.classes == nil && (d.Task == hfparquet.Classification || d.Task == hfparquet.Segmentation) {
+		// Unnamed classes (or mask values): numbered up to the largest seen.
+		ex.classes = numericClasses(int(slices.Max(d.Y)) + 1)
 	}
 	return ex, nil
 }
