@@ -148,21 +148,32 @@ func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 		val := e.state.get(v.key)
 		return val != cty.NilVal && val.IsWhollyKnown()
 	}
-	targets := func(dep string) []string {
-		dv := e.graph.vertices[dep]
-		if dv.kind != vBlock {
-			if done(dv, nil) {
-				return nil
-			}
-			return []string{dep}
+	memo := map[string][]string{}
+	var targets func(dep string) []string
+	targets = func(dep string) []string {
+		if got, ok := memo[dep]; ok {
+			return got
 		}
-		keys := make([]string, 0, len(dv.instances))
-		for _, in := range dv.instances {
-			if !done(dv, in) {
-				keys = append(keys, in.key())
+		var got []string
+		switch dv := e.graph.vertices[dep]; {
+		case dv.kind == vBlock:
+			for _, in := range dv.instances {
+				if !done(dv, in) {
+					got = append(got, in.key())
+				}
+			}
+		case !done(dv, nil):
+			got = []string{dep}
+		default:
+			// A value known at plan time (a count, say) needs no waiting,
+			// but the action ID hashes the outputs of the blocks behind
+			// it, so those still come first.
+			for _, d := range dv.deps {
+				got = append(got, targets(d)...)
 			}
 		}
-		return keys
+		memo[dep] = got
+		return got
 	}
 	for _, v := range e.graph.order {
 		var keys []string

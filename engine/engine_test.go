@@ -319,3 +319,32 @@ func TestDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// TestCountOnANodeBeingNull: a node's value is never null, so `x != null`
+// on it is known at plan time and can decide a count; the counted block
+// still runs after the node, whose output its action ID hashes.
+func TestCountOnANodeBeingNull(t *testing.T) {
+	h := newHarness(t)
+	h.write(map[string]string{"main.hcl": `
+step "a" { value = "x" }
+locals {
+  on = step.a != null
+}
+step "b" {
+  count = local.on ? 1 : 0
+  value = "b"
+}
+step "c" {
+  count = step.a == null ? 1 : 0
+  value = "c"
+}
+`})
+	plan := h.plan(engine.Options{})
+	if plan["step.b[0]"] != engine.StatusBlocked || len(plan) != 2 {
+		t.Fatalf("plan %v: want step.a and step.b[0] (waiting on step.a)", plan)
+	}
+	rec, _ := h.apply(engine.Options{})
+	if rec.Failed() || rec.Counts["ran"] != 2 {
+		t.Fatalf("apply: %+v %v", rec.Counts, rec.Errors)
+	}
+}

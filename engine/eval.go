@@ -160,7 +160,7 @@ func (e *Engine) blockValue(v *vertex) cty.Value {
 		val := in.getValue()
 		if val == cty.NilVal || !val.IsWhollyKnown() {
 			complete = false
-			return cty.UnknownVal(v.nodeKind.OutputType())
+			return unknownOutput(v.nodeKind.OutputType())
 		}
 		return val
 	}
@@ -168,7 +168,7 @@ func (e *Engine) blockValue(v *vertex) cty.Value {
 	switch v.expanded {
 	case expandSingle:
 		if len(v.instances) == 0 {
-			return cty.UnknownVal(v.nodeKind.OutputType())
+			return unknownOutput(v.nodeKind.OutputType())
 		}
 		val = instVal(v.instances[0])
 	case expandForEach:
@@ -190,4 +190,11 @@ func (e *Engine) blockValue(v *vertex) cty.Value {
 		s.mu.Unlock()
 	}
 	return val
+}
+
+// unknownOutput is a node's value before it has run: unknown, but refined
+// as not null (a node always has a value), so that `x == null` on it is
+// known at plan time and can decide a count or for_each.
+func unknownOutput(ty cty.Type) cty.Value {
+	return cty.UnknownVal(ty).RefineNotNull()
 }

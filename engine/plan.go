@@ -87,7 +87,7 @@ func (e *Engine) Plan(ctx context.Context) (*Plan, hcl.Diagnostics) {
 func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics {
 	in.replace = e.replaces(in)
 	diags := e.evalInstance(in)
-	in.setValue(cty.UnknownVal(in.v.nodeKind.OutputType()))
+	in.setValue(unknownOutput(in.v.nodeKind.OutputType()))
 	if diags.HasErrors() {
 		return diags
 	}

@@ -206,6 +206,10 @@ func (n *Node) parseParquet(paths []string, classes []string) (*examples, error)
 		return nil, err
 	}
 	ex := &examples{shape: d.Shape, y: d.Y, yShape: d.YShape, yf: d.YF, targets: d.Targets, classes: d.Classes, task: d.Task}
+	if len(d.Shape) == 2 && slices.Equal(d.Shape, d.YShape) {
+		// A grey slice with a mask of its size (ACDC): one channel.
+		ex.shape = []int{1, d.Shape[0], d.Shape[1]}
+	}
 	if d.U8 != nil {
 		ex.dtype, ex.u8 = safetensors.U8, d.U8
 	} else {

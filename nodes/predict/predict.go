@@ -174,9 +174,16 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("tier: %w", err)
 		}
-		if pred, err = p.Predict(tier, row); err != nil {
+		// The problem may keep only some of the pool's columns
+		// (columns = "primary", say): align the measured values with those.
+		prow, _, err := n.measuredRow(p.Matrix, mine)
+		if err != nil {
 			return cty.NilVal, err
 		}
+		if pred, err = p.Predict(tier, prow); err != nil {
+			return cty.NilVal, err
+		}
+		row = prow
 	} else if pred, check, err = n.complete(ctx, env, pool, row); err != nil {
 		return cty.NilVal, err
 	}

@@ -148,3 +148,54 @@ func TestPredictMethodIsChecked(t *testing.T) {
 		t.Fatalf("diags = %v, want eevee to need a tier", diags)
 	}
 }
+
+// TestPredictOnSomeColumns: with columns = "higher_is_better" the measured
+// results are aligned with the columns the meta-model keeps (the losses
+// are neither needed nor predicted), not with the whole pool's.
+func TestPredictOnSomeColumns(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mine.csv"), []byte(`category,benchmark,metric,model,value,higher_is_better
+Img Class,cifar100,Acc@1,me,50,true
+Img Class,cifar100,Acc@5,me,80,true
+Img Class,imagenet1k,Acc@1,me,60,true
+Img Class,imagenet1k,Acc@5,me,85,true
+`), 0o644)
+	n, diags := decode(t, dir, `
+matrix   = "stdlib/data/gate_table3.csv"
+tier     = ["cifar100", "imagenet1k"]
+measured = "mine.csv"
+columns  = "higher_is_better"
+validate = false
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out := t.TempDir()
+	if _, err := n.Run(context.Background(), &nodes.Env{OutDir: out, Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(readFileT(t, filepath.Join(out, "predictions.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rows[1:] {
+		if r[6] != "true" {
+			t.Fatalf("a lower-is-better column was predicted: %v", r)
+		}
+		if r[1] == "imagenet1k" && r[2] == "Acc@5" {
+			found = r[5] == "85"
+		}
+	}
+	if !found {
+		t.Fatal("imagenet1k:Acc@5 is not shown with its measured 85")
+	}
+}
+
+func readFileT(t *testing.T, p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -138,9 +138,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	if task != n.task {
+	if task != n.task && !(n.task == train.FewShot && task == train.Classification) {
 		return cty.NilVal, fmt.Errorf("the adapter's task is %s but the benchmark dataset is a %s task", n.task, task)
 	}
+	task = n.task // a few-shot head reads a classification dataset's labels as they are
 	var splits [3]*train.Data
 	var outputs int
 	for i, name := range []string{"train", "val", "test"} {

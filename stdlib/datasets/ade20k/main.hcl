@@ -11,6 +11,11 @@
 # scene_parsing/<split>/NNNN.parquet); validation is a seeded 10% of train,
 # test the source's validation split (its test split has no labels).
 
+variable "enabled" {
+  description = "false declares the benchmark without planning its download (a tier module that is only listed)."
+  default     = true
+}
+
 variable "revision" {
   description = "Hub revision (branch, tag or commit) of zhoubolei/scene_parse_150."
   default     = "refs/convert/parquet"
@@ -42,6 +47,7 @@ variable "max_test" {
 }
 
 dataset "data" {
+  count = var.enabled ? 1 : 0
   source {
     hf       = "zhoubolei/scene_parse_150"
     revision = var.revision
@@ -60,7 +66,8 @@ dataset "data" {
 }
 
 output "dataset" {
-  value = dataset.data
+  description = "The dataset block's value (null when enabled = false)."
+  value       = try(dataset.data[0], null)
 }
 
 output "info" {

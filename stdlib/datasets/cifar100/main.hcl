@@ -8,6 +8,11 @@
 # batches). The archive's SHA-256 is pinned in gatepipe.lock.hcl on first
 # download. Validation: a seeded 10% of train (GATE's split is unseeded).
 
+variable "enabled" {
+  description = "false declares the benchmark without planning its download (a tier module that is only listed)."
+  default     = true
+}
+
 variable "image_size" {
   description = "Images are resized to [H, W] (32x32 as published)."
   default     = [32, 32]
@@ -34,6 +39,7 @@ variable "max_test" {
 }
 
 dataset "data" {
+  count = var.enabled ? 1 : 0
   source {
     url = "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz"
   }
@@ -49,7 +55,8 @@ dataset "data" {
 }
 
 output "dataset" {
-  value = dataset.data
+  description = "The dataset block's value (null when enabled = false)."
+  value       = try(dataset.data[0], null)
 }
 
 output "info" {

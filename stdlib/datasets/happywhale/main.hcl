@@ -9,6 +9,11 @@
 # (no network): `gatepipe fetch` names a pattern that matches nothing.
 # Splits: the source's train/test shards; validation is a seeded val_fraction of train (GATE's split is unseeded).
 
+variable "enabled" {
+  description = "false declares the benchmark without planning its download (a tier module that is only listed)."
+  default     = true
+}
+
 variable "revision" {
   description = "Hub revision (branch, tag or commit) of GATE-engine/happy-whale-dolphin-classification."
   default     = "main"
@@ -40,6 +45,7 @@ variable "max_test" {
 }
 
 dataset "data" {
+  count = var.enabled ? 1 : 0
   source {
     hf       = "GATE-engine/happy-whale-dolphin-classification"
     revision = var.revision
@@ -57,7 +63,8 @@ dataset "data" {
 }
 
 output "dataset" {
-  value = dataset.data
+  description = "The dataset block's value (null when enabled = false)."
+  value       = try(dataset.data[0], null)
 }
 
 output "info" {

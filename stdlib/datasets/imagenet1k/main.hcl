@@ -7,7 +7,14 @@
 # published SHA-256. Shard patterns follow the Hub's data/<split>-NNNNN-of-
 # NNNNN.parquet convention; they are not checked against the live Hub here
 # (no network): `gatepipe fetch` names a pattern that matches nothing.
-# Splits: the source's train/validation/test shards.
+# Splits: the Hub's test shards have no labels (-1), so they are not
+# downloaded: the published validation set (50,000) is the test split and
+# validation is a seeded 1% of train (12,812 images).
+
+variable "enabled" {
+  description = "false declares the benchmark without planning its download (a tier module that is only listed)."
+  default     = true
+}
 
 variable "revision" {
   description = "Hub revision (branch, tag or commit) of ILSVRC/imagenet-1k."
@@ -40,25 +47,27 @@ variable "max_test" {
 }
 
 dataset "data" {
+  count = var.enabled ? 1 : 0
   source {
     hf          = "ILSVRC/imagenet-1k"
     revision    = var.revision
-    files       = ["data/train-*.parquet", "data/validation-*.parquet", "data/test-*.parquet"]
+    files       = ["data/train-*.parquet", "data/validation-*.parquet"]
     credentials = "hf"
   }
-  format     = "parquet"
-  train      = ["data/train-*.parquet"]
-  val        = ["data/validation-*.parquet"]
-  test       = ["data/test-*.parquet"]
-  image_size = var.image_size
-  split_seed = var.split_seed
-  max_train  = var.max_train > 0 ? var.max_train : null
-  max_val    = var.max_val > 0 ? var.max_val : null
-  max_test   = var.max_test > 0 ? var.max_test : null
+  format       = "parquet"
+  train        = ["data/train-*.parquet"]
+  val_fraction = 0.01
+  test         = ["data/validation-*.parquet"]
+  image_size   = var.image_size
+  split_seed   = var.split_seed
+  max_train    = var.max_train > 0 ? var.max_train : null
+  max_val      = var.max_val > 0 ? var.max_val : null
+  max_test     = var.max_test > 0 ? var.max_test : null
 }
 
 output "dataset" {
-  value = dataset.data
+  description = "The dataset block's value (null when enabled = false)."
+  value       = try(dataset.data[0], null)
 }
 
 output "info" {

@@ -5,6 +5,11 @@
 # Declared, not runnable yet: gatepipe has no reader for this benchmark's
 # format (captions_zip), and validate says so instead of pretending.
 
+variable "enabled" {
+  description = "false declares the benchmark without planning its download (a tier module that is only listed)."
+  default     = true
+}
+
 variable "split_seed" {
   description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
   default     = 0
@@ -26,6 +31,7 @@ variable "max_test" {
 }
 
 dataset "data" {
+  count = var.enabled ? 1 : 0
   source {
     url = "unavailable:winoground"
   }
@@ -37,7 +43,8 @@ dataset "data" {
 }
 
 output "dataset" {
-  value = dataset.data
+  description = "The dataset block's value (null when enabled = false)."
+  value       = try(dataset.data[0], null)
 }
 
 output "info" {

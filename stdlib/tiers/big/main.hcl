@@ -1,10 +1,53 @@
 # bigGATE: the 21-benchmark tier the GATE paper publishes (Figure 4,
 # "fig4c_small_gate_tier" in stdlib/data/gate_combinations.csv), most important first.
 # A search block writes modules of the same shape for the tiers it finds.
+#
+# With an encoder it also runs: every benchmark of the tier that gatepipe
+# can read is downloaded (pinned in gatepipe.lock.hcl), evaluated with
+# GATE's task adapter, collected in a results matrix, and the encoder's
+# placement among the paper's 21 encoders is predicted with EEVEE:
+#
+#   encoder "mine" { preset = "resnet50"  weights = "model.safetensors" }
+#   module "gate" {
+#     source  = "stdlib/tiers/big"
+#     encoder = encoder.mine
+#     scale   = "cpu"          # "full" (default), "cpu", "test" or an object
+#   }
+#
+# Outputs: benchmarks, measured, not_run, table, position, report.
 
-output "benchmarks" {
-  description = "The 21 benchmarks of bigGATE."
-  value = [
+variable "encoder" {
+  description = "The encoder to evaluate (encoder.NAME); without it the module only lists the tier."
+  type        = any
+  default     = null
+}
+
+variable "model" {
+  description = "The encoder's name in results."
+  default     = "mine"
+}
+
+variable "scale" {
+  description = "\"full\", \"cpu\", \"test\" or an object of overrides (stdlib/tiers/run)."
+  type        = any
+  default     = "full"
+}
+
+variable "protocol" {
+  description = "\"finetune\" (GATE's) or \"linear_probe\"."
+  default     = "finetune"
+}
+
+variable "split_seed" {
+  default = 0
+}
+
+variable "seed" {
+  default = 0
+}
+
+locals {
+  benchmarks = [
     "winoground",
     "mini",
     "fungi",
@@ -27,6 +70,43 @@ output "benchmarks" {
     "kinetics",
     "hmdb51",
   ]
+}
+
+module "run" {
+  source     = "stdlib/tiers/run"
+  benchmarks = local.benchmarks
+  tier_name  = "Big"
+  encoder    = var.encoder
+  model      = var.model
+  scale      = var.scale
+  protocol   = var.protocol
+  split_seed = var.split_seed
+  seed       = var.seed
+}
+
+output "benchmarks" {
+  description = "The 21 benchmarks of bigGATE."
+  value       = local.benchmarks
+}
+
+output "measured" {
+  value = module.run.measured
+}
+
+output "not_run" {
+  value = module.run.not_run
+}
+
+output "table" {
+  value = module.run.table
+}
+
+output "position" {
+  value = module.run.position
+}
+
+output "report" {
+  value = module.run.report
 }
 
 output "source" {

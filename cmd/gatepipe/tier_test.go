@@ -1,0 +1,295 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"image"
+	"image/color"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/internal/hffixture"
+)
+
+// tierHub serves several Hub dataset repositories and plain URLs the way
+// a mirror lays them out (/HOST/PATH), every revision resolving to
+// hubCommit.
+type tierHub struct {
+	mu    sync.Mutex
+	repos map[string]map[string][]byte // repo -> path -> content
+	urls  map[string][]byte            // HOST/PATH -> content
+	bytes atomic.Int64
+	token string // required as a Bearer token when set
+}
+
+func (h *tierHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	if b, ok := h.urls[p]; ok {
+		h.bytes.Add(int64(len(b)))
+		w.Write(b)
+		return
+	}
+	for repo, files := range h.repos {
+		api := "huggingface.co/api/datasets/" + repo + "/"
+		switch {
+		case strings.HasPrefix(p, api+"revision/"):
+			if h.token != "" && r.Header.Get("Authorization") != "Bearer "+h.token {
+				http.Error(w, "gated", http.StatusUnauthorized)
+				return
+			}
+			json.NewEncoder(w).Encode(map[string]string{"sha": hubCommit})
+			return
+		case strings.HasPrefix(p, api+"tree/"+hubCommit+"/"):
+			dir := strings.TrimPrefix(p, api+"tree/"+hubCommit+"/")
+			out := []map[string]any{}
+			for name, b := range files {
+				if path.Dir(name) == dir {
+					sum := sha256.Sum256(b)
+					out = append(out, map[string]any{"type": "file", "path": name, "size": len(b),
+						"lfs": map[string]any{"oid": hex.EncodeToString(sum[:]), "size": len(b)}})
+				}
+			}
+			json.NewEncoder(w).Encode(out)
+			return
+		case strings.HasPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+hubCommit+"/"):
+			b, ok := files[strings.TrimPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+hubCommit+"/")]
+			if !ok {
+				break
+			}
+			h.bytes.Add(int64(len(b)))
+			w.Write(b)
+			return
+		}
+	}
+	http.NotFound(w, r)
+}
+
+// segShard is an ADE20K-layout shard: 12x12 images whose mask marks a
+// bright square as class 1 (the rest class 0).
+func segShard(t *testing.T, n int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var imgs, masks [][]byte
+	for range n {
+		img := image.NewRGBA(image.Rect(0, 0, 12, 12))
+		mask := image.NewGray(image.Rect(0, 0, 12, 12))
+		x0, y0 := rng.IntN(6), rng.IntN(6)
+		for y := range 12 {
+			for x := range 12 {
+				v := uint8(rng.IntN(60))
+				if x >= x0 && x < x0+6 && y >= y0 && y < y0+6 {
+					v, mask.Pix[y*12+x] = 200+uint8(rng.IntN(40)), 1
+				}
+				img.Set(x, y, color.RGBA{v, v, v, 255})
+			}
+		}
+		imgs, masks = append(imgs, hffixture.PNG(img)), append(masks, hffixture.PNG(mask))
+	}
+	var buf bytes.Buffer
+	if err := hffixture.Segmentation(&buf, imgs, masks, 100); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// acdcShard is an ACDC-layout shard: 16x16 float slices with an integer
+// mask of 3 classes.
+func acdcShard(t *testing.T, n int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var imgs [][][]float32
+	var masks [][][]int64
+	for range n {
+		img, mask := make([][]float32, 16), make([][]int64, 16)
+		r := 3 + rng.IntN(4)
+		for y := range 16 {
+			img[y], mask[y] = make([]float32, 16), make([]int64, 16)
+			for x := range 16 {
+				d := (x-8)*(x-8) + (y-8)*(y-8)
+				switch {
+				case d < r*r/2:
+					img[y][x], mask[y][x] = 0.9, 2
+				case d < r*r:
+					img[y][x], mask[y][x] = 0.5, 1
+				}
+				img[y][x] += float32(rng.Float64() * 0.1)
+			}
+		}
+		imgs, masks = append(imgs, img), append(masks, mask)
+	}
+	var buf bytes.Buffer
+	if err := hffixture.Arrays(&buf, imgs, masks, 100); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// cifar100Tarball is cifar-100-binary.tar.gz as its authors publish it:
+// train.bin and test.bin of <coarse> <fine> <3072 pixels> records, and the
+// label names.
+func cifar100Tarball(t *testing.T) []byte {
+	rng := rand.New(rand.NewPCG(4, 4))
+	batch := func(n int) []byte {
+		var b []byte
+		for i := range n {
+			fine := byte(i % 4)
+			b = append(b, fine/2, fine)
+			for c := range 3 * 32 * 32 {
+				b = append(b, byte(int(fine)*50+c%7+rng.IntN(20)))
+			}
+		}
+		return b
+	}
+	names := make([]string, 100)
+	for i := range names {
+		names[i] = "class" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{"cifar-100-binary/train.bin", batch(120)},
+		{"cifar-100-binary/test.bin", batch(40)},
+		{"cifar-100-binary/fine_label_names.txt", []byte(strings.Join(names, "\n") + "\n")},
+	} {
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg})
+		tw.Write(f.data)
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+// newTierHub serves fixtures of the small tier's readable benchmarks in
+// their real layouts: Hub Parquet shards (classification, few-shot,
+// ADE20K masks, ACDC arrays; ImageNet-1k gated) and the CIFAR-100 tarball.
+func newTierHub(t *testing.T) (*tierHub, *httptest.Server) {
+	cls := func(seed uint64) map[string][]byte {
+		return map[string][]byte{
+			"data/train-00000-of-00001.parquet":      parquetShard(t, 400, seed),
+			"data/validation-00000-of-00001.parquet": parquetShard(t, 45, seed+1),
+			"data/test-00000-of-00001.parquet":       parquetShard(t, 45, seed+2),
+		}
+	}
+	h := &tierHub{
+		repos: map[string]map[string][]byte{
+			"ILSVRC/imagenet-1k":            cls(10),
+			"GATE-engine/mini_imagenet":     cls(20),
+			"GATE-engine/cubirds200_bbcrop": cls(30),
+			"zhoubolei/scene_parse_150": {
+				"scene_parsing/train/0000.parquet":      segShard(t, 60, 1),
+				"scene_parsing/validation/0000.parquet": segShard(t, 30, 2),
+			},
+			"GATE-engine/automated_cardiac_diagnosis_competition.ACDC": {
+				"data/train-00000-of-00001.parquet": acdcShard(t, 60, 1),
+				"data/test-00000-of-00001.parquet":  acdcShard(t, 30, 2),
+			},
+		},
+		urls: map[string][]byte{"www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz": cifar100Tarball(t)},
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv
+}
+
+const tierPipeline = `
+encoder "mine" {
+  arch     = "convnet"
+  channels = [8]
+  hidden   = []
+}
+
+module "gate" {
+  source  = "stdlib/tiers/small"
+  encoder = encoder.mine
+  model   = "tiny-convnet"
+  scale   = "test"
+}
+
+output "position" { value = module.gate.position }
+output "not_run"  { value = module.gate.not_run }
+output "measured" { value = module.gate.measured }
+output "table"    { value = module.gate.table }
+output "report"   { value = module.gate.report }
+`
+
+// TestSmallTierRunsEndToEnd applies the stdlib small tier with a user
+// encoder at the "test" scale against fixtures of its readable benchmarks
+// served as a mirror: the results table, the predicted placement among
+// the paper's encoders and the report come out, and a second apply
+// downloads nothing and runs nothing.
+func TestSmallTierRunsEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains six benchmarks")
+	}
+	hub, srv := newTierHub(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), tierPipeline)
+	cache := filepath.Join(t.TempDir(), "c")
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	hub.token = "hf_tier"
+
+	if r := gpEnv(t, cache, env, "validate", dir); r.code != 0 {
+		t.Fatalf("validate: %d\n%s", r.code, r.stderr)
+	}
+	r := gpEnv(t, cache, env, "apply", dir)
+	if r.code != 0 {
+		filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+			if err == nil && (d.Name() == "matrix.csv" || d.Name() == "metrics.json") {
+				t.Log(p, readFile(p))
+			}
+			return nil
+		})
+		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`"acdc"`, `"ade20k"`, `"cifar100"`, `"cubirds"`, `"imagenet1k"`, `"mini"`, // measured
+		`"iwildcam"`, `"clevr-math"`, // not run: no reader yet
+		"mIoU", "Acc@1", "tiny-convnet", // the results table
+		" of 22", // placed among the paper's 21 encoders and itself
+		"report.html",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl"))
+	for _, want := range []string{"hf ILSVRC/imagenet-1k@main", "cifar-100-binary.tar.gz", "zhoubolei/scene_parse_150@refs/convert/parquet"} {
+		if !strings.Contains(lock, want) {
+			t.Errorf("lock file lacks %q", want)
+		}
+	}
+	if grepTree(t, cache, "hf_tier") || strings.Contains(lock, "hf_tier") {
+		t.Error("the token reached the cache or the lock file")
+	}
+	html := ""
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if i := strings.Index(line, "/"); i >= 0 && strings.HasSuffix(strings.TrimSpace(line), "report.html\"") {
+			html = strings.Trim(strings.TrimSpace(line[i:]), "\"")
+		}
+	}
+	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("tiny-convnet")) || !bytes.Contains(b, []byte("Small")) {
+		t.Errorf("report %q: %v, or it lacks the model or the tier", html, err)
+	}
+
+	before := hub.bytes.Load()
+	r = gpEnv(t, cache, env, "apply", dir)
+	if r.code != 0 || hub.bytes.Load() != before || !strings.Contains(r.stdout+r.stderr, "nothing ran") {
+		t.Fatalf("second apply: %d, %d bytes\n%s", r.code, hub.bytes.Load()-before, r.stderr)
+	}
+}

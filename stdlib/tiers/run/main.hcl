@@ -1,0 +1,409 @@
+# The engine behind stdlib/tiers/small, base and big: given a tier's
+# benchmarks and an encoder block, it evaluates the encoder on every tier
+# benchmark gatepipe can read (the stdlib/datasets modules with a reader),
+# collects the results matrix, predicts the encoder's results on the whole
+# GATE pool and its placement among the paper's 21 encoders with EEVEE, and
+# writes the report. The tier modules call it; call it directly for a tier
+# of your own:
+#
+#   module "mine" {
+#     source     = "stdlib/tiers/run"
+#     benchmarks = ["cifar100", "mini", "acdc"]
+#     encoder    = encoder.mine
+#     scale      = "cpu"
+#   }
+#
+# Without an encoder nothing is planned (the tier modules are also read
+# for their benchmark lists alone).
+
+variable "benchmarks" {
+  description = "The tier's benchmark IDs, as in the GATE matrix (stdlib/data/gate_table3.csv)."
+  type        = list(string)
+}
+
+variable "tier_name" {
+  description = "The tier's name in the report."
+  default     = "Tier"
+}
+
+variable "encoder" {
+  description = "The encoder evaluated: an encoder block (encoder.mine). null plans nothing."
+  type        = any
+  default     = null
+}
+
+variable "model" {
+  description = "The encoder's name in the results matrix, the prediction and the report."
+  default     = "mine"
+}
+
+variable "scale" {
+  description = <<-EOT
+    "full" (GATE's protocol: every example, 224x224 images), "cpu" (a CPU-sized
+    run: 2,000/500/1,000 examples, 64x64, 300 steps) or "test" (a smoke test on
+    fixtures), or an object overriding any of full's fields: max_train, max_val,
+    max_test, image_size, iterations, batch_size, validate_every, top_k, ways,
+    shots, queries.
+  EOT
+  type        = any
+  default     = "full"
+}
+
+variable "protocol" {
+  description = "\"finetune\" (GATE's: the encoder is trained with the task adapter) or \"linear_probe\" (the encoder is frozen; only the adapter learns)."
+  default     = "finetune"
+}
+
+variable "split_seed" {
+  description = "Seed of every split gatepipe draws."
+  default     = 0
+}
+
+variable "seed" {
+  description = "Seed of training (initialisation and batches)."
+  default     = 0
+}
+
+locals {
+  # The benchmarks gatepipe can read, with GATE's task adapter and the
+  # category the paper's matrix files them under.
+  readable = {
+    imagenet1k  = { adapter = "classification", category = "Img Class" }
+    food101     = { adapter = "classification", category = "Img Class" }
+    happywhale  = { adapter = "classification", category = "Img Class" }
+    cifar100    = { adapter = "classification", category = "Img Class" }
+    aircraft    = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    cubirds     = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    dtextures   = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    fungi       = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    mini        = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    omniglot    = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    vgg         = { adapter = "fewshot", category = "Few-Shot Img Class" }
+    ade20k      = { adapter = "segmentation", category = "Img Seg" }
+    cityscapes  = { adapter = "segmentation", category = "Img Seg" }
+    "coco-10k"  = { adapter = "segmentation", category = "Img Seg" }
+    "coco-164k" = { adapter = "segmentation", category = "Img Seg" }
+    acdc        = { adapter = "segmentation", category = "Medical Seg" }
+  }
+
+  scales = {
+    full = {
+      max_train      = 0
+      max_val        = 0
+      max_test       = 0
+      image_size     = [224, 224]
+      iterations     = 10000
+      batch_size     = 128
+      validate_every = 500
+      top_k          = 3
+      ways           = 5
+      shots          = 5
+      queries        = 15
+    }
+    cpu = {
+      max_train      = 2000
+      max_val        = 500
+      max_test       = 1000
+      image_size     = [64, 64]
+      iterations     = 300
+      batch_size     = 32
+      validate_every = 100
+      top_k          = 1
+      ways           = 5
+      shots          = 5
+      queries        = 5
+    }
+    test = {
+      max_train      = 60
+      max_val        = 30
+      max_test       = 30
+      image_size     = [16, 16]
+      iterations     = 4
+      batch_size     = 8
+      validate_every = 2
+      top_k          = 1
+      ways           = 3
+      shots          = 2
+      queries        = 2
+    }
+  }
+  s = merge(local.scales.full, try(local.scales[var.scale], var.scale))
+
+  on      = var.encoder != null
+  run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
+  skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
+  heads   = local.on ? toset([for b in local.run : local.readable[b].adapter]) : toset([])
+
+  data = {
+    imagenet1k  = module.imagenet1k.dataset
+    food101     = module.food101.dataset
+    happywhale  = module.happywhale.dataset
+    cifar100    = module.cifar100.dataset
+    aircraft    = module.aircraft.dataset
+    cubirds     = module.cubirds.dataset
+    dtextures   = module.dtextures.dataset
+    fungi       = module.fungi.dataset
+    mini        = module.mini.dataset
+    omniglot    = module.omniglot.dataset
+    vgg         = module.vgg.dataset
+    ade20k      = module.ade20k.dataset
+    cityscapes  = module.cityscapes.dataset
+    "coco-10k"  = module.coco_10k.dataset
+    "coco-164k" = module.coco_164k.dataset
+    acdc        = module.acdc.dataset
+  }
+}
+
+module "imagenet1k" {
+  source     = "stdlib/datasets/imagenet1k"
+  enabled    = contains(local.run, "imagenet1k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "food101" {
+  source     = "stdlib/datasets/food101"
+  enabled    = contains(local.run, "food101")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "happywhale" {
+  source     = "stdlib/datasets/happywhale"
+  enabled    = contains(local.run, "happywhale")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "cifar100" {
+  source     = "stdlib/datasets/cifar100"
+  enabled    = contains(local.run, "cifar100")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "aircraft" {
+  source     = "stdlib/datasets/aircraft"
+  enabled    = contains(local.run, "aircraft")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "cubirds" {
+  source     = "stdlib/datasets/cubirds"
+  enabled    = contains(local.run, "cubirds")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "dtextures" {
+  source     = "stdlib/datasets/dtextures"
+  enabled    = contains(local.run, "dtextures")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "fungi" {
+  source     = "stdlib/datasets/fungi"
+  enabled    = contains(local.run, "fungi")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "mini" {
+  source     = "stdlib/datasets/mini"
+  enabled    = contains(local.run, "mini")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "omniglot" {
+  source     = "stdlib/datasets/omniglot"
+  enabled    = contains(local.run, "omniglot")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "vgg" {
+  source     = "stdlib/datasets/vgg"
+  enabled    = contains(local.run, "vgg")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "ade20k" {
+  source     = "stdlib/datasets/ade20k"
+  enabled    = contains(local.run, "ade20k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "cityscapes" {
+  source     = "stdlib/datasets/cityscapes"
+  enabled    = contains(local.run, "cityscapes")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "coco_10k" {
+  source     = "stdlib/datasets/coco_10k"
+  enabled    = contains(local.run, "coco-10k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "coco_164k" {
+  source     = "stdlib/datasets/coco_164k"
+  enabled    = contains(local.run, "coco-164k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "acdc" {
+  source     = "stdlib/datasets/acdc"
+  enabled    = contains(local.run, "acdc")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+benchmark "b" {
+  for_each = local.run
+  dataset  = local.data[each.key].path
+  id       = each.key
+  category = local.readable[each.key].category
+}
+
+adapter "head" {
+  for_each = local.heads
+  task     = each.key
+  ways     = local.s.ways
+  shots    = local.s.shots
+  queries  = local.s.queries
+}
+
+# GATE's recipe shape; the learning rate is the recipe default for the
+# encoder's family and the task (the paper's per-family rates).
+recipe "r" {
+  count          = local.on ? 1 : 0
+  mode           = var.protocol
+  batch_size     = local.s.batch_size
+  iterations     = local.s.iterations
+  validate_every = local.s.validate_every
+  top_k          = local.s.top_k
+  seed           = var.seed
+}
+
+train "run" {
+  for_each  = local.run
+  encoder   = var.encoder
+  adapter   = adapter.head[local.readable[each.key].adapter]
+  recipe    = recipe.r[0]
+  benchmark = benchmark.b[each.key]
+  model     = var.model
+}
+
+results "tier" {
+  count   = local.on ? 1 : 0
+  metrics = [for k, t in train.run : t.metrics]
+}
+
+# The encoder's results on the whole pool, predicted by EEVEE's meta-model
+# from the benchmarks it was measured on, and its placement among the
+# paper's 21 encoders. Losses are left out: their scale depends on the
+# training run more than on the encoder.
+predict "placement" {
+  count    = local.on ? 1 : 0
+  matrix   = "stdlib/data/gate_table3.csv"
+  tier     = sort(tolist(local.run))
+  measured = results.tier[0].matrix
+  model    = var.model
+  columns  = "higher_is_better"
+}
+
+report "tier" {
+  count       = local.on ? 1 : 0
+  matrix      = "stdlib/data/gate_table3.csv"
+  paper       = true
+  predictions = [predict.placement[0].path]
+  tiers       = { (var.tier_name) = var.benchmarks }
+  runs        = [for k, t in train.run : t.out_dir]
+  title       = "${var.model} on ${var.tier_name}GATE"
+}
+
+output "benchmarks" {
+  description = "The tier's benchmarks."
+  value       = var.benchmarks
+}
+
+output "measured" {
+  description = "The benchmarks the encoder was evaluated on."
+  value       = sort(tolist(local.run))
+}
+
+output "not_run" {
+  description = "The tier's benchmarks gatepipe has no reader for yet (see stdlib/datasets/catalog.csv); they are predicted, not measured."
+  value       = local.skipped
+}
+
+output "table" {
+  description = "The results table (Markdown)."
+  value       = local.on ? results.tier[0].table : null
+}
+
+output "position" {
+  description = "The predicted placement among the pool's encoders."
+  value       = local.on ? "${predict.placement[0].position} of ${predict.placement[0].of}" : null
+}
+
+output "report" {
+  description = "The HTML report."
+  value       = local.on ? report.tier[0].html : null
+}
