@@ -9,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed datasets data tiers
+//go:embed datasets data tiers trainers
 var files embed.FS
 
 // FS returns the embedded files, rooted so that "datasets/fashion_mnist"

@@ -54,6 +54,27 @@ variable "protocol" {
   default     = "finetune"
 }
 
+variable "trainer" {
+  description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks, the few-shot ones stay on the built-in trainer)."
+  default     = "builtin"
+}
+
+variable "torch_arch" {
+  description = "The torch trainer's model: a torchvision name, timm:NAME or convnet (default: the encoder's preset, else convnet)."
+  type        = string
+  default     = null
+}
+
+variable "python" {
+  description = "The Python with PyTorch for the torch trainer."
+  default     = "python3"
+}
+
+variable "gpus" {
+  description = "GPUs per torch-trainer node (0 or 1)."
+  default     = 0
+}
+
 variable "split_seed" {
   description = "Seed of every split gatepipe draws."
   default     = 0
@@ -132,7 +153,11 @@ locals {
   on      = var.encoder != null
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
-  heads   = local.on ? toset([for b in local.run : local.readable[b].adapter]) : toset([])
+  heads   = local.on ? toset([for b in local.builtin : local.readable[b].adapter]) : toset([])
+
+  # Which trainer runs each benchmark.
+  torch   = var.trainer == "torch" ? toset([for b in local.run : b if local.readable[b].adapter != "fewshot"]) : toset([])
+  builtin = setsubtract(local.run, local.torch)
 
   data = {
     imagenet1k  = module.imagenet1k.dataset
@@ -342,7 +367,7 @@ recipe "r" {
 }
 
 train "run" {
-  for_each  = local.run
+  for_each  = local.builtin
   encoder   = var.encoder
   adapter   = adapter.head[local.readable[each.key].adapter]
   recipe    = recipe.r[0]
@@ -350,9 +375,35 @@ train "run" {
   model     = var.model
 }
 
+# The same experiments on PyTorch (trainer = "torch"), the encoder's
+# preset as the torchvision model and its weights as the initial state.
+command "torch" {
+  for_each = local.torch
+  run      = [var.python, "-c", file("../../trainers/torch/trainer.py")]
+  inputs   = var.encoder.weights == "" ? [] : [var.encoder.weights]
+  experiment = {
+    model          = var.model
+    arch           = var.torch_arch != null ? var.torch_arch : (var.encoder.preset != "" ? var.encoder.preset : "convnet")
+    benchmark      = each.key
+    category       = local.readable[each.key].category
+    dataset        = local.data[each.key].path
+    weights        = var.encoder.weights == "" ? null : var.encoder.weights
+    lr             = local.readable[each.key].adapter == "segmentation" ? 6e-4 : 1e-3
+    weight_decay   = 0.01
+    batch_size     = local.s.batch_size
+    iterations     = local.s.iterations
+    validate_every = local.s.validate_every
+    seed           = var.seed
+  }
+  resources {
+    cpus = 1
+    gpus = var.gpus
+  }
+}
+
 results "tier" {
   count   = local.on ? 1 : 0
-  metrics = [for k, t in train.run : t.metrics]
+  metrics = concat([for k, t in train.run : t.metrics], [for k, c in command.torch : c.metrics])
 }
 
 # The encoder's results on the whole pool, predicted by EEVEE's meta-model
@@ -374,7 +425,7 @@ report "tier" {
   paper       = true
   predictions = [predict.placement[0].path]
   tiers       = { (var.tier_name) = var.benchmarks }
-  runs        = [for k, t in train.run : t.out_dir]
+  runs        = concat([for k, t in train.run : t.out_dir], [for k, c in command.torch : c.out_dir])
   title       = "${var.model} on ${var.tier_name}GATE"
 }
 

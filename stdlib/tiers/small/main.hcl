@@ -38,6 +38,20 @@ variable "protocol" {
   default     = "finetune"
 }
 
+variable "trainer" {
+  description = "\"builtin\" or \"torch\" (stdlib/trainers/torch; see stdlib/tiers/run)."
+  default     = "builtin"
+}
+
+variable "gpus" {
+  description = "GPUs per torch-trainer node."
+  default     = 0
+}
+
+variable "python" {
+  default = "python3"
+}
+
 variable "split_seed" {
   default = 0
 }
@@ -67,6 +81,9 @@ module "run" {
   model      = var.model
   scale      = var.scale
   protocol   = var.protocol
+  trainer    = var.trainer
+  gpus       = var.gpus
+  python     = var.python
   split_seed = var.split_seed
   seed       = var.seed
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// needTorch skips the test (fails it in CI, where make test installs
+// Debian's python3-torch and python3-torchvision) without PyTorch.
+func needTorch(t *testing.T) {
+	t.Helper()
+	if exec.Command("/usr/bin/python3", "-c", "import torch, torchvision").Run() != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("/usr/bin/python3 with torch and torchvision is needed (python3-torch, python3-torchvision)")
+		}
+		t.Skip("/usr/bin/python3 has no torch/torchvision")
+	}
+}
+
+const torchPipeline = `
+module "mini" {
+  source     = "stdlib/datasets/mini"
+  image_size = [16, 16]
+  max_train  = 200
+}
+
+module "ade20k" {
+  source     = "stdlib/datasets/ade20k"
+  image_size = [16, 16]
+}
+
+benchmark "mini" {
+  dataset = module.mini.dataset.path
+  id      = "mini"
+}
+
+benchmark "ade20k" {
+  dataset  = module.ade20k.dataset.path
+  id       = "ade20k"
+  category = "Img Seg"
+}
+
+module "torch_mini" {
+  source         = "stdlib/trainers/torch"
+  benchmark      = benchmark.mini
+  arch           = "resnet18"
+  python         = "/usr/bin/python3"
+  batch_size     = 16
+  iterations     = 6
+  validate_every = 3
+}
+
+module "torch_ade20k" {
+  source         = "stdlib/trainers/torch"
+  benchmark      = benchmark.ade20k
+  arch           = "convnet"
+  python         = "/usr/bin/python3"
+  batch_size     = 8
+  iterations     = 4
+  validate_every = 2
+}
+
+results "torch" {
+  metrics = [module.torch_mini.metrics, module.torch_ade20k.metrics]
+}
+
+output "table" { value = results.torch.table }
+output "log"   { value = "${module.torch_mini.out_dir}/log.jsonl" }
+`
+
+// TestStdlibTorchTrainer runs the stdlib PyTorch trainer with Debian's
+// python3-torch on two fixture benchmarks served through a mirror:
+// torchvision's ResNet-18 on a classification store and the small CNN
+// with the segmentation head on ADE20K masks. Their metrics land in one
+// results table with GATE's names, the log streams progress, and a
+// second apply runs nothing.
+func TestStdlibTorchTrainer(t *testing.T) {
+	needTorch(t)
+	_, srv := newTierHub(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), torchPipeline)
+	cache := filepath.Join(t.TempDir(), "c")
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	r := gpEnv(t, cache, env, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"resnet18", "convnet", "mini", "ade20k", "Acc@1", "Acc@5", "mIoU", "Dice Score", "CE Loss ↓"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var logPath string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "log =") {
+			logPath = strings.Trim(strings.TrimSpace(strings.SplitN(line, "=", 2)[1]), `"`)
+		}
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var validated bool
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if _, ok := rec["val_Acc@1"]; ok && rec["total"] == 6.0 {
+			validated = true
+		}
+	}
+	if !validated {
+		t.Errorf("the log has no validation line:\n%s", data)
+	}
+	r = gpEnv(t, cache, env, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "nothing ran") {
+		t.Fatalf("second apply: %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestSmallTierOnTheTorchTrainer: trainer = "torch" runs the small tier's
+// classification and segmentation benchmarks on the stdlib PyTorch
+// trainer (the few-shot ones on the built-in trainer) into the same
+// results, prediction and report.
+func TestSmallTierOnTheTorchTrainer(t *testing.T) {
+	needTorch(t)
+	hub, srv := newTierHub(t)
+	hub.token = "hf_tier"
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, `scale   = "test"`,
+		`scale   = "test"
+  trainer = "torch"
+  python  = "/usr/bin/python3"`, 1))
+	cache := filepath.Join(t.TempDir(), "c")
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	r := gpEnv(t, cache, env, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{`command.torch[\"ade20k\"]`, `train.run[\"mini\"]`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("no %s in the log", want)
+		}
+	}
+	for _, want := range []string{"mIoU", "Acc@1", " of 22", "report.html"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

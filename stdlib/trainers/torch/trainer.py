@@ -1,0 +1,252 @@
+"""gatepipe's stdlib PyTorch trainer (protocol gatepipe-trainer/1).
+
+gatepipe runs it as `python3 -c <this file>` with $GATEPIPE_EXPERIMENT
+naming experiment.json: the config (a gatepipe example store, the model,
+the recipe), the output directory and the assigned devices. It trains a
+torchvision (or, when installed, timm) model with AdamW on the store's
+train split, validates every validate_every steps, keeps the best
+checkpoint by the validation score, tests it, appends progress to
+log.jsonl and writes metrics.json with GATE's metric names. One GPU when
+gatepipe assigned one (CUDA_VISIBLE_DEVICES), else the CPU share it gave.
+
+Tasks: classification (Acc@1, Acc@5, Loss) and segmentation (mIoU, Mean
+Acc@, Overall Acc@, Dice Score, CE Loss: a 1x1 convolution on the
+encoder's last feature map, upsampled bilinearly, as gatepipe's built-in
+head). Standard library + torch (+ torchvision / timm for their models).
+"""
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+SAFETENSORS_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                      "F64": torch.float64, "I64": torch.int64, "U8": torch.uint8, "I32": torch.int32}
+
+
+def read_safetensors(path):
+    """Every tensor of a safetensors file, as torch tensors (CPU)."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = bytearray(f.read())
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = h["data_offsets"]
+        dtype = SAFETENSORS_DTYPES.get(h["dtype"])
+        if dtype is None:
+            raise SystemExit("%s: tensor %s has dtype %s, which this trainer does not read" % (path, name, h["dtype"]))
+        t = torch.frombuffer(data[b:e], dtype=dtype) if e > b else torch.empty(0, dtype=dtype)
+        out[name] = t.reshape(h["shape"])
+    return out
+
+
+def load_split(store, split, meta, task):
+    """x as float [N, C, H, W] normalised as meta.json says; y as int64."""
+    t = read_safetensors(os.path.join(store, split + ".safetensors"))
+    x = t["x"].float()
+    norm = meta["normalize"]
+    mean = torch.tensor(norm["mean"], dtype=torch.float32)
+    std = torch.tensor(norm["std"], dtype=torch.float32)
+    if x.dim() != 4:
+        raise SystemExit("split %s: examples of shape %s; this trainer needs images [C, H, W]" % (split, list(x.shape[1:])))
+    x = (x * norm["scale"] - mean.view(1, -1, 1, 1)) / std.view(1, -1, 1, 1)
+    y = t["y"].long()
+    if task == "segmentation" and y.dim() != 3:
+        raise SystemExit("split %s: segmentation needs masks [N, H, W], not %s" % (split, list(y.shape)))
+    return x, y
+
+
+class ConvNet(torch.nn.Module):
+    """A small CNN: conv3x3-ReLU-maxpool per width; features before the pool of the last."""
+
+    def __init__(self, in_ch, classes, widths=(32, 64)):
+        super().__init__()
+        layers, c = [], in_ch
+        for w in widths:
+            layers += [torch.nn.Conv2d(c, w, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2)]
+            c = w
+        self.features = torch.nn.Sequential(*layers)
+        self.fc = torch.nn.Linear(c, classes)
+        self.width = c
+
+    def forward_features(self, x):
+        return self.features(x)
+
+    def forward(self, x):
+        return self.fc(self.forward_features(x).mean(dim=(2, 3)))
+
+
+def build_model(arch, in_ch, classes):
+    """The model and a function giving its last feature map [N, C, h, w]."""
+    if arch == "convnet":
+        m = ConvNet(in_ch, classes)
+        return m, m.forward_features, m.width
+    if arch.startswith("timm:"):
+        import timm
+        m = timm.create_model(arch[5:], pretrained=False, num_classes=classes, in_chans=in_ch)
+        return m, m.forward_features, m.num_features
+    import torchvision
+    if not hasattr(torchvision.models, arch):
+        raise SystemExit("model %r: not a torchvision model (torchvision %s); use convnet, a torchvision name "
+                         "such as resnet18, or timm:NAME with timm installed" % (arch, torchvision.__version__))
+    m = getattr(torchvision.models, arch)(num_classes=classes)
+    if arch.startswith(("resnet", "resnext", "wide_resnet")):
+        if in_ch != 3:
+            m.conv1 = torch.nn.Conv2d(in_ch, m.conv1.out_channels, 7, 2, 3, bias=False)
+        body = torch.nn.Sequential(*list(m.children())[:-2])
+        return m, body, m.fc.in_features
+    if in_ch != 3:
+        raise SystemExit("model %r: %d input channels; only ResNets and convnet adapt their stem here" % (arch, in_ch))
+    if hasattr(m, "features"):
+        return m, m.features, None
+    raise SystemExit("model %r: no feature map for segmentation; use a ResNet or convnet" % arch)
+
+
+def load_weights(model, path, log):
+    """Loads a safetensors state dict; tensors whose name or shape does not fit (a head) stay fresh."""
+    state = read_safetensors(path)
+    # gatepipe's own checkpoints name the encoder's tensors encoder.*
+    state = {k[len("encoder."):] if k.startswith("encoder.") else k: v for k, v in state.items()}
+    own = model.state_dict()
+    fit = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    missing = [k for k in own if k not in fit]
+    model.load_state_dict(fit, strict=False)
+    log("weights %s: %d tensors loaded, %d left as initialised (%s)" % (
+        os.path.basename(path), len(fit), len(missing), ", ".join(missing[:4]) + ("..." if len(missing) > 4 else "")))
+    if not fit:
+        raise SystemExit("weights %s: no tensor fits the model (names or shapes differ)" % path)
+
+
+class SegHead(torch.nn.Module):
+    def __init__(self, features, width, classes):
+        super().__init__()
+        self.features = features
+        self.head = torch.nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        z = self.head(self.features(x))
+        return F.interpolate(z, size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+
+def evaluate(model, x, y, task, classes, batch, dev):
+    model.eval()
+    losses, n = 0.0, 0
+    correct1 = correct5 = 0
+    inter = torch.zeros(classes, dtype=torch.float64)
+    union = torch.zeros(classes, dtype=torch.float64)
+    truth = torch.zeros(classes, dtype=torch.float64)
+    pred_n = torch.zeros(classes, dtype=torch.float64)
+    with torch.no_grad():
+        for i in range(0, x.shape[0], batch):
+            xb, yb = x[i:i + batch].to(dev), y[i:i + batch].to(dev)
+            out = model(xb)
+            losses += float(F.cross_entropy(out, yb, reduction="sum"))
+            n += yb.numel()
+            if task == "classification":
+                top = out.topk(min(5, classes), dim=1).indices
+                correct1 += int((top[:, 0] == yb).sum())
+                correct5 += int((top == yb[:, None]).any(dim=1).sum())
+            else:
+                p = out.argmax(dim=1).flatten().cpu()
+                t = yb.flatten().cpu()
+                truth += torch.bincount(t, minlength=classes).double()
+                pred_n += torch.bincount(p, minlength=classes).double()
+                inter += torch.bincount(t[p == t], minlength=classes).double()
+    model.train()
+    if task == "classification":
+        cnt = x.shape[0]
+        return {"Acc@1": (100.0 * correct1 / cnt, True), "Acc@5": (100.0 * correct5 / cnt, True), "Loss": (losses / n, False)}
+    union = truth + pred_n - inter
+    present = union > 0
+    iou = inter[present] / union[present]
+    dice = 2 * inter[present] / (truth + pred_n)[present]
+    acc = inter[truth > 0] / truth[truth > 0]
+    return {"mIoU": (100.0 * float(iou.mean()), True), "Mean Acc@": (100.0 * float(acc.mean()), True),
+            "Overall Acc@": (100.0 * float(inter.sum() / truth.sum()), True),
+            "Dice Score": (100.0 * float(dice.mean()), True), "CE Loss": (losses / n, False)}
+
+
+def main():
+    with open(os.environ["GATEPIPE_EXPERIMENT"]) as f:
+        exp = json.load(f)
+    cfg, out_dir = exp["config"], exp["out_dir"]
+    logf = open(os.path.join(out_dir, "log.jsonl"), "a")
+
+    def progress(step, total, **fields):
+        logf.write(json.dumps(dict(step=step, total=total, **fields)) + "\n")
+        logf.flush()
+
+    def say(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    cuda = exp["devices"].get("device") == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit("gatepipe assigned a GPU but torch.cuda.is_available() is false (torch %s)" % torch.__version__)
+    dev = torch.device("cuda:0" if cuda else "cpu")
+    torch.set_num_threads(max(int(exp["devices"].get("cpus", 1)), 1))
+    seed = int(cfg.get("seed", 0))
+    torch.manual_seed(seed)
+
+    store = cfg["dataset"]
+    with open(os.path.join(store, "meta.json")) as f:
+        meta = json.load(f)
+    task = meta["task"]
+    if task not in ("classification", "segmentation"):
+        raise SystemExit("the benchmark dataset is a %s task; this trainer runs classification and segmentation" % task)
+    classes = int(meta["num_classes"])
+    x, y = load_split(store, "train", meta, task)
+    xv, yv = load_split(store, "val", meta, task)
+    xt, yt = load_split(store, "test", meta, task)
+
+    model, features, width = build_model(cfg.get("arch", "resnet18"), x.shape[1], classes)
+    if cfg.get("weights"):
+        load_weights(model, cfg["weights"], say)
+    if task == "segmentation":
+        if width is None:
+            raise SystemExit("model %r: unknown feature width for the segmentation head" % cfg.get("arch"))
+        model = SegHead(features, width, classes)
+    model.to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=float(cfg.get("lr", 1e-3)),
+                            weight_decay=float(cfg.get("weight_decay", 0.01)))
+    iters = int(cfg.get("iterations", 1000))
+    every = int(cfg.get("validate_every", 200))
+    batch = int(cfg.get("batch_size", 128))
+    primary = "Acc@1" if task == "classification" else "mIoU"
+    gen = torch.Generator().manual_seed(seed)
+    best, best_state = -math.inf, None
+    start = time.time()
+    for step in range(1, iters + 1):
+        idx = torch.randint(0, x.shape[0], (min(batch, x.shape[0]),), generator=gen)
+        loss = F.cross_entropy(model(x[idx].to(dev)), y[idx].to(dev))
+        if not torch.isfinite(loss):
+            raise SystemExit("iteration %d: the loss is %s" % (step, float(loss)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % every == 0 or step == iters:
+            val = evaluate(model, xv, yv, task, classes, batch, dev)
+            score = val[primary][0]
+            progress(step, iters, loss=float(loss), **{"val_" + k: v for k, (v, _) in val.items()},
+                     images_per_sec=step * batch / max(time.time() - start, 1e-9))
+            if score > best:
+                best = score
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        elif step % 10 == 0:
+            progress(step, iters, loss=float(loss))
+    model.load_state_dict(best_state)
+    test = evaluate(model, xt, yt, task, classes, batch, dev)
+    with open(os.path.join(out_dir, "metrics.json"), "w") as f:
+        json.dump({"model": cfg["model"], "benchmark": cfg["benchmark"], "category": cfg.get("category", "Img Class"),
+                   "metrics": {k: {"value": float(v), "higher_is_better": h} for k, (v, h) in test.items()},
+                   "primary": primary}, f, indent=2)
+    say("%s on %s (%s, %d steps): %s %.2f" % (cfg["model"], cfg["benchmark"], dev, iters, primary, test[primary][0]))
+
+
+main()
