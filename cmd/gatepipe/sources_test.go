@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -25,7 +24,7 @@ import (
 // resolve downloads, and a Kaggle download behind basic auth.
 type fakeHub struct {
 	mu     sync.Mutex
-	files  map[string][]byte // repo path -> content, for repo "gate/tiny"
+	files  map[string][]byte // repo path -> content, for repo
 	kaggle []byte
 	gated  bool
 	bytes  atomic.Int64
@@ -55,30 +54,7 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if repo == "" {
 		repo = "gate/tiny"
 	}
-	p = strings.Replace(p, "datasets/"+repo+"/", "datasets/gate/tiny/", 1)
-	switch {
-	case p == "huggingface.co/api/datasets/gate/tiny/revision/main":
-		json.NewEncoder(w).Encode(map[string]string{"sha": hubCommit})
-	case strings.HasPrefix(p, "huggingface.co/api/datasets/gate/tiny/tree/"+hubCommit+"/"):
-		dir := strings.TrimPrefix(p, "huggingface.co/api/datasets/gate/tiny/tree/"+hubCommit+"/")
-		var out []map[string]any
-		for name, b := range h.files {
-			if filepath.Dir(name) == dir {
-				sum := sha256.Sum256(b)
-				out = append(out, map[string]any{"type": "file", "path": name, "size": len(b),
-					"lfs": map[string]any{"oid": hex.EncodeToString(sum[:]), "size": len(b)}})
-			}
-		}
-		json.NewEncoder(w).Encode(out)
-	case strings.HasPrefix(p, "huggingface.co/datasets/gate/tiny/resolve/"+hubCommit+"/"):
-		b, ok := h.files[strings.TrimPrefix(p, "huggingface.co/datasets/gate/tiny/resolve/"+hubCommit+"/")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		h.bytes.Add(int64(len(b)))
-		w.Write(b)
-	default:
+	if !serveRepos(w, p, map[string]map[string][]byte{repo: h.files}, &h.bytes) {
 		http.NotFound(w, r)
 	}
 }

@@ -43,16 +43,26 @@ func (h *tierHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 		return
 	}
-	for repo, files := range h.repos {
+	if h.token != "" && strings.Contains(p, "/revision/") && r.Header.Get("Authorization") != "Bearer "+h.token {
+		http.Error(w, "gated", http.StatusUnauthorized)
+		return
+	}
+	if serveRepos(w, p, h.repos, &h.bytes) {
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// serveRepos answers the Hub API and download paths (as a mirror lays
+// them out) for the given dataset repositories, every revision resolving
+// to hubCommit; false when p is none of them.
+func serveRepos(w http.ResponseWriter, p string, repos map[string]map[string][]byte, count *atomic.Int64) bool {
+	for repo, files := range repos {
 		api := "huggingface.co/api/datasets/" + repo + "/"
 		switch {
 		case strings.HasPrefix(p, api+"revision/"):
-			if h.token != "" && r.Header.Get("Authorization") != "Bearer "+h.token {
-				http.Error(w, "gated", http.StatusUnauthorized)
-				return
-			}
 			json.NewEncoder(w).Encode(map[string]string{"sha": hubCommit})
-			return
+			return true
 		case strings.HasPrefix(p, api+"tree/"+hubCommit+"/"):
 			dir := strings.TrimPrefix(p, api+"tree/"+hubCommit+"/")
 			out := []map[string]any{}
@@ -64,18 +74,16 @@ func (h *tierHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			json.NewEncoder(w).Encode(out)
-			return
+			return true
 		case strings.HasPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+hubCommit+"/"):
-			b, ok := files[strings.TrimPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+hubCommit+"/")]
-			if !ok {
-				break
+			if b, ok := files[strings.TrimPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+hubCommit+"/")]; ok {
+				count.Add(int64(len(b)))
+				w.Write(b)
+				return true
 			}
-			h.bytes.Add(int64(len(b)))
-			w.Write(b)
-			return
 		}
 	}
-	http.NotFound(w, r)
+	return false
 }
 
 // segShard is an ADE20K-layout shard: 12x12 images whose mask marks a

@@ -155,11 +155,18 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	row, name, err := n.measuredRow(pool, mine)
+	p, err := eevee.NewProblem(pool, n.Opts)
 	if err != nil {
 		return cty.NilVal, err
 	}
-	p, err := eevee.NewProblem(pool, n.Opts)
+	// The meta-model may keep only some of the pool's columns (columns =
+	// "primary", say): EEVEE's measured values align with those, matrix
+	// completion's with the whole pool.
+	aligned := pool
+	if n.method == "eevee" {
+		aligned = p.Matrix
+	}
+	row, name, err := n.measuredRow(aligned, mine)
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -174,16 +181,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("tier: %w", err)
 		}
-		// The problem may keep only some of the pool's columns
-		// (columns = "primary", say): align the measured values with those.
-		prow, _, err := n.measuredRow(p.Matrix, mine)
-		if err != nil {
+		if pred, err = p.Predict(tier, row); err != nil {
 			return cty.NilVal, err
 		}
-		if pred, err = p.Predict(tier, prow); err != nil {
-			return cty.NilVal, err
-		}
-		row = prow
 	} else if pred, check, err = n.complete(ctx, env, pool, row); err != nil {
 		return cty.NilVal, err
 	}

@@ -153,11 +153,11 @@ locals {
   on      = var.encoder != null
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
-  heads   = local.on ? toset([for b in local.builtin : local.readable[b].adapter]) : toset([])
 
   # Which trainer runs each benchmark.
   torch   = var.trainer == "torch" ? toset([for b in local.run : b if local.readable[b].adapter != "fewshot"]) : toset([])
   builtin = setsubtract(local.run, local.torch)
+  heads   = toset([for b in local.builtin : local.readable[b].adapter])
 
   data = {
     imagenet1k  = module.imagenet1k.dataset
