@@ -63,13 +63,9 @@ func Read(root string, classes []string, channels, height, width int) (*Images, 
 			if e.IsDir() || (ext != ".png" && ext != ".jpg" && ext != ".jpeg") {
 				continue
 			}
-			p := filepath.Join(dir, e.Name())
-			img, err := decode(p)
-			if err != nil {
+			if out.Pixels, err = AppendFile(out.Pixels, filepath.Join(dir, e.Name()), dst, channels); err != nil {
 				return nil, err
 			}
-			draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-			out.Pixels = AppendCHW(out.Pixels, dst, channels)
 			out.Labels = append(out.Labels, int64(ci))
 			out.Files = append(out.Files, filepath.ToSlash(filepath.Join(class, e.Name())))
 		}
@@ -78,6 +74,18 @@ func Read(root string, classes []string, channels, height, width int) (*Images, 
 		return nil, fmt.Errorf("%s: no PNG or JPEG images found", root)
 	}
 	return out, nil
+}
+
+// AppendFile decodes the PNG or JPEG file p, scales it to dst's size
+// (bilinear; dst is scratch space) and appends its pixels to out as
+// AppendCHW does.
+func AppendFile(out []byte, p string, dst *image.RGBA, channels int) ([]byte, error) {
+	img, err := decode(p)
+	if err != nil {
+		return out, err
+	}
+	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
+	return AppendCHW(out, dst, channels), nil
 }
 
 func decode(p string) (image.Image, error) {

@@ -1,0 +1,64 @@
+package imagecsv
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"runtime"
+	"sync"
+
+	"github.com/gatepipe/gatepipe/formats/imagefolder"
+)
+
+// Decode reads the image files at paths, scaled to height x width, as
+// [len(paths), channels, height, width] bytes in the order given. Files are
+// decoded on all CPUs; the first error (naming the file) stops the work.
+func Decode(ctx context.Context, paths []string, channels, height, width int) ([]byte, error) {
+	if channels != 1 && channels != 3 {
+		return nil, fmt.Errorf("channels must be 1 or 3, not %d", channels)
+	}
+	if height <= 0 || width <= 0 {
+		return nil, fmt.Errorf("image size must be positive, not %dx%d", height, width)
+	}
+	size := channels * height * width
+	out := make([]byte, len(paths)*size)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	workers := min(runtime.GOMAXPROCS(0), max(len(paths), 1))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dst := image.NewRGBA(image.Rect(0, 0, width, height))
+			buf := make([]byte, 0, size)
+			for i := range next {
+				var err error
+				if buf, err = imagefolder.AppendFile(buf[:0], paths[i], dst, channels); err != nil {
+					once.Do(func() { first = err; cancel() })
+					continue
+				}
+				copy(out[i*size:], buf)
+			}
+		}()
+	}
+feed:
+	for i := range paths {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return out, ctx.Err()
+}
