@@ -13,7 +13,8 @@ import (
 // Decode reads the image files at paths, scaled to height x width, as
 // [len(paths), channels, height, width] bytes in the order given. Files are
 // decoded on all CPUs; the first error (naming the file) stops the work.
-func Decode(ctx context.Context, paths []string, channels, height, width int) ([]byte, error) {
+// progress, when not nil, hears how many files were handed out so far.
+func Decode(ctx context.Context, paths []string, channels, height, width int, progress func(done int)) ([]byte, error) {
 	if channels != 1 && channels != 3 {
 		return nil, fmt.Errorf("channels must be 1 or 3, not %d", channels)
 	}
@@ -49,6 +50,9 @@ func Decode(ctx context.Context, paths []string, channels, height, width int) ([
 	}
 feed:
 	for i := range paths {
+		if progress != nil && i%64 == 0 {
+			progress(i)
+		}
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -57,6 +61,9 @@ feed:
 	}
 	close(next)
 	wg.Wait()
+	if progress != nil && first == nil && ctx.Err() == nil {
+		progress(len(paths))
+	}
 	if first != nil {
 		return nil, first
 	}

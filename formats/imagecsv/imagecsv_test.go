@@ -107,9 +107,13 @@ func TestIndexAndDecode(t *testing.T) {
 
 	p1, _ := ix.Find("ISIC_1")
 	p2, _ := ix.Find("ISIC_2")
-	px, err := Decode(context.Background(), []string{p2, p1, p2}, 3, 2, 3)
+	var last int
+	px, err := Decode(context.Background(), []string{p2, p1, p2}, 3, 2, 3, func(done int) { last = done })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if last != 3 {
+		t.Errorf("progress ended at %d, want 3", last)
 	}
 	if len(px) != 3*3*2*3 {
 		t.Fatalf("%d bytes, want 54", len(px))
@@ -121,18 +125,18 @@ func TestIndexAndDecode(t *testing.T) {
 			t.Errorf("image %d: R=%d B=%d, want about %d and %d", i, img[0], img[12], want.r, want.b)
 		}
 	}
-	grey, err := Decode(context.Background(), []string{p1}, 1, 2, 2)
+	grey, err := Decode(context.Background(), []string{p1}, 1, 2, 2, nil)
 	if err != nil || len(grey) != 4 {
 		t.Fatalf("grey decode: %d bytes, %v", len(grey), err)
 	}
 	bad := filepath.Join(root, "bad.png")
 	os.WriteFile(bad, []byte("\x89PNG broken"), 0o666)
-	if _, err := Decode(context.Background(), []string{p1, bad}, 3, 2, 2); err == nil || !strings.Contains(err.Error(), "bad.png") {
+	if _, err := Decode(context.Background(), []string{p1, bad}, 3, 2, 2, nil); err == nil || !strings.Contains(err.Error(), "bad.png") {
 		t.Errorf("a broken image must be named: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Decode(ctx, []string{p1, p2}, 3, 2, 2); err == nil {
+	if _, err := Decode(ctx, []string{p1, p2}, 3, 2, 2, nil); err == nil {
 		t.Error("a cancelled context must stop decoding")
 	}
 }

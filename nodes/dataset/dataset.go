@@ -41,16 +41,15 @@ var Unreadable = map[string]string{
 	"gulp":         "GulpIO video chunks (HMDB51, UCF-101)",
 	"video":        "archives of MP4 videos (Kinetics)",
 	"hdf5":         "HDF5 files (NYU Depth v2)",
-	"image_csv":    "image archives with a label CSV (Kaggle medical sets, ChestX-ray14)",
 	"image_list":   "image archives with file-list annotations (Places365)",
-	"captions_zip": "image archives with caption files (Flickr30k, Winoground, NYCC)",
+	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
 	"vqa_json":     "image archives with question JSON (CLEVR, CLEVR-Math)",
 	"voc_mat":      "VOC tarballs with MATLAB masks (PASCAL-Context)",
 	"coco_json":    "image archives with COCO-style JSON (iWildCam)",
 }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
@@ -96,6 +95,14 @@ var spec = hcldec.ObjectSpec{
 	"cifar_label":   &hcldec.AttrSpec{Name: "cifar_label", Type: cty.String},
 	"class_names":   &hcldec.AttrSpec{Name: "class_names", Type: cty.List(cty.String)},
 	"keep_classes":  &hcldec.AttrSpec{Name: "keep_classes", Type: cty.List(cty.String)},
+	// image_csv and captions_csv (annotated.go).
+	"annotations":        &hcldec.AttrSpec{Name: "annotations", Type: cty.List(cty.String)},
+	"images":             &hcldec.AttrSpec{Name: "images", Type: cty.List(cty.String)},
+	"label_separator":    &hcldec.AttrSpec{Name: "label_separator", Type: cty.String},
+	"caption_column":     &hcldec.AttrSpec{Name: "caption_column", Type: cty.String},
+	"split_column":       &hcldec.AttrSpec{Name: "split_column", Type: cty.String},
+	"max_caption_tokens": &hcldec.AttrSpec{Name: "max_caption_tokens", Type: cty.Number},
+	"max_vocabulary":     &hcldec.AttrSpec{Name: "max_vocabulary", Type: cty.Number},
 }
 
 // Spec returns the block schema.
@@ -162,6 +169,14 @@ type config struct {
 	CifarLabel   *string          `cty:"cifar_label"`
 	ClassNames   []string         `cty:"class_names"`
 	KeepClasses  []string         `cty:"keep_classes"`
+
+	Annotations      []string `cty:"annotations"`
+	Images           []string `cty:"images"`
+	LabelSeparator   *string  `cty:"label_separator"`
+	CaptionColumn    *string  `cty:"caption_column"`
+	SplitColumn      *string  `cty:"split_column"`
+	MaxCaptionTokens *int     `cty:"max_caption_tokens"`
+	MaxVocabulary    *int     `cty:"max_vocabulary"`
 }
 
 // source is one validated source.
@@ -243,7 +258,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	} else if cfg.Generator != nil {
 		diags = append(diags, decl.Errorf("format", "Generator without format", "A generator block needs format = \"generated\"."))
 	}
-	if cfg.Format != "raw" && cfg.Format != "generated" && len(cfg.Train) == 0 {
+	if annotated(cfg.Format) {
+		diags = append(diags, n.decodeAnnotated(decl)...)
+	} else if cfg.Format != "raw" && cfg.Format != "generated" && len(cfg.Train) == 0 {
 		diags = append(diags, decl.Errorf("train", "Missing training files",
 			"Format %q needs train = [...]: the files (or, for image_folder, the directory) inside the fetched sources that hold the training data.", cfg.Format))
 	}
@@ -264,8 +281,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if len(cfg.Val) > 0 && cfg.ValFraction != nil {
 		diags = append(diags, decl.Errorf("val_fraction", "Conflicting validation split", "Use either val files or val_fraction, not both."))
 	}
-	if cfg.ImageColumn != nil && cfg.Format != "parquet" {
-		diags = append(diags, decl.Errorf("image_column", "Invalid image_column", "image_column names a Parquet column; this dataset's format is %q.", cfg.Format))
+	if cfg.ImageColumn != nil && cfg.Format != "parquet" && !annotated(cfg.Format) {
+		diags = append(diags, decl.Errorf("image_column", "Invalid image_column", "image_column names a Parquet or annotation-table column; this dataset's format is %q.", cfg.Format))
 	}
 	if len(cfg.Test) > 0 && cfg.TestFraction != nil {
 		diags = append(diags, decl.Errorf("test_fraction", "Conflicting test split", "Use either test files or test_fraction, not both."))
@@ -311,8 +328,13 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if cfg.Task != nil {
 		n.task = *cfg.Task
 		tasks := []string{"classification", "regression"}
-		if cfg.Format == "parquet" {
+		switch cfg.Format {
+		case "parquet":
 			tasks = append(tasks, "multilabel", "segmentation")
+		case "image_csv":
+			tasks = []string{"classification", "multilabel"}
+		case "captions_csv":
+			tasks = []string{"retrieval"}
 		}
 		if !contains(tasks, n.task) {
 			diags = append(diags, decl.Errorf("task", "Invalid task", "task must be one of %s for format %q, not %q.", strings.Join(tasks, ", "), cfg.Format, n.task))
@@ -321,8 +343,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 			diags = append(diags, decl.Errorf("task", "Task of a generated dataset", "A generated dataset's task follows from its generator's task; remove task."))
 		}
 	}
-	if cfg.Format == "image_folder" && len(cfg.ImageSize) != 2 {
-		diags = append(diags, decl.Errorf("image_size", "Missing image size", "image_folder needs image_size = [HEIGHT, WIDTH]; images are resized to it."))
+	if (cfg.Format == "image_folder" || annotated(cfg.Format)) && len(cfg.ImageSize) != 2 {
+		diags = append(diags, decl.Errorf("image_size", "Missing image size", "%s needs image_size = [HEIGHT, WIDTH]; images are resized to it.", cfg.Format))
 	}
 	if len(cfg.ImageSize) != 0 && (len(cfg.ImageSize) != 2 || cfg.ImageSize[0] < 1 || cfg.ImageSize[1] < 1) {
 		diags = append(diags, decl.Errorf("image_size", "Invalid image size", "image_size must be [HEIGHT, WIDTH] with positive sizes."))

@@ -66,6 +66,16 @@ func decode(t *testing.T, dir, src string) (*Node, hcl.Diagnostics) {
 
 func run(t *testing.T, n *Node) (cty.Value, string) {
 	t.Helper()
+	v, out, err := runErr(t, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, out
+}
+
+// runErr runs n in a fresh cache and returns its error.
+func runErr(t *testing.T, n *Node) (cty.Value, string, error) {
+	t.Helper()
 	c, err := cache.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +83,7 @@ func run(t *testing.T, n *Node) (cty.Value, string) {
 	out, _ := c.TempDir("dataset")
 	env := &nodes.Env{OutDir: out, Blobs: c, Log: zerolog.Nop(), Progress: nodes.NoProgress{}}
 	v, err := n.Run(context.Background(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, out
+	return v, out, err
 }
 
 func writeIDXFixture(t *testing.T, dir string, n int) {

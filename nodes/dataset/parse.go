@@ -39,6 +39,9 @@ type examples struct {
 	// task is the task the data itself shows (parquet label columns); ""
 	// when the block's task applies.
 	task string
+	// lazy, when set, holds the images instead of u8: they are decoded
+	// when a split takes them.
+	lazy *lazyImages
 }
 
 func (e *examples) exampleSize() int {
@@ -84,8 +87,12 @@ func (e *examples) keepClasses(names []string) (*examples, error) {
 			idx = append(idx, i)
 		}
 	}
-	s := e.subset(idx)
+	s, err := e.subset(idx)
+	if err != nil {
+		return nil, err
+	}
 	out := *e
+	out.lazy = nil
 	out.classes = slices.Clone(names)
 	out.y = make([]int64, len(idx))
 	for k, y := range s.Y.Int64s() {
@@ -103,11 +110,17 @@ func (e *examples) keepClasses(names []string) (*examples, error) {
 }
 
 // subset gathers the examples at idx (indices into e) into a split.
-func (e *examples) subset(idx []int) *examplestore.Split {
+func (e *examples) subset(idx []int) (*examplestore.Split, error) {
 	size := e.exampleSize()
 	s := &examplestore.Split{Index: make([]int64, len(idx))}
 	shape := append([]int{len(idx)}, e.shape...)
-	if e.dtype == safetensors.U8 {
+	if e.lazy != nil {
+		data, err := e.lazy.decode(idx)
+		if err != nil {
+			return nil, err
+		}
+		s.X = safetensors.Tensor{DType: safetensors.U8, Shape: shape, Data: data}
+	} else if e.dtype == safetensors.U8 {
 		data := make([]byte, 0, len(idx)*size)
 		for _, i := range idx {
 			data = append(data, e.u8[i*size:(i+1)*size]...)
@@ -149,7 +162,7 @@ func (e *examples) subset(idx []int) *examplestore.Split {
 		}
 		s.Q = safetensors.I64Tensor("q", []int{len(idx), e.qLen}, qs)
 	}
-	return s
+	return s, nil
 }
 
 // parse reads the files named by patterns in the format of the block.

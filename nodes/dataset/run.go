@@ -88,32 +88,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 
 	env.Progress.Update(0, 0, "parsing")
-	var train, test *examples
-	var err error
-	if n.cfg.Format == "generated" {
-		env.Progress.Update(0, 0, "generating")
-		if train, test, err = n.generate(); err != nil {
-			return cty.NilVal, err
-		}
-	} else if train, err = n.parse(rawDir, n.cfg.Train, nil); err != nil {
-		return cty.NilVal, fmt.Errorf("train data: %w", err)
-	}
-	if len(n.cfg.Test) > 0 {
-		if test, err = n.parse(rawDir, n.cfg.Test, train.classes); err != nil {
-			return cty.NilVal, fmt.Errorf("test data: %w", err)
-		}
-		if fmt.Sprint(test.shape) != fmt.Sprint(train.shape) {
-			return cty.NilVal, fmt.Errorf("test examples have shape %v but training examples have %v", test.shape, train.shape)
-		}
-	}
-	var val *examples
-	if len(n.cfg.Val) > 0 {
-		if val, err = n.parse(rawDir, n.cfg.Val, train.classes); err != nil {
-			return cty.NilVal, fmt.Errorf("validation data: %w", err)
-		}
-		if fmt.Sprint(val.shape) != fmt.Sprint(train.shape) {
-			return cty.NilVal, fmt.Errorf("validation examples have shape %v but training examples have %v", val.shape, train.shape)
-		}
+	train, val, test, err := n.parseSplits(ctx, env, rawDir)
+	if err != nil {
+		return cty.NilVal, err
 	}
 	task := n.task
 	if train.task != "" {
@@ -152,10 +129,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 	}
 
-	splits := n.split(train, test)
-	if val != nil {
-		// A seeded subset of the validation files when max_val caps them.
-		splits["val"] = val.subset(n.seededSubset(val.len(), n.maxVal, 0x7a1))
+	splits, err := n.split(train, val, test)
+	if err != nil {
+		return cty.NilVal, err
 	}
 	meta := &examplestore.Meta{
 		Format: n.cfg.Format, Task: task, Classes: train.classes, NumClasses: len(train.classes),
@@ -186,6 +162,51 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	out["splits"] = cty.MapVal(counts)
 	return cty.ObjectVal(out), nil
+}
+
+// parseSplits reads the training data and the validation and test data
+// the block names (nil when it names none).
+func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
+	switch {
+	case n.cfg.Format == "generated":
+		env.Progress.Update(0, 0, "generating")
+		train, test, err = n.generate()
+		return train, nil, test, err
+	case annotated(n.cfg.Format):
+		train, val, test, err = n.parseAnnotated(ctx, env, rawDir)
+		switch {
+		case err != nil:
+			return nil, nil, nil, err
+		case val != nil && n.valFraction > 0:
+			return nil, nil, nil, fmt.Errorf("the annotations have validation rows; remove val_fraction")
+		case test != nil && n.testFraction > 0:
+			return nil, nil, nil, fmt.Errorf("the annotations have test rows; remove test_fraction")
+		}
+		return train, val, test, nil
+	}
+	if train, err = n.parse(rawDir, n.cfg.Train, nil); err != nil {
+		return nil, nil, nil, fmt.Errorf("train data: %w", err)
+	}
+	other := func(patterns []string, what string) (*examples, error) {
+		if len(patterns) == 0 {
+			return nil, nil
+		}
+		e, err := n.parse(rawDir, patterns, train.classes)
+		if err != nil {
+			return nil, fmt.Errorf("%s data: %w", what, err)
+		}
+		if fmt.Sprint(e.shape) != fmt.Sprint(train.shape) {
+			return nil, fmt.Errorf("%s examples have shape %v but training examples have %v", what, e.shape, train.shape)
+		}
+		return e, nil
+	}
+	if test, err = other(n.cfg.Test, "test"); err != nil {
+		return nil, nil, nil, err
+	}
+	if val, err = other(n.cfg.Val, "validation"); err != nil {
+		return nil, nil, nil, err
+	}
+	return train, val, test, nil
 }
 
 // fetched is one file of a source, in the blob store.
@@ -224,8 +245,9 @@ func (n *Node) fetchRemote(ctx context.Context, env *nodes.Env, s *source) ([]fe
 
 // split assigns examples to train/val/test with a generator seeded by
 // split_seed only (never the training seed), then applies max_train,
-// max_val and max_test.
-func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
+// max_val and max_test. Validation and test data of their own (val, test;
+// nil when the block names none) are capped to seeded subsets instead.
+func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split, error) {
 	N := train.len()
 	rng := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x9e3779b97f4a7c15))
 	perm := rng.Perm(N)
@@ -242,24 +264,37 @@ func (n *Node) split(train, test *examples) map[string]*examplestore.Split {
 		}
 		return idx
 	}
-	valIdx := take(capped(perm[:nVal], n.maxVal))
-	testIdx := take(capped(perm[nVal:nVal+nTest], n.maxTest))
 	rest := perm[nVal+nTest:]
 	if n.maxTrain > 0 && len(rest) > n.maxTrain {
 		rest = rest[:n.maxTrain]
 	}
-	splits := map[string]*examplestore.Split{"train": train.subset(take(rest))}
+	type part struct {
+		name string
+		from *examples
+		idx  []int
+	}
+	parts := []part{{"train", train, take(rest)}}
 	if nVal > 0 {
-		splits["val"] = train.subset(valIdx)
+		parts = append(parts, part{"val", train, take(capped(perm[:nVal], n.maxVal))})
 	}
 	if nTest > 0 {
-		splits["test"] = train.subset(testIdx)
+		parts = append(parts, part{"test", train, take(capped(perm[nVal:nVal+nTest], n.maxTest))})
+	}
+	if val != nil {
+		parts = append(parts, part{"val", val, n.seededSubset(val.len(), n.maxVal, 0x7a1)})
 	}
 	if test != nil {
-		// A seeded subset of the test file when max_test caps it.
-		splits["test"] = test.subset(n.seededSubset(test.len(), n.maxTest, 0x7e57))
+		parts = append(parts, part{"test", test, n.seededSubset(test.len(), n.maxTest, 0x7e57)})
 	}
-	return splits
+	splits := map[string]*examplestore.Split{}
+	for _, p := range parts {
+		s, err := p.from.subset(p.idx)
+		if err != nil {
+			return nil, fmt.Errorf("%s split: %w", p.name, err)
+		}
+		splits[p.name] = s
+	}
+	return splits, nil
 }
 
 // seededSubset returns limit indices of 0..count-1 drawn with split_seed
