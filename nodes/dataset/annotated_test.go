@@ -276,8 +276,8 @@ func TestAnnotatedErrors(t *testing.T) {
 	dir := t.TempDir()
 	ham10000Fixture(t, dir)
 	for name, tc := range map[string]struct{ config, want string }{
-		"missing column": {strings.Replace(hamConfig, `label_column = "dx"`, `label_column = "diagnosis"`, 1), `no column "diagnosis"; its columns are "lesion_id", "image_id", "dx"`},
-		"ambiguous image": {strings.Replace(hamConfig, `images       = ["HAM10000_images_part_*"]`, "", 1), "ambiguous"},
+		"missing column":         {strings.Replace(hamConfig, `label_column = "dx"`, `label_column = "diagnosis"`, 1), `no column "diagnosis"; its columns are "lesion_id", "image_id", "dx"`},
+		"ambiguous image":        {strings.Replace(hamConfig, `images       = ["HAM10000_images_part_*"]`, "", 1), "ambiguous"},
 		"images not a directory": {strings.Replace(hamConfig, `"HAM10000_images_part_*"`, `"HAM10000_metadata.csv"`, 1), "not a directory"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -292,13 +292,13 @@ func TestAnnotatedErrors(t *testing.T) {
 		})
 	}
 	for name, tc := range map[string]struct{ src, want string }{
-		"no annotations":       {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nimage_column = \"i\"\nlabel_column = \"l\"\nimage_size = [2, 2]", "needs annotations"},
-		"no label column":      {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\nimage_size = [2, 2]", "needs label_column"},
-		"no image size":        {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\nlabel_column = \"l\"", "image_size"},
-		"separator single":     {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\nlabel_column = \"l\"\nlabel_separator = \"|\"\nimage_size = [2, 2]", "needs task = \"multilabel\""},
-		"captions with labels": {"source { url = \"a.zip\" }\nformat = \"captions_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\ncaption_column = \"c\"\nlabel_column = \"l\"\nimage_size = [2, 2]", "no labels"},
+		"no annotations":         {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nimage_column = \"i\"\nlabel_column = \"l\"\nimage_size = [2, 2]", "needs annotations"},
+		"no label column":        {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\nimage_size = [2, 2]", "needs label_column"},
+		"no image size":          {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\nlabel_column = \"l\"", "image_size"},
+		"separator single":       {"source { url = \"a.zip\" }\nformat = \"image_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\nlabel_column = \"l\"\nlabel_separator = \"|\"\nimage_size = [2, 2]", "needs task = \"multilabel\""},
+		"captions with labels":   {"source { url = \"a.zip\" }\nformat = \"captions_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\ncaption_column = \"c\"\nlabel_column = \"l\"\nimage_size = [2, 2]", "no labels"},
 		"split column and lists": {"source { url = \"a.zip\" }\nformat = \"captions_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\ncaption_column = \"c\"\nsplit_column = \"s\"\ntrain = [\"t.txt\"]\nimage_size = [2, 2]", "not both"},
-		"captions task":        {"source { url = \"a.zip\" }\nformat = \"captions_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\ncaption_column = \"c\"\ntask = \"classification\"\nimage_size = [2, 2]", "task must be one of retrieval"},
+		"captions task":          {"source { url = \"a.zip\" }\nformat = \"captions_csv\"\nannotations = [\"a.csv\"]\nimage_column = \"i\"\ncaption_column = \"c\"\ntask = \"classification\"\nimage_size = [2, 2]", "task must be one of retrieval"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, diags := decode(t, dir, tc.src)
