@@ -1,80 +1,36 @@
 package dataset
 
 import (
-	"archive/zip"
-	"bytes"
-	"image"
-	"image/jpeg"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/internal/annotatedfixture"
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
 )
 
-// zipFixture writes a zip archive of files (name → content) into dir.
-func zipFixture(t *testing.T, dir, name string, files map[string][]byte) {
+// writeZip writes a zip archive of files (name → content) into dir.
+func writeZip(t *testing.T, dir, name string, files map[string][]byte) {
 	t.Helper()
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	for n, data := range files {
-		w, err := zw.Create(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(data)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// greyImage encodes a 4x4 image of one grey level as JPEG or PNG.
-func greyImage(t *testing.T, level byte, asPNG bool) []byte {
-	t.Helper()
-	img := image.NewGray(image.Rect(0, 0, 4, 4))
-	for i := range img.Pix {
-		img.Pix[i] = level
-	}
-	var b bytes.Buffer
-	var err error
-	if asPNG {
-		err = png.Encode(&b, img)
-	} else {
-		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: 100})
-	}
+	b, err := annotatedfixture.Zip(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// ham10000Fixture is the Kaggle HAM10000 layout: the metadata CSV and the
-// images in two part directories, with the archive's lower-case copy of
-// part 1. Each image's grey level encodes its class.
+// ham10000Fixture writes the Kaggle HAM10000 archive with 12 images.
 func ham10000Fixture(t *testing.T, dir string) {
-	levels := map[string]byte{"nv": 40, "mel": 120, "bkl": 200}
-	csv := "lesion_id,image_id,dx,dx_type,age,sex,localization\n"
-	files := map[string][]byte{}
-	for i := 0; i < 12; i++ {
-		dx := []string{"nv", "mel", "bkl"}[i%3]
-		id := "ISIC_00" + string(rune('a'+i))
-		csv += "HAM_" + id + "," + id + "," + dx + ",histo,50.0,male,back\n"
-		part := []string{"HAM10000_images_part_1", "HAM10000_images_part_2"}[i%2]
-		files[part+"/"+id+".jpg"] = greyImage(t, levels[dx], false)
-		if i%2 == 0 {
-			files["ham10000_images_part_1/"+id+".jpg"] = greyImage(t, levels[dx], false)
-		}
+	b, err := annotatedfixture.HAM10000(12)
+	if err != nil {
+		t.Fatal(err)
 	}
-	files["HAM10000_metadata.csv"] = []byte(csv)
-	zipFixture(t, dir, "skin-cancer-mnist-ham10000.zip", files)
+	os.WriteFile(filepath.Join(dir, "skin-cancer-mnist-ham10000.zip"), b, 0o644)
 }
 
 const hamConfig = `
@@ -95,7 +51,7 @@ test_fraction = 0.25
 func TestImageCSVKaggleLayout(t *testing.T) {
 	dir := t.TempDir()
 	ham10000Fixture(t, dir)
-	level := map[string]byte{"bkl": 200, "mel": 120, "nv": 40}
+	level := annotatedfixture.HAM10000Levels
 	for _, tc := range []struct {
 		name, extra string
 		multi       bool
@@ -158,13 +114,13 @@ func absDiff(a, b byte) int {
 // under images/, a CSV with "|"-separated findings, and train/test lists.
 func TestImageCSVListsAndSeparator(t *testing.T) {
 	dir := t.TempDir()
-	zipFixture(t, dir, "images_001.zip", map[string][]byte{
-		"images/00000001_000.png": greyImage(t, 10, true),
-		"images/00000002_000.png": greyImage(t, 20, true),
-		"images/00000003_000.png": greyImage(t, 30, true),
+	writeZip(t, dir, "images_001.zip", map[string][]byte{
+		"images/00000001_000.png": annotatedfixture.GreyImage(10, true),
+		"images/00000002_000.png": annotatedfixture.GreyImage(20, true),
+		"images/00000003_000.png": annotatedfixture.GreyImage(30, true),
 	})
-	zipFixture(t, dir, "images_002.zip", map[string][]byte{
-		"images/00000004_000.png": greyImage(t, 40, true),
+	writeZip(t, dir, "images_002.zip", map[string][]byte{
+		"images/00000004_000.png": annotatedfixture.GreyImage(40, true),
 	})
 	os.WriteFile(filepath.Join(dir, "Data_Entry_2017_v2020.csv"), []byte(`Image Index,Finding Labels,Follow-up #
 00000001_000.png,Cardiomegaly|Effusion,0
@@ -217,18 +173,15 @@ channels        = 1
 // "split" column assigns the images.
 func TestCaptionsCSV(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string][]byte{}
-	csv := "raw,sentids,split,filename,img_id\n"
-	for i, row := range []struct{ caption, split string }{
+	images, csv, err := annotatedfixture.Flickr30k([]annotatedfixture.Caption{
 		{"A dog runs on grass.", "train"}, {"Two dogs play.", "train"}, {"A man rides a bike.", "train"},
 		{"A red bike.", "val"}, {"A cat sleeps.", "test"},
-	} {
-		name := string(rune('1'+i)) + "000092795.jpg"
-		files["flickr30k-images/"+name] = greyImage(t, byte(i*40), false)
-		csv += `"[""` + row.caption + `"", ""another caption""]",[],` + row.split + "," + name + "," + string(rune('0'+i)) + "\n"
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	zipFixture(t, dir, "flickr30k-images.zip", files)
-	os.WriteFile(filepath.Join(dir, "flickr_annotations_30k.csv"), []byte(csv), 0o644)
+	os.WriteFile(filepath.Join(dir, "flickr30k-images.zip"), images, 0o644)
+	os.WriteFile(filepath.Join(dir, "flickr_annotations_30k.csv"), csv, 0o644)
 	n, diags := decode(t, dir, `
 source { url = "flickr30k-images.zip" }
 source { url = "flickr_annotations_30k.csv" }

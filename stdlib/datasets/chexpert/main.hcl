@@ -1,13 +1,26 @@
 # CheXpert (GATE loads NIH ChestX-ray14) — GATE benchmark "chexpert" (Med Class; metric AUC).
 # Citation: Irvin et al., CheXpert, AAAI 2019 / Wang et al., ChestX-ray8, CVPR 2017.
 # Licence: NIH ChestX-ray14: CC0; CheXpert: Stanford research agreement.
-# Status: needs a reader: zips of PNGs with a label CSV.
-# Declared, not runnable yet: gatepipe has no reader for this benchmark's
-# format (image_csv), and validate says so instead of pretending.
+# Status: runnable.
+# Source: GATE's "chexpert" loader reads NIH ChestX-ray14 from the Hugging
+# Face dataset alkzar90/NIH-Chest-X-ray-dataset; so does this module (the
+# Stanford CheXpert set needs a signed agreement and is not offered). Files:
+# data/images/images_001..012.zip (112,120 grey PNGs, ~45 GB),
+# data/Data_Entry_2017_v2020.csv and the official data/train_val_list.txt
+# and data/test_list.txt, pinned to a commit with the Hub's SHA-256.
+# Task: the "|"-separated findings (14 diseases and "No Finding") as a
+# multi-label head, scored by per-class and macro AUC, APS and Brier score.
+# Splits: the official patient-wise train/test lists; validation is a seeded
+# 10% of train (GATE's split is unseeded).
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
   default     = true
+}
+
+variable "image_size" {
+  description = "Images are resized to [H, W]."
+  default     = [224, 224]
 }
 
 variable "split_seed" {
@@ -30,16 +43,33 @@ variable "max_test" {
   default     = 0
 }
 
+variable "revision" {
+  description = "Hub revision (branch, tag or commit) of alkzar90/NIH-Chest-X-ray-dataset."
+  default     = "main"
+}
+
 dataset "data" {
   count = var.enabled ? 1 : 0
   source {
-    url = "unavailable:chexpert"
+    hf       = "alkzar90/NIH-Chest-X-ray-dataset"
+    revision = var.revision
+    files    = ["data/images/images_*.zip", "data/Data_Entry_2017_v2020.csv", "data/train_val_list.txt", "data/test_list.txt"]
   }
-  format     = "image_csv"
-  split_seed = var.split_seed
-  max_train  = var.max_train > 0 ? var.max_train : null
-  max_val    = var.max_val > 0 ? var.max_val : null
-  max_test   = var.max_test > 0 ? var.max_test : null
+  format          = "image_csv"
+  task            = "multilabel"
+  annotations     = ["data/Data_Entry_2017_v2020.csv"]
+  image_column    = "Image Index"
+  label_column    = "Finding Labels"
+  label_separator = "|"
+  train           = ["data/train_val_list.txt"]
+  test            = ["data/test_list.txt"]
+  val_fraction    = 0.1
+  channels        = 1
+  image_size      = var.image_size
+  split_seed      = var.split_seed
+  max_train       = var.max_train > 0 ? var.max_train : null
+  max_val         = var.max_val > 0 ? var.max_val : null
+  max_test        = var.max_test > 0 ? var.max_test : null
 }
 
 output "dataset" {

@@ -1,13 +1,25 @@
 # Diabetic Retinopathy (resized) — GATE benchmark "diabetic" (Med Class; metric AUC).
 # Citation: Kaggle Diabetic Retinopathy Detection, 2015.
 # Licence: Kaggle competition rules (EyePACS).
-# Status: needs a reader: Kaggle zip of JPEGs with a label CSV.
-# Declared, not runnable yet: gatepipe has no reader for this benchmark's
-# format (image_csv), and validate says so instead of pretending.
+# Status: runnable (Kaggle credentials: KAGGLE_USERNAME and KAGGLE_KEY, or ~/.kaggle/kaggle.json).
+# Source: the Kaggle dataset tanlikesmath/diabetic-retinopathy-resized (where
+# GATE's code loads it), one zip through Kaggle's API, its SHA-256 pinned in
+# gatepipe.lock.hcl on first download. Read: trainLabels.csv (image, level)
+# and the JPEGs of resized_train/resized_train (the archive's cropped copy
+# is not read).
+# Task: the five retinopathy levels as one-hot targets of a multi-label
+# head, scored by per-class and macro AUC, APS and Brier score as in GATE.
+# Splits: a seeded 70/10/20 split (GATE's is unseeded). Both eyes of a
+# patient can fall into different splits, as in GATE.
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
   default     = true
+}
+
+variable "image_size" {
+  description = "Images are resized to [H, W]."
+  default     = [224, 224]
 }
 
 variable "split_seed" {
@@ -30,16 +42,31 @@ variable "max_test" {
   default     = 0
 }
 
+variable "version" {
+  description = "Kaggle dataset version number (null: the latest; the lock file pins what came either way)."
+  default     = null
+}
+
 dataset "data" {
   count = var.enabled ? 1 : 0
   source {
-    url = "unavailable:diabetic"
+    url         = "https://www.kaggle.com/api/v1/datasets/download/tanlikesmath/diabetic-retinopathy-resized${var.version != null ? "?datasetVersionNumber=${var.version}" : ""}"
+    name        = "diabetic-retinopathy-resized.zip"
+    credentials = "kaggle"
   }
-  format     = "image_csv"
-  split_seed = var.split_seed
-  max_train  = var.max_train > 0 ? var.max_train : null
-  max_val    = var.max_val > 0 ? var.max_val : null
-  max_test   = var.max_test > 0 ? var.max_test : null
+  format        = "image_csv"
+  task          = "multilabel"
+  annotations   = ["trainLabels.csv"]
+  images        = ["resized_train/resized_train"]
+  image_column  = "image"
+  label_column  = "level"
+  val_fraction  = 0.1
+  test_fraction = 0.2
+  image_size    = var.image_size
+  split_seed    = var.split_seed
+  max_train     = var.max_train > 0 ? var.max_train : null
+  max_val       = var.max_val > 0 ? var.max_val : null
+  max_test      = var.max_test > 0 ? var.max_test : null
 }
 
 output "dataset" {

@@ -1,13 +1,26 @@
 # Flickr30k — GATE benchmark "flickr30k" (Img-Text; metric Text-Image R@1).
 # Citation: Young et al., From image descriptions to visual denotations, TACL 2014.
 # Licence: Flickr terms (non-commercial research).
-# Status: needs a reader: zip of JPEGs with a captions CSV.
-# Declared, not runnable yet: gatepipe has no reader for this benchmark's
-# format (captions_zip), and validate says so instead of pretending.
+# Status: runnable.
+# Source: the Hugging Face dataset nlphuji/flickr30k (where GATE's code loads
+# it): flickr30k-images.zip (31,783 JPEGs, ~4.4 GB) and
+# flickr_annotations_30k.csv, pinned to a commit with the Hub's SHA-256. GATE
+# reads them through the repository's loading script, which datasets 4.0
+# removed; gatepipe reads the files themselves.
+# Task: image-text retrieval. Each image is paired with the first of its
+# five captions (the "raw" column), as word tokens over the training
+# captions' vocabulary; metrics are image-to-text and text-to-image Acc@1/@5.
+# Splits: the CSV's split column (Karpathy's 29k/1k/1k), so no seed is
+# involved (GATE's loader re-splits unseeded).
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
   default     = true
+}
+
+variable "image_size" {
+  description = "Images are resized to [H, W]."
+  default     = [224, 224]
 }
 
 variable "split_seed" {
@@ -30,16 +43,35 @@ variable "max_test" {
   default     = 0
 }
 
+variable "revision" {
+  description = "Hub revision (branch, tag or commit) of nlphuji/flickr30k."
+  default     = "main"
+}
+
+variable "max_caption_tokens" {
+  description = "Captions are cut or padded to this many word tokens."
+  default     = 32
+}
+
 dataset "data" {
   count = var.enabled ? 1 : 0
   source {
-    url = "unavailable:flickr30k"
+    hf       = "nlphuji/flickr30k"
+    revision = var.revision
+    files    = ["flickr30k-images.zip", "flickr_annotations_30k.csv"]
   }
-  format     = "captions_zip"
-  split_seed = var.split_seed
-  max_train  = var.max_train > 0 ? var.max_train : null
-  max_val    = var.max_val > 0 ? var.max_val : null
-  max_test   = var.max_test > 0 ? var.max_test : null
+  format             = "captions_csv"
+  annotations        = ["flickr_annotations_30k.csv"]
+  images             = ["flickr30k-images"]
+  image_column       = "filename"
+  caption_column     = "raw"
+  split_column       = "split"
+  max_caption_tokens = var.max_caption_tokens
+  image_size         = var.image_size
+  split_seed         = var.split_seed
+  max_train          = var.max_train > 0 ? var.max_train : null
+  max_val            = var.max_val > 0 ? var.max_val : null
+  max_test           = var.max_test > 0 ? var.max_test : null
 }
 
 output "dataset" {

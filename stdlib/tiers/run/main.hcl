@@ -55,7 +55,7 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks, the few-shot ones stay on the built-in trainer)."
+  description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks; the few-shot, medical multi-label and retrieval ones stay on the built-in trainer)."
   default     = "builtin"
 }
 
@@ -105,6 +105,10 @@ locals {
     "coco-10k"  = { adapter = "segmentation", category = "Img Seg" }
     "coco-164k" = { adapter = "segmentation", category = "Img Seg" }
     acdc        = { adapter = "segmentation", category = "Medical Seg" }
+    ham10k      = { adapter = "multilabel", category = "Medical Class" }
+    diabetic    = { adapter = "multilabel", category = "Medical Class" }
+    chexpert    = { adapter = "multilabel", category = "Medical Class" }
+    flickr30k   = { adapter = "retrieval", category = "Img to Txt ZS" }
   }
 
   scales = {
@@ -155,7 +159,7 @@ locals {
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
 
   # Which trainer runs each benchmark.
-  torch   = var.trainer == "torch" ? toset([for b in local.run : b if local.readable[b].adapter != "fewshot"]) : toset([])
+  torch   = var.trainer == "torch" ? toset([for b in local.run : b if contains(["classification", "segmentation"], local.readable[b].adapter)]) : toset([])
   builtin = setsubtract(local.run, local.torch)
   heads   = toset([for b in local.builtin : local.readable[b].adapter])
 
@@ -176,6 +180,10 @@ locals {
     "coco-10k"  = module.coco_10k.dataset
     "coco-164k" = module.coco_164k.dataset
     acdc        = module.acdc.dataset
+    ham10k      = module.ham10k.dataset
+    diabetic    = module.diabetic.dataset
+    chexpert    = module.chexpert.dataset
+    flickr30k   = module.flickr30k.dataset
   }
 }
 
@@ -332,6 +340,46 @@ module "coco_164k" {
 module "acdc" {
   source     = "stdlib/datasets/acdc"
   enabled    = contains(local.run, "acdc")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "ham10k" {
+  source     = "stdlib/datasets/ham10k"
+  enabled    = contains(local.run, "ham10k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "diabetic" {
+  source     = "stdlib/datasets/diabetic"
+  enabled    = contains(local.run, "diabetic")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "chexpert" {
+  source     = "stdlib/datasets/chexpert"
+  enabled    = contains(local.run, "chexpert")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "flickr30k" {
+  source     = "stdlib/datasets/flickr30k"
+  enabled    = contains(local.run, "flickr30k")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val
