@@ -12,27 +12,41 @@ type Prediction struct {
 	Columns []Column
 	Mean    []float64 // raw units
 	Std     []float64 // spread over the split ensemble, raw units
+	// Unmeasured names the tier columns the meta-model went without: a
+	// measured benchmark can lack a column of the paper's (a per-class
+	// metric of a class its test split does not hold).
+	Unmeasured []string
 }
 
 // Predict trains the meta-model of every split on the tier's columns (tier
 // holds benchmark indices) and predicts all columns for a model whose raw
 // results on the tier's columns are given in measured (indexed by column;
 // only the tier's columns are read). The ensemble over splits gives the
-// spread.
+// spread. A tier column measured as NaN is left out of the meta-model's
+// inputs (named in Unmeasured); a tier benchmark with no measured column
+// is an error.
 func (p *Problem) Predict(tier []int, measured []float64) (*Prediction, error) {
 	sorted := append([]int(nil), tier...)
 	sort.Ints(sorted)
 	var inCols []int
+	var unmeasured []string
 	for _, b := range sorted {
-		inCols = append(inCols, p.benchCols[b]...)
+		n := 0
+		for _, c := range p.benchCols[b] {
+			if math.IsNaN(measured[c]) {
+				unmeasured = append(unmeasured, p.Matrix.Columns[c].Name())
+				continue
+			}
+			inCols = append(inCols, c)
+			n++
+		}
+		if n == 0 && len(p.benchCols[b]) > 0 {
+			return nil, fmt.Errorf("no measured value for %s, which the tier needs", p.Matrix.Columns[p.benchCols[b][0]].Name())
+		}
 	}
 	x := make([]float32, len(inCols))
 	for i, c := range inCols {
-		v := measured[c]
-		if math.IsNaN(v) {
-			return nil, fmt.Errorf("no measured value for %s, which the tier needs", p.Matrix.Columns[c].Name())
-		}
-		x[i] = float32((v - p.mean[c]) / p.std[c])
+		x[i] = float32((measured[c] - p.mean[c]) / p.std[c])
 	}
 	C := len(p.colBench)
 	s := p.newScorer()
@@ -58,7 +72,7 @@ func (p *Problem) Predict(tier []int, measured []float64) (*Prediction, error) {
 		}
 		preds = append(preds, row)
 	}
-	out := &Prediction{Columns: p.Matrix.Columns, Mean: make([]float64, C), Std: make([]float64, C)}
+	out := &Prediction{Columns: p.Matrix.Columns, Mean: make([]float64, C), Std: make([]float64, C), Unmeasured: unmeasured}
 	for c := 0; c < C; c++ {
 		var sum, sq float64
 		for _, r := range preds {

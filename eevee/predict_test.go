@@ -61,3 +61,24 @@ func TestPredictBeatsThePoolMeanOnThePaperMatrix(t *testing.T) {
 		t.Fatalf("meta-model %+v does not beat the pool mean %+v", meta, mean)
 	}
 }
+
+func TestPredictGoesWithoutUnmeasuredColumns(t *testing.T) {
+	m := tiny(6, []string{"A/a/acc", "A/a/top5", "B/b/acc"}, func(i, j int) float64 { return float64(10*i + j) })
+	o := Defaults()
+	o.Epochs = 5
+	p, err := NewProblem(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier, _ := p.Combo([]string{"a"})
+	pred, err := p.Predict(tier, []float64{30, math.NaN(), math.NaN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pred.Unmeasured) != 1 || pred.Unmeasured[0] != "a:top5" {
+		t.Fatalf("Unmeasured = %q, want [a:top5]", pred.Unmeasured)
+	}
+	if _, err := p.Predict(tier, []float64{math.NaN(), math.NaN(), 3}); err == nil {
+		t.Fatal("a tier benchmark with nothing measured must be an error")
+	}
+}

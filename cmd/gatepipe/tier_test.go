@@ -32,12 +32,19 @@ type tierHub struct {
 	urls  map[string][]byte            // HOST/PATH -> content
 	bytes atomic.Int64
 	token string // required as a Bearer token when set
+	// kaggle, when set, is the USER:KEY that www.kaggle.com paths require
+	// as HTTP basic authentication (401 otherwise).
+	kaggle string
 }
 
 func (h *tierHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := strings.TrimPrefix(r.URL.Path, "/")
+	if u, k, ok := r.BasicAuth(); h.kaggle != "" && strings.HasPrefix(p, "www.kaggle.com/") && (!ok || u+":"+k != h.kaggle) {
+		http.Error(w, `{"code":401,"message":"Unauthenticated"}`, http.StatusUnauthorized)
+		return
+	}
 	if b, ok := h.urls[p]; ok {
 		h.bytes.Add(int64(len(b)))
 		w.Write(b)
@@ -63,8 +70,12 @@ func serveRepos(w http.ResponseWriter, p string, repos map[string]map[string][]b
 		case strings.HasPrefix(p, api+"revision/"):
 			json.NewEncoder(w).Encode(map[string]string{"sha": hubCommit})
 			return true
-		case strings.HasPrefix(p, api+"tree/"+hubCommit+"/"):
+		case p == api+"tree/"+hubCommit || strings.HasPrefix(p, api+"tree/"+hubCommit+"/"):
+			// The repository's root is listed without a trailing slash.
 			dir := strings.TrimPrefix(p, api+"tree/"+hubCommit+"/")
+			if p == api+"tree/"+hubCommit {
+				dir = "."
+			}
 			out := []map[string]any{}
 			for name, b := range files {
 				if path.Dir(name) == dir {

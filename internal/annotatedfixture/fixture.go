@@ -54,18 +54,21 @@ func GreyImage(level byte, asPNG bool) []byte {
 	return b.Bytes()
 }
 
+// HAM10000Classes are the seven diagnoses (dx) of HAM10000, sorted.
+var HAM10000Classes = []string{"akiec", "bcc", "bkl", "df", "mel", "nv", "vasc"}
+
 // HAM10000Levels is the grey level of each diagnosis's images.
-var HAM10000Levels = map[string]byte{"bkl": 200, "mel": 120, "nv": 40}
+var HAM10000Levels = map[string]byte{"akiec": 20, "bcc": 50, "bkl": 80, "df": 110, "mel": 140, "nv": 170, "vasc": 200}
 
 // HAM10000 is the Kaggle kmader/skin-cancer-mnist-ham10000 archive with n
 // images: HAM10000_metadata.csv and the JPEGs split between
 // HAM10000_images_part_1 and _part_2, with the archive's lower-case copy
-// of part 1. Diagnoses cycle through nv, mel and bkl.
+// of part 1. Diagnoses cycle through the seven of HAM10000Classes.
 func HAM10000(n int) ([]byte, error) {
 	csv := "lesion_id,image_id,dx,dx_type,age,sex,localization\n"
 	files := map[string][]byte{}
 	for i := range n {
-		dx := []string{"nv", "mel", "bkl"}[i%3]
+		dx := HAM10000Classes[i%len(HAM10000Classes)]
 		id := fmt.Sprintf("ISIC_%07d", i)
 		csv += fmt.Sprintf("HAM_%07d,%s,%s,histo,50.0,male,back\n", i, id, dx)
 		part := []string{"HAM10000_images_part_1", "HAM10000_images_part_2"}[i%2]

@@ -184,6 +184,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if pred, err = p.Predict(tier, row); err != nil {
 			return cty.NilVal, err
 		}
+		if len(pred.Unmeasured) > 0 {
+			env.Log.Warn().Strs("columns", pred.Unmeasured).Msgf("%d tier columns were not measured; the prediction goes without them", len(pred.Unmeasured))
+		}
 	} else if pred, check, err = n.complete(ctx, env, pool, row); err != nil {
 		return cty.NilVal, err
 	}
