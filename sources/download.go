@@ -43,18 +43,27 @@ func (e *httpError) Error() string { return "server answered " + e.text }
 // and interruptions and retrying with backoff on 5xx, 429, 408, timeouts
 // and connection errors.
 func (r *Resolver) download(ctx context.Context, rawURL, creds, part string, progress Progress) error {
+	return r.withRetry(ctx, "download "+rawURL, func() (bool, error) {
+		return r.attempt(ctx, rawURL, creds, part, progress)
+	})
+}
+
+// withRetry calls try until it succeeds, fails for good (retry false) or
+// has failed r.retries+1 times, waiting with exponential backoff between
+// attempts.
+func (r *Resolver) withRetry(ctx context.Context, what string, try func() (retry bool, err error)) error {
 	var lastErr error
 	for attempt := 0; attempt <= r.retries; attempt++ {
 		if attempt > 0 {
 			wait := r.backoff << (attempt - 1)
-			r.logf("download %s: attempt %d failed (%v); retrying in %s", rawURL, attempt, lastErr, wait)
+			r.logf("%s: attempt %d failed (%v); retrying in %s", what, attempt, lastErr, wait)
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		}
-		retry, err := r.attempt(ctx, rawURL, creds, part, progress)
+		retry, err := try()
 		if err == nil {
 			return nil
 		}
@@ -64,6 +73,11 @@ func (r *Resolver) download(ctx context.Context, rawURL, creds, part string, pro
 		}
 	}
 	return fmt.Errorf("giving up after %d attempts: %w", r.retries+1, lastErr)
+}
+
+// retryableStatus reports whether an HTTP status is worth another attempt.
+func retryableStatus(code int) bool {
+	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
 }
 
 // attempt downloads the rest of rawURL into part. retry reports whether
@@ -103,7 +117,7 @@ func (r *Resolver) attempt(ctx context.Context, rawURL, creds, part string, prog
 		out, err = os.Create(part)
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
 		return false, nil // the partial file is already complete
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
+	case retryableStatus(resp.StatusCode):
 		return true, &httpError{resp.StatusCode, resp.Status}
 	default:
 		return false, r.statusError(resp, creds)

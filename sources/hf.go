@@ -139,28 +139,40 @@ func (r *Resolver) getJSON(ctx context.Context, raw, creds string, v any) error 
 		if data, err = os.ReadFile(local); err != nil {
 			return err
 		}
-	} else {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, remote, nil)
-		if err != nil {
-			return err
-		}
-		if err := r.authorize(req, creds); err != nil {
-			return err
-		}
-		resp, err := r.client.Do(req)
-		if err != nil {
-			return stripURLError(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return r.statusError(resp, creds)
-		}
-		if data, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20)); err != nil {
-			return err
-		}
+	} else if err := r.withRetry(ctx, "GET "+raw, func() (bool, error) {
+		var retry bool
+		data, retry, err = r.getOnce(ctx, remote, creds)
+		return retry, err
+	}); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("unexpected answer: %w", err)
 	}
 	return nil
+}
+
+// getOnce reads a small API answer (at most 64 MiB); retry reports
+// whether a failure is worth another attempt.
+func (r *Resolver) getOnce(ctx context.Context, remote, creds string) (data []byte, retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, remote, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := r.authorize(req, creds); err != nil {
+		return nil, false, err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, isTransient(err), stripURLError(err)
+	}
+	defer resp.Body.Close()
+	if retryableStatus(resp.StatusCode) {
+		return nil, true, &httpError{resp.StatusCode, resp.Status}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, false, r.statusError(resp, creds)
+	}
+	data, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return data, isTransient(err), err
 }

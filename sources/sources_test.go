@@ -27,9 +27,11 @@ func shaOf(b []byte) string {
 // hub is a fake Hugging Face Hub and Kaggle API laid out as a mirror
 // serves them: /HOST/PATH.
 type hub struct {
-	files    map[string][]byte // "huggingface.co/datasets/o/n/resolve/COMMIT/path"
-	commit   string
-	gated    bool // require "Authorization: Bearer secret"
+	files  map[string][]byte // "huggingface.co/datasets/o/n/resolve/COMMIT/path"
+	commit string
+	gated  bool // require "Authorization: Bearer secret"
+	// failAPI answers this many Hub API requests with 503 first.
+	failAPI  atomic.Int64
 	requests atomic.Int64
 	bytes    atomic.Int64
 }
@@ -60,6 +62,10 @@ func (h *hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	const api = "huggingface.co/api/datasets/o/n/"
+	if strings.HasPrefix(p, api) && h.failAPI.Add(-1) >= 0 {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
 	switch {
 	case strings.HasPrefix(p, api+"revision/"):
 		json.NewEncoder(w).Encode(map[string]string{"sha": h.commit})
@@ -162,6 +168,23 @@ func TestResolveHFPinsCommitAndPublishedChecksums(t *testing.T) {
 	// A pattern matching nothing is an error naming it.
 	if _, err := r.Resolve(context.Background(), Ref{HF: "o/n", Files: []string{"data/val-*.parquet"}}, nil); err == nil || !strings.Contains(err.Error(), "data/val-*.parquet") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestHubAPIIsRetried: the Hub's revision and tree listings are retried
+// on a 5xx as file downloads are, and give up after the retry budget.
+func TestHubAPIIsRetried(t *testing.T) {
+	h, srv := newHub(t, map[string][]byte{"huggingface.co/datasets/o/n/resolve/" + commit + "/data/a.parquet": []byte("a")})
+	r, _ := newResolver(t, srv, nil, nil) // one retry
+	h.failAPI.Store(1)
+	ref := Ref{HF: "o/n", Files: []string{"data/*.parquet"}}
+	if _, err := r.Resolve(context.Background(), ref, nil); err != nil {
+		t.Fatalf("a 503 from the Hub API was not retried: %v", err)
+	}
+	h.failAPI.Store(5)
+	ref.Revision = "v2"
+	if _, err := r.Resolve(context.Background(), ref, nil); err == nil || !strings.Contains(err.Error(), "giving up after 2 attempts") || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("err = %v, want it to give up after 2 attempts naming the 503", err)
 	}
 }
 
