@@ -5,8 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	commandnode "github.com/gatepipe/gatepipe/nodes/command"
 )
 
 // needTorch skips the test (fails it in CI, where make test installs
@@ -151,5 +155,93 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// writeResNetWeights saves a randomly initialised torchvision ResNet-18
+// as safetensors with gatepipe's "encoder." prefix on every name, as the
+// built-in trainer's checkpoints name encoder tensors.
+const writeResNetWeights = `
+import json, struct, sys, torch, torchvision
+torch.manual_seed(0)
+sd = torchvision.models.resnet18(num_classes=7).state_dict()
+header, blobs, off = {}, [], 0
+for k, v in sd.items():
+    if v.dtype != torch.float32:
+        continue
+    b = v.contiguous().numpy().tobytes()
+    header["encoder." + k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
+    blobs.append(b)
+    off += len(b)
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+`
+
+// TestTorchTrainerResNetOnGreyImagesWithEncoderWeights runs the paths the
+// other torch tests leave out: a torchvision ResNet on one-channel images
+// (ACDC slices) with the segmentation head, starting from weights whose
+// names carry gatepipe's "encoder." prefix; the trainer reports how many
+// tensors it loaded and leaves the new head (and the grey stem) fresh.
+func TestTorchTrainerResNetOnGreyImagesWithEncoderWeights(t *testing.T) {
+	needTorch(t)
+	_, srv := newTierHub(t)
+	dir := t.TempDir()
+	weights := filepath.Join(dir, "resnet18.safetensors")
+	if out, err := exec.Command("/usr/bin/python3", "-c", writeResNetWeights, weights).CombinedOutput(); err != nil {
+		t.Fatalf("writing the weights: %v\n%s", err, out)
+	}
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+module "acdc" {
+  source     = "stdlib/datasets/acdc"
+  image_size = [32, 32]
+}
+
+benchmark "acdc" {
+  dataset  = module.acdc.dataset.path
+  id       = "acdc"
+  category = "Medical Seg"
+}
+
+module "torch_acdc" {
+  source         = "stdlib/trainers/torch"
+  benchmark      = benchmark.acdc
+  arch           = "resnet18"
+  weights        = abspath("resnet18.safetensors")
+  python         = "/usr/bin/python3"
+  batch_size     = 8
+  iterations     = 2
+  validate_every = 2
+}
+
+output "table" { value = results.t.table }
+output "dir"   { value = module.torch_acdc.out_dir }
+results "t" {
+  metrics = [module.torch_acdc.metrics]
+}
+`)
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "mIoU") || !strings.Contains(r.stdout, "resnet18") {
+		t.Errorf("results table lacks mIoU or the model:\n%s", r.stdout)
+	}
+	out := regexp.MustCompile(`dir = "([^"]+)"`).FindStringSubmatch(r.stdout)
+	if out == nil {
+		t.Fatalf("no out_dir in the outputs:\n%s", r.stdout)
+	}
+	log := readFile(filepath.Join(out[1], commandnode.LogFile))
+	m := regexp.MustCompile(`(\d+) tensors loaded, (\d+) left as initialised`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("the trainer did not report the weights it loaded:\n%s", log)
+	}
+	// ResNet-18 has 102 float tensors: all but the three-channel stem
+	// (the images are grey) and the classifier (fc, replaced by the
+	// segmentation head) fit. Without the prefix dropped none would.
+	if loaded, _ := strconv.Atoi(m[1]); loaded != 99 {
+		t.Errorf("%s tensors of the encoder loaded, want 99 of its 102 (not conv1 on grey images, not fc)", m[1])
 	}
 }

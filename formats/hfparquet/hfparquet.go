@@ -11,11 +11,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	_ "image/jpeg" // register decoders
 	_ "image/png"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -117,7 +119,10 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 		return err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 20}, memory.DefaultAllocator)
+	// Small batches: a batch's image bytes sit in one Arrow buffer that
+	// grows by copying, so a whole row group in one batch allocated ~17x
+	// the file's size and let the heap's peak grow with the file.
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, memory.DefaultAllocator)
 	if err != nil {
 		return err
 	}
@@ -141,15 +146,34 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tbl, err := fr.RowGroup(rg).ReadTable(ctx, leaves)
-		if err != nil {
+		if err := readRowGroup(ctx, fr, rg, leaves, imgCol, labCol, o, d, names); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
-		err = readTable(tbl, imgCol, labCol, o, d, names)
+	}
+	return nil
+}
+
+// batchRows is how many rows are decoded from Parquet at a time.
+const batchRows = 1
+
+// readRowGroup reads one row group batch by batch into d.
+func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []int, imgCol, labCol string, o Options, d *Data, names *[]string) error {
+	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		tbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+		err := readTable(tbl, imgCol, labCol, o, d, names)
 		tbl.Release()
 		if err != nil {
-			return fmt.Errorf("row group %d: %w", rg, err)
+			return err
 		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
 	}
 	return nil
 }
