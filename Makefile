@@ -101,6 +101,8 @@ FUZZ_TARGETS := \
 	./pipelines:FuzzLoadConfig:2000x \
 	./formats/idx:FuzzRead:50000x \
 	./formats/cifar:FuzzRead:40000x \
+	./formats/cifar:FuzzReadPickle:40000x \
+	./formats/imagecsv:FuzzParseTable:40000x \
 	./formats/tabular:FuzzRead:50000x \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \

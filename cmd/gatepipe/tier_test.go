@@ -1,9 +1,7 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/internal/cifarfixture"
 	"github.com/gatepipe/gatepipe/internal/hffixture"
 )
 
@@ -155,43 +154,27 @@ func acdcShard(t *testing.T, n int, seed uint64) []byte {
 	return buf.Bytes()
 }
 
-// cifar100Tarball is cifar-100-binary.tar.gz as its authors publish it:
-// train.bin and test.bin of <coarse> <fine> <3072 pixels> records, and the
-// label names.
+// cifar100Tarball is cifar-100-python.tar.gz as its authors publish it
+// and torchvision downloads it: train and test batches and the meta file,
+// pickled by Python 2.
 func cifar100Tarball(t *testing.T) []byte {
 	rng := rand.New(rand.NewPCG(4, 4))
 	batch := func(n int) []byte {
-		var b []byte
+		px := make([]byte, 0, n*3072)
+		fine, coarse := make([]int, n), make([]int, n)
 		for i := range n {
-			fine := byte(i % 4)
-			b = append(b, fine/2, fine)
+			fine[i], coarse[i] = i%4, i%4/2
 			for c := range 3 * 32 * 32 {
-				b = append(b, byte(int(fine)*50+c%7+rng.IntN(20)))
+				px = append(px, byte(fine[i]*50+c%7+rng.IntN(20)))
 			}
 		}
-		return b
+		return cifarfixture.Py2Batch(px, n, map[string][]int{"fine_labels": fine, "coarse_labels": coarse})
 	}
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = "class" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
-		{"cifar-100-binary/train.bin", batch(120)},
-		{"cifar-100-binary/test.bin", batch(40)},
-		{"cifar-100-binary/fine_label_names.txt", []byte(strings.Join(names, "\n") + "\n")},
-	} {
-		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg})
-		tw.Write(f.data)
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
+	return cifarfixture.Tarball100(batch(120), batch(40), names)
 }
 
 // newTierHub serves fixtures of the small tier's readable benchmarks in
@@ -219,7 +202,7 @@ func newTierHub(t *testing.T) (*tierHub, *httptest.Server) {
 				"data/test-00000-of-00001.parquet":  acdcShard(t, 30, 2),
 			},
 		},
-		urls: map[string][]byte{"www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz": cifar100Tarball(t)},
+		urls: map[string][]byte{"www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz": cifar100Tarball(t)},
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -288,7 +271,7 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 		}
 	}
 	lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl"))
-	for _, want := range []string{"hf ILSVRC/imagenet-1k@main", "cifar-100-binary.tar.gz", "zhoubolei/scene_parse_150@refs/convert/parquet"} {
+	for _, want := range []string{"hf ILSVRC/imagenet-1k@main", "cifar-100-python.tar.gz", "zhoubolei/scene_parse_150@refs/convert/parquet"} {
 		if !strings.Contains(lock, want) {
 			t.Errorf("lock file lacks %q", want)
 		}

@@ -1,5 +1,7 @@
-// Package cifar reads the binary versions of CIFAR-10 and CIFAR-100: fixed
-// size records of label byte(s) followed by 3x32x32 pixels, channel-major.
+// Package cifar reads CIFAR-10 and CIFAR-100 in both published versions:
+// the binary one (fixed size records of label byte(s) followed by 3x32x32
+// pixels, channel-major) and the Python one torchvision downloads
+// (pickled dicts holding a numpy array; pickle.go).
 package cifar
 
 import (

@@ -26,8 +26,8 @@ import (
 // BenchmarkReadLargeFileMemory reads a Hub-layout Parquet file of about
 // 2 GB (GATEPIPE_PARQUET_BENCH_GB sets the size; generated once under
 // /tmp) into 32x32 examples and reports the Go heap's peak while reading:
-// row groups are read one at a time, so the peak follows the row group
-// (100 images of ~0.8 MB) and the decoded output, not the file.
+// rows are read one at a time, so the peak follows one row (an image of
+// ~0.8 MB) and the decoded output, not the file.
 func BenchmarkReadLargeFileMemory(b *testing.B) {
 	gb := 2.0
 	if s := os.Getenv("GATEPIPE_PARQUET_BENCH_GB"); s != "" {

@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -308,16 +309,13 @@ func (n *Node) parseCIFAR(rawDir string, paths []string) (*examples, error) {
 	}
 	coarse := n.cfg.CifarLabel != nil && *n.cfg.CifarLabel == "coarse"
 	ex := &examples{dtype: safetensors.U8, shape: []int{3, 32, 32}}
+	pickled := false
 	for _, p := range paths {
-		f, err := os.Open(p)
+		b, isPickle, err := readCIFARBatch(p, variant)
 		if err != nil {
 			return nil, err
 		}
-		b, err := cifar.Read(f, variant, filepath.Base(p))
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
+		pickled = pickled || isPickle
 		ex.u8 = append(ex.u8, b.Images...)
 		if coarse {
 			ex.y = append(ex.y, b.Coarse...)
@@ -326,19 +324,60 @@ func (n *Node) parseCIFAR(rawDir string, paths []string) (*examples, error) {
 		}
 	}
 	count := 10
-	metaName := "batches.meta.txt"
+	metaName, metaKey, pickleMeta := "batches.meta.txt", "label_names", "batches.meta"
 	switch {
 	case variant == cifar.CIFAR100 && coarse:
-		count, metaName = 20, "coarse_label_names.txt"
+		count, metaName, metaKey, pickleMeta = 20, "coarse_label_names.txt", "coarse_label_names", "meta"
 	case variant == cifar.CIFAR100:
-		count, metaName = 100, "fine_label_names.txt"
+		count, metaName, metaKey, pickleMeta = 100, "fine_label_names.txt", "fine_label_names", "meta"
 	}
 	ex.classes = numericClasses(count)
 	// Class names ship beside the batches; use them when present.
-	if names := findLabelNames(filepath.Dir(paths[0]), metaName, count); names != nil {
+	dir := filepath.Dir(paths[0])
+	names := findLabelNames(dir, metaName, count)
+	if pickled {
+		names = findPickledNames(filepath.Join(dir, pickleMeta), metaKey, count)
+	}
+	if names != nil {
 		ex.classes = names
 	}
 	return ex, nil
+}
+
+// readCIFARBatch reads one batch file of either version: the Python one
+// (a pickle, as torchvision downloads it) or the binary one.
+func readCIFARBatch(p string, variant cifar.Variant) (*cifar.Batch, bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, _ := io.ReadFull(f, head)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, false, err
+	}
+	if cifar.IsPickle(head[:n]) {
+		b, err := cifar.ReadPickle(f, variant, filepath.Base(p))
+		return b, true, err
+	}
+	b, err := cifar.Read(f, variant, filepath.Base(p))
+	return b, false, err
+}
+
+// findPickledNames reads the class names of the Python version's meta
+// file; nil when it is missing or does not list count names.
+func findPickledNames(p, key string, count int) []string {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, err := cifar.ReadPickleNames(f, key, filepath.Base(p))
+	if err != nil || len(names) != count {
+		return nil
+	}
+	return names
 }
 
 func findLabelNames(dir, name string, count int) []string {

@@ -2,11 +2,12 @@
 # Citation: Krizhevsky, Learning Multiple Layers of Features from Tiny Images, 2009.
 # Licence: no licence stated (Krizhevsky, 2009).
 # Status: runnable.
-# Source: the CIFAR-100 binary version from its authors' site (the same
-# images and labels as the python version torchvision downloads, md5 of
-# that archive eb9058c3a382ffc7106e4002c42a8d85; gatepipe reads the binary
-# batches). The archive's SHA-256 is pinned in gatepipe.lock.hcl on first
-# download. Validation: a seeded 10% of train (GATE's split is unseeded).
+# Source: the Python version from its authors' site, the archive torchvision
+# downloads and GATE loads (published md5 eb9058c3a382ffc7106e4002c42a8d85):
+# pickled train, test and meta files, read without Python. Its SHA-256 is
+# pinned in gatepipe.lock.hcl on first download. (format = "cifar100" also
+# reads the binary version, cifar-100-binary.tar.gz.) Validation: a seeded
+# 10% of train (GATE's split is unseeded).
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
@@ -41,11 +42,11 @@ variable "max_test" {
 dataset "data" {
   count = var.enabled ? 1 : 0
   source {
-    url = "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz"
+    url = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"
   }
   format       = "cifar100"
-  train        = ["cifar-100-binary/train.bin"]
-  test         = ["cifar-100-binary/test.bin"]
+  train        = ["cifar-100-python/train"]
+  test         = ["cifar-100-python/test"]
   val_fraction = 0.1
   image_size   = var.image_size
   split_seed   = var.split_seed

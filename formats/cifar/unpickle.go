@@ -1,0 +1,365 @@
+package cifar
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/big"
+)
+
+// unpickle runs the subset of Python's pickle machine (protocols 2-4)
+// that CIFAR's Python batches use: dicts, lists, tuples, strings, bytes,
+// integers, booleans, None, the memo, and the globals findClass allows.
+// Every length is checked against the bytes left before anything is
+// allocated, so a damaged file fails quickly with the offset at fault.
+func unpickle(data []byte) (any, error) {
+	m := &machine{data: data, memo: map[int]any{}}
+	v, err := m.run()
+	if err != nil {
+		return nil, fmt.Errorf("byte %d: %w", m.pos, err)
+	}
+	return v, nil
+}
+
+// tuple is a Python tuple; list a Python list (a pointer: APPEND mutates
+// the list the stack holds).
+type (
+	tuple []any
+	list  struct{ items []any }
+	dict  struct{ items map[string]any }
+	mark  struct{}
+)
+
+// callable is a global the pickle may call (REDUCE) or build (BUILD).
+type callable interface{ call(args tuple) (any, error) }
+
+// settable receives BUILD's state.
+type settable interface{ setState(state any) error }
+
+type machine struct {
+	data  []byte
+	pos   int
+	stack []any
+	memo  map[int]any
+}
+
+func (m *machine) take(n int) ([]byte, error) {
+	if n < 0 || n > len(m.data)-m.pos {
+		return nil, fmt.Errorf("%d bytes declared, %d left", n, len(m.data)-m.pos)
+	}
+	b := m.data[m.pos : m.pos+n]
+	m.pos += n
+	return b, nil
+}
+
+func (m *machine) uint(n int) (int, error) {
+	b, err := m.take(n)
+	if err != nil {
+		return 0, err
+	}
+	var v uint64
+	for i := n - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	if v > uint64(len(m.data)) && n > 2 {
+		// A length or memo index beyond the file cannot be right.
+		return 0, fmt.Errorf("value %d beyond the file's %d bytes", v, len(m.data))
+	}
+	return int(v), nil
+}
+
+func (m *machine) line() (string, error) {
+	i := bytes.IndexByte(m.data[m.pos:], '\n')
+	if i < 0 {
+		return "", fmt.Errorf("unterminated line")
+	}
+	s := string(m.data[m.pos : m.pos+i])
+	m.pos += i + 1
+	return s, nil
+}
+
+func (m *machine) pop() (any, error) {
+	if len(m.stack) == 0 {
+		return nil, fmt.Errorf("stack underflow")
+	}
+	v := m.stack[len(m.stack)-1]
+	m.stack = m.stack[:len(m.stack)-1]
+	if _, ok := v.(mark); ok {
+		return nil, fmt.Errorf("unexpected mark")
+	}
+	return v, nil
+}
+
+// popMark pops the items above the topmost mark, and the mark.
+func (m *machine) popMark() ([]any, error) {
+	for i := len(m.stack) - 1; i >= 0; i-- {
+		if _, ok := m.stack[i].(mark); ok {
+			items := append([]any(nil), m.stack[i+1:]...)
+			m.stack = m.stack[:i]
+			return items, nil
+		}
+	}
+	return nil, fmt.Errorf("no mark")
+}
+
+func (m *machine) popN(n int) (tuple, error) {
+	if len(m.stack) < n {
+		return nil, fmt.Errorf("stack underflow")
+	}
+	t := append(tuple(nil), m.stack[len(m.stack)-n:]...)
+	m.stack = m.stack[:len(m.stack)-n]
+	for _, v := range t {
+		if _, ok := v.(mark); ok {
+			return nil, fmt.Errorf("unexpected mark")
+		}
+	}
+	return t, nil
+}
+
+func (m *machine) run() (any, error) {
+	for m.pos < len(m.data) {
+		op := m.data[m.pos]
+		m.pos++
+		if err := m.step(op); err != nil {
+			if err == errStop {
+				return m.pop()
+			}
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("no STOP: the file ends early")
+}
+
+var errStop = fmt.Errorf("stop")
+
+// step runs one opcode.
+func (m *machine) step(op byte) error {
+	switch op {
+	case 0x80: // PROTO
+		_, err := m.take(1)
+		return err
+	case 0x95: // FRAME: a length hint
+		_, err := m.take(8)
+		return err
+	case '.':
+		return errStop
+	case '(':
+		m.stack = append(m.stack, mark{})
+	case '}':
+		m.stack = append(m.stack, &dict{items: map[string]any{}})
+	case ']':
+		m.stack = append(m.stack, &list{})
+	case ')':
+		m.stack = append(m.stack, tuple{})
+	case 'N':
+		m.stack = append(m.stack, nil)
+	case 0x88, 0x89: // NEWTRUE, NEWFALSE
+		m.stack = append(m.stack, op == 0x88)
+	case 'K', 'M': // BININT1, BININT2
+		n := 1
+		if op == 'M' {
+			n = 2
+		}
+		v, err := m.uint(n)
+		m.stack = append(m.stack, int64(v))
+		return err
+	case 'J': // BININT
+		b, err := m.take(4)
+		if err != nil {
+			return err
+		}
+		m.stack = append(m.stack, int64(int32(binary.LittleEndian.Uint32(b))))
+	case 0x8a: // LONG1
+		n, err := m.uint(1)
+		if err != nil {
+			return err
+		}
+		b, err := m.take(n)
+		if err != nil {
+			return err
+		}
+		return m.pushLong(b)
+	case 'U', 'C', 0x8c: // SHORT_BINSTRING, SHORT_BINBYTES, SHORT_BINUNICODE
+		return m.pushText(op, 1)
+	case 'T', 'B', 'X': // BINSTRING, BINBYTES, BINUNICODE
+		return m.pushText(op, 4)
+	case 0x8e, 0x8d: // BINBYTES8, BINUNICODE8
+		return m.pushText(op, 8)
+	case 'q', 'r', 0x94: // BINPUT, LONG_BINPUT, MEMOIZE
+		if len(m.stack) == 0 {
+			return fmt.Errorf("memo of an empty stack")
+		}
+		i := len(m.memo)
+		if op != 0x94 {
+			n := 1
+			if op == 'r' {
+				n = 4
+			}
+			var err error
+			if i, err = m.uint(n); err != nil {
+				return err
+			}
+		}
+		m.memo[i] = m.stack[len(m.stack)-1]
+	case 'h', 'j': // BINGET, LONG_BINGET
+		n := 1
+		if op == 'j' {
+			n = 4
+		}
+		i, err := m.uint(n)
+		if err != nil {
+			return err
+		}
+		v, ok := m.memo[i]
+		if !ok {
+			return fmt.Errorf("memo %d is empty", i)
+		}
+		m.stack = append(m.stack, v)
+	case 't':
+		items, err := m.popMark()
+		m.stack = append(m.stack, tuple(items))
+		return err
+	case 0x85, 0x86, 0x87: // TUPLE1..3
+		t, err := m.popN(int(op - 0x84))
+		m.stack = append(m.stack, t)
+		return err
+	case 'a', 'e', 's', 'u':
+		return m.fill(op)
+	case 'c': // GLOBAL
+		module, err := m.line()
+		if err != nil {
+			return err
+		}
+		name, err := m.line()
+		if err != nil {
+			return err
+		}
+		return m.pushGlobal(module, name)
+	case 0x93: // STACK_GLOBAL
+		t, err := m.popN(2)
+		if err != nil {
+			return err
+		}
+		module, ok1 := t[0].(string)
+		name, ok2 := t[1].(string)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("STACK_GLOBAL of %T, %T", t[0], t[1])
+		}
+		return m.pushGlobal(module, name)
+	case 'R': // REDUCE
+		args, err := m.pop()
+		if err != nil {
+			return err
+		}
+		f, err := m.pop()
+		if err != nil {
+			return err
+		}
+		t, ok1 := args.(tuple)
+		c, ok2 := f.(callable)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("REDUCE of %T with %T", f, args)
+		}
+		v, err := c.call(t)
+		m.stack = append(m.stack, v)
+		return err
+	case 'b': // BUILD
+		state, err := m.pop()
+		if err != nil {
+			return err
+		}
+		if len(m.stack) == 0 {
+			return fmt.Errorf("BUILD without an object")
+		}
+		s, ok := m.stack[len(m.stack)-1].(settable)
+		if !ok {
+			return fmt.Errorf("BUILD of %T", m.stack[len(m.stack)-1])
+		}
+		return s.setState(state)
+	default:
+		return fmt.Errorf("pickle opcode 0x%02x is not one a CIFAR batch uses", op)
+	}
+	return nil
+}
+
+func (m *machine) pushText(op byte, lenBytes int) error {
+	n, err := m.uint(lenBytes)
+	if err != nil {
+		return err
+	}
+	b, err := m.take(n)
+	if err != nil {
+		return err
+	}
+	switch op {
+	case 'C', 'B', 0x8e: // bytes
+		m.stack = append(m.stack, append([]byte(nil), b...))
+	default: // Python 2 str (raw bytes) or unicode (UTF-8)
+		m.stack = append(m.stack, string(b))
+	}
+	return nil
+}
+
+func (m *machine) pushLong(b []byte) error {
+	if len(b) > 8 {
+		return fmt.Errorf("integer of %d bytes", len(b))
+	}
+	le := make([]byte, len(b))
+	for i := range b {
+		le[len(b)-1-i] = b[i]
+	}
+	v := new(big.Int).SetBytes(le)
+	if len(b) > 0 && b[len(b)-1]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	m.stack = append(m.stack, v.Int64())
+	return nil
+}
+
+// fill runs APPEND, APPENDS, SETITEM and SETITEMS.
+func (m *machine) fill(op byte) error {
+	var items []any
+	var err error
+	if op == 'a' || op == 's' {
+		n := 1
+		if op == 's' {
+			n = 2
+		}
+		var t tuple
+		t, err = m.popN(n)
+		items = t
+	} else {
+		items, err = m.popMark()
+	}
+	if err != nil {
+		return err
+	}
+	if len(m.stack) == 0 {
+		return fmt.Errorf("nothing to fill")
+	}
+	switch c := m.stack[len(m.stack)-1].(type) {
+	case *list:
+		if op != 'a' && op != 'e' {
+			return fmt.Errorf("SETITEM on a list")
+		}
+		c.items = append(c.items, items...)
+	case *dict:
+		if op != 's' && op != 'u' || len(items)%2 != 0 {
+			return fmt.Errorf("APPEND on a dict")
+		}
+		for i := 0; i < len(items); i += 2 {
+			if k, ok := text(items[i]); ok {
+				c.items[k] = items[i+1]
+			}
+		}
+	default:
+		return fmt.Errorf("filling a %T", c)
+	}
+	return nil
+}
+
+func (m *machine) pushGlobal(module, name string) error {
+	g, err := findClass(module, name)
+	m.stack = append(m.stack, g)
+	return err
+}
