@@ -40,30 +40,13 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 		}
 		commit = info.SHA
 	}
-	type entry struct {
-		Type string `json:"type"`
-		Path string `json:"path"`
-		Size int64  `json:"size"`
-		LFS  *struct {
-			OID  string `json:"oid"`
-			Size int64  `json:"size"`
-		} `json:"lfs"`
-	}
-	listed := map[string][]entry{}
+	l := &hfLister{r: r, ctx: ctx, ref: ref, creds: creds, commit: commit, listed: map[string][]hfEntry{}}
 	seen := map[string]bool{}
 	pin := Pin{Commit: commit}
 	for _, pattern := range ref.Files {
-		dir := path.Dir(pattern)
-		entries, ok := listed[dir]
-		if !ok {
-			u := fmt.Sprintf("%s/api/datasets/%s/tree/%s", r.endpoint, ref.HF, commit)
-			if dir != "." {
-				u += "/" + dir
-			}
-			if err := r.getJSON(ctx, u, creds, &entries); err != nil {
-				return Pin{}, fmt.Errorf("hf %s: listing %s at %s: %w", ref.HF, dir, commit[:12], err)
-			}
-			listed[dir] = entries
+		entries, err := l.candidates(pattern)
+		if err != nil {
+			return Pin{}, err
 		}
 		matched := 0
 		for _, e := range entries {
@@ -81,19 +64,9 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 				continue
 			}
 			seen[e.Path] = true
-			f := File{Path: e.Path, Size: e.Size,
-				URL: fmt.Sprintf("%s/datasets/%s/resolve/%s/%s", r.endpoint, ref.HF, commit, escapePath(e.Path))}
-			if e.LFS != nil && isSHA256(e.LFS.OID) {
-				f.SHA256, f.Size = e.LFS.OID, e.LFS.Size
-			} else {
-				p, sha, err := r.fetch(ctx, f, creds, nil)
-				if err != nil {
-					return Pin{}, err
-				}
-				f.SHA256 = sha
-				if info, err := os.Stat(p); err == nil {
-					f.Size = info.Size()
-				}
+			f, err := l.file(e)
+			if err != nil {
+				return Pin{}, err
 			}
 			pin.Files = append(pin.Files, f)
 		}
@@ -103,6 +76,97 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 	}
 	sort.Slice(pin.Files, func(i, j int) bool { return pin.Files[i].Path < pin.Files[j].Path })
 	return pin, nil
+}
+
+// hfEntry is one entry of the Hub's tree listing.
+type hfEntry struct {
+	Type string `json:"type"` // "file" or "directory"
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	LFS  *struct {
+		OID  string `json:"oid"`
+		Size int64  `json:"size"`
+	} `json:"lfs"`
+}
+
+// hfLister lists a repository's directories at a commit, once each.
+type hfLister struct {
+	r      *Resolver
+	ctx    context.Context
+	ref    Ref
+	creds  string
+	commit string
+	listed map[string][]hfEntry
+}
+
+func (l *hfLister) list(dir string) ([]hfEntry, error) {
+	if entries, ok := l.listed[dir]; ok {
+		return entries, nil
+	}
+	u := fmt.Sprintf("%s/api/datasets/%s/tree/%s", l.r.endpoint, l.ref.HF, l.commit)
+	if dir != "." {
+		u += "/" + dir
+	}
+	var entries []hfEntry
+	if err := l.r.getJSON(l.ctx, u, l.creds, &entries); err != nil {
+		return nil, fmt.Errorf("hf %s: listing %s at %s: %w", l.ref.HF, dir, l.commit[:12], err)
+	}
+	l.listed[dir] = entries
+	return entries, nil
+}
+
+// candidates lists the directory of pattern. A wildcard in the
+// directory's last element ("general/*train/*.parquet": the Hub's
+// Parquet conversion names a partly converted split partial-train) lists
+// the parent and every sub-directory it matches.
+func (l *hfLister) candidates(pattern string) ([]hfEntry, error) {
+	dir := path.Dir(pattern)
+	if !strings.ContainsAny(dir, "*?[") {
+		return l.list(dir)
+	}
+	parent := path.Dir(dir)
+	if strings.ContainsAny(parent, "*?[") {
+		return nil, fmt.Errorf("hf %s: %q: a wildcard may stand in the file name and its directory, not higher", l.ref.HF, pattern)
+	}
+	subs, err := l.list(parent)
+	if err != nil {
+		return nil, err
+	}
+	var out []hfEntry
+	for _, e := range subs {
+		if ok, _ := path.Match(dir, e.Path); !ok || e.Type != "directory" {
+			continue
+		}
+		if err := CheckRelPath(e.Path); err != nil {
+			return nil, fmt.Errorf("hf %s: the Hub listed %s", l.ref.HF, err)
+		}
+		entries, err := l.list(e.Path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// file is a listed file with its URL and SHA-256: the one the Hub
+// publishes for LFS files, else taken by downloading it.
+func (l *hfLister) file(e hfEntry) (File, error) {
+	f := File{Path: e.Path, Size: e.Size,
+		URL: fmt.Sprintf("%s/datasets/%s/resolve/%s/%s", l.r.endpoint, l.ref.HF, l.commit, escapePath(e.Path))}
+	if e.LFS != nil && isSHA256(e.LFS.OID) {
+		f.SHA256, f.Size = e.LFS.OID, e.LFS.Size
+		return f, nil
+	}
+	p, sha, err := l.r.fetch(l.ctx, f, l.creds, nil)
+	if err != nil {
+		return File{}, err
+	}
+	f.SHA256 = sha
+	if info, err := os.Stat(p); err == nil {
+		f.Size = info.Size()
+	}
+	return f, nil
 }
 
 // CheckRepo reports whether repo is a Hub repository id, OWNER/NAME.

@@ -74,8 +74,15 @@ func (h *hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dir := strings.TrimPrefix(strings.TrimPrefix(p, api+"tree/"+h.commit), "/")
 		var out []map[string]any
 		prefix := "huggingface.co/datasets/o/n/resolve/" + h.commit + "/"
+		subdirs := map[string]bool{}
 		for fp, b := range h.files {
 			rel, ok := strings.CutPrefix(fp, prefix)
+			if ok && dir != "" {
+				if d := filepath.Dir(filepath.Dir(rel)); d == dir && !subdirs[filepath.Dir(rel)] {
+					subdirs[filepath.Dir(rel)] = true
+					out = append(out, map[string]any{"type": "directory", "path": filepath.Dir(rel)})
+				}
+			}
 			if !ok || dir != "" && filepath.Dir(rel) != dir {
 				continue
 			}
@@ -168,6 +175,31 @@ func TestResolveHFPinsCommitAndPublishedChecksums(t *testing.T) {
 	// A pattern matching nothing is an error naming it.
 	if _, err := r.Resolve(context.Background(), Ref{HF: "o/n", Files: []string{"data/val-*.parquet"}}, nil); err == nil || !strings.Contains(err.Error(), "data/val-*.parquet") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestWildcardDirectory: a wildcard in a pattern's directory (the Hub's
+// Parquet conversion names a partly converted split partial-train) lists
+// the parent and the matching sub-directories; higher wildcards are
+// refused.
+func TestWildcardDirectory(t *testing.T) {
+	base := "huggingface.co/datasets/o/n/resolve/" + commit + "/"
+	_, srv := newHub(t, map[string][]byte{
+		base + "general/partial-train/0000.parquet": []byte("a"),
+		base + "general/partial-train/0001.parquet": []byte("b"),
+		base + "general/test/0000.parquet":          []byte("c"),
+	})
+	r, _ := newResolver(t, srv, nil, nil)
+	pin, err := r.Resolve(context.Background(), Ref{HF: "o/n", Files: []string{"general/*train/*.parquet"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pin.Files) != 2 || pin.Files[0].Path != "general/partial-train/0000.parquet" {
+		t.Fatalf("files %+v, want the two of general/partial-train", pin.Files)
+	}
+	_, err = r.Resolve(context.Background(), Ref{HF: "o/n", Files: []string{"*/test/*.parquet"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "not higher") {
+		t.Fatalf("err = %v, want a wildcard two levels up refused", err)
 	}
 }
 

@@ -44,6 +44,9 @@ type Options struct {
 	// Classes fixes the class order of string labels (the training
 	// split's, when reading test shards); nil collects them.
 	Classes []string
+	// TextColumn, when set, names a string column read beside each
+	// example into Data.Text (a VQA question).
+	TextColumn string
 }
 
 // Target kinds.
@@ -68,6 +71,8 @@ type Data struct {
 	Targets int       // YF values per example
 	Classes []string
 	Rows    int
+	// Text holds TextColumn's value per example.
+	Text []string
 }
 
 // Read reads the files in order, row group by row group.
@@ -141,7 +146,14 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 	if d.Classes == nil && o.Classes == nil {
 		d.Classes = classNames(pf, labCol)
 	}
-	leaves := leafColumns(pf, imgCol, labCol)
+	cols := []string{imgCol, labCol}
+	if o.TextColumn != "" {
+		if len(sc.FieldIndices(o.TextColumn)) == 0 {
+			return fmt.Errorf("no column %q (text_column)", o.TextColumn)
+		}
+		cols = append(cols, o.TextColumn)
+	}
+	leaves := leafColumns(pf, cols...)
 	for rg := 0; rg < pf.NumRowGroups(); rg++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -276,11 +288,25 @@ func readTable(tbl arrow.Table, imgCol, labCol string, o Options, d *Data, names
 	if err != nil {
 		return err
 	}
+	var texts []arrow.Array
+	if o.TextColumn != "" {
+		if texts, err = column(tbl, o.TextColumn); err != nil {
+			return err
+		}
+	}
 	row := 0
 	for _, xa := range xs {
 		for i := 0; i < xa.Len(); i++ {
 			if err := appendInput(d, xa, i, o); err != nil {
 				return fmt.Errorf("row %d, column %q: %w", d.Rows, imgCol, err)
+			}
+			if texts != nil {
+				ta, j := at(texts, row)
+				s, ok := text(ta, j)
+				if !ok {
+					return fmt.Errorf("row %d, column %q: not a string", d.Rows, o.TextColumn)
+				}
+				d.Text = append(d.Text, s)
 			}
 			ya, j := at(ys, row)
 			if err := appendTarget(d, ya, j, o, names); err != nil {
@@ -291,6 +317,22 @@ func readTable(tbl arrow.Table, imgCol, labCol string, o Options, d *Data, names
 		}
 	}
 	return nil
+}
+
+// text reads a string cell.
+func text(a arrow.Array, i int) (string, bool) {
+	if a == nil || a.IsNull(i) {
+		return "", false
+	}
+	switch c := a.(type) {
+	case *array.String:
+		return c.Value(i), true
+	case *array.LargeString:
+		return c.Value(i), true
+	case *array.StringView:
+		return c.Value(i), true
+	}
+	return "", false
 }
 
 // at finds row in a chunked column.

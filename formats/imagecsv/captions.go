@@ -78,6 +78,18 @@ func BuildVocabulary(captions [][]string, limit int) *Vocabulary {
 	return v
 }
 
+// NewVocabulary is a vocabulary saved as its Words (the training split's,
+// for the later splits).
+func NewVocabulary(words []string) *Vocabulary {
+	v := &Vocabulary{Words: words, index: map[string]int64{}}
+	for i, w := range words {
+		if i >= 2 {
+			v.index[w] = int64(i)
+		}
+	}
+	return v
+}
+
 // Encode appends the tokens of words to out, cut or padded to length.
 func (v *Vocabulary) Encode(out []int64, words []string, length int) []int64 {
 	for i := range length {

@@ -151,6 +151,32 @@ func StringLabels(w io.Writer, images [][]byte, labels []string, rowGroup int) e
 	return write(w, b.NewRecordBatch(), rowGroup)
 }
 
+// VQA writes a shard in the layout of dali-does/clevr-math's Parquet:
+// "template", "id" and "question" strings, the "image" and an int64
+// "label" (the numeric answer).
+func VQA(w io.Writer, images [][]byte, questions []string, answers []int64, rowGroup int) error {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "template", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "question", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "image", Type: imageType, Nullable: true},
+		{Name: "label", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range images {
+		b.Field(0).(*array.StringBuilder).Append("subtraction")
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("CLEVR_train_%06d.png", i))
+		b.Field(2).(*array.StringBuilder).Append(questions[i])
+		sb := b.Field(3).(*array.StructBuilder)
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i])
+		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+		b.Field(4).(*array.Int64Builder).Append(answers[i])
+	}
+	return write(w, b.NewRecordBatch(), rowGroup)
+}
+
 func write(w io.Writer, rec arrow.RecordBatch, rowGroup int) error {
 	defer rec.Release()
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(int64(rowGroup)))

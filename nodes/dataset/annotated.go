@@ -18,8 +18,8 @@ import (
 // image_csv (a label per image: Kaggle's medical sets, ChestX-ray14) and
 // captions_csv (captions per image: Flickr30k).
 const (
-	defaultCaptionTokens = 32
-	defaultVocabulary    = 10000
+	defaultTextTokens = 32
+	defaultVocabulary = 10000
 )
 
 func annotated(format string) bool { return format == "image_csv" || format == "captions_csv" }
@@ -42,7 +42,7 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 		for _, a := range []struct {
 			name string
 			set  bool
-		}{{"caption_column", cfg.CaptionColumn != nil}, {"max_caption_tokens", cfg.MaxCaptionTokens != nil}, {"max_vocabulary", cfg.MaxVocabulary != nil}} {
+		}{{"caption_column", cfg.CaptionColumn != nil}, {"max_tokens", cfg.MaxTokens != nil}, {"max_vocabulary", cfg.MaxVocabulary != nil}} {
 			if a.set {
 				diags = append(diags, decl.Errorf(a.name, "Invalid "+a.name, "%s belongs to captions_csv datasets; this one is image_csv.", a.name))
 			}
@@ -63,7 +63,7 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 		for _, a := range []struct {
 			name string
 			v    *int
-		}{{"max_caption_tokens", cfg.MaxCaptionTokens}, {"max_vocabulary", cfg.MaxVocabulary}} {
+		}{{"max_tokens", cfg.MaxTokens}, {"max_vocabulary", cfg.MaxVocabulary}} {
 			if a.v != nil && *a.v < 1 {
 				diags = append(diags, decl.Errorf(a.name, "Invalid "+a.name, "%s must be at least 1.", a.name))
 			}
@@ -114,8 +114,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var vocab *imagecsv.Vocabulary
-	var classes []string
+	var vocab, classes []string
 	build := func(split string) (*examples, error) {
 		idx := rows.splits[split]
 		if len(idx) == 0 {
@@ -315,37 +314,50 @@ func (n *Node) labels(ex *examples, values []string, classes *[]string, table st
 	return nil
 }
 
-// captionTokens sets the caption tokens of ex: each image's first caption
-// as max_caption_tokens word tokens over the training captions'
-// vocabulary (the max_vocabulary most frequent words; others are
-// unknown). The labels number the images (retrieval pairs).
-func (n *Node) captionTokens(ex *examples, values []string, vocab **imagecsv.Vocabulary, table string, rows []int) error {
-	length, limit := defaultCaptionTokens, defaultVocabulary
-	if n.cfg.MaxCaptionTokens != nil {
-		length = *n.cfg.MaxCaptionTokens
-	}
-	if n.cfg.MaxVocabulary != nil {
-		limit = *n.cfg.MaxVocabulary
-	}
-	words := make([][]string, len(values))
+// captionTokens sets the caption tokens of ex from each image's first
+// caption. The labels number the images (retrieval pairs).
+func (n *Node) captionTokens(ex *examples, values []string, vocab *[]string, table string, rows []int) error {
+	first := make([]string, len(values))
 	for i, v := range values {
 		caps, err := imagecsv.Captions(v)
 		if err != nil {
 			return fmt.Errorf("%s row %d: %w", table, rows[i]+2, err)
 		}
-		words[i] = imagecsv.Words(caps[0])
+		first[i] = caps[0]
 	}
-	if *vocab == nil {
-		*vocab = imagecsv.BuildVocabulary(words, limit)
-	}
-	ex.vocab, ex.qLen = (*vocab).Words, length
-	ex.q = make([]int64, 0, len(words)*length)
-	ex.y = make([]int64, len(words))
-	for i, w := range words {
-		ex.q = (*vocab).Encode(ex.q, w, length)
+	n.tokenize(ex, first, *vocab)
+	*vocab = ex.vocab
+	ex.y = make([]int64, len(first))
+	for i := range ex.y {
 		ex.y[i] = int64(i)
 	}
 	return nil
+}
+
+// tokenize sets ex's text tokens (a caption or a question per example):
+// max_tokens word tokens over vocab, the training split's words, or when
+// vocab is nil over the max_vocabulary most frequent words of texts.
+func (n *Node) tokenize(ex *examples, texts []string, vocab []string) {
+	length, limit := defaultTextTokens, defaultVocabulary
+	if n.cfg.MaxTokens != nil {
+		length = *n.cfg.MaxTokens
+	}
+	if n.cfg.MaxVocabulary != nil {
+		limit = *n.cfg.MaxVocabulary
+	}
+	words := make([][]string, len(texts))
+	for i, t := range texts {
+		words[i] = imagecsv.Words(t)
+	}
+	v := imagecsv.BuildVocabulary(words, limit)
+	if vocab != nil {
+		v = imagecsv.NewVocabulary(vocab)
+	}
+	ex.vocab, ex.qLen = v.Words, length
+	ex.q = make([]int64, 0, len(words)*length)
+	for _, w := range words {
+		ex.q = v.Encode(ex.q, w, length)
+	}
 }
 
 // isDir reports whether p is a directory (images patterns name them).

@@ -195,7 +195,7 @@ image_column       = "filename"
 caption_column     = "raw"
 split_column       = "split"
 image_size         = [2, 2]
-max_caption_tokens = 4
+max_tokens = 4
 `)
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -43,7 +43,7 @@ var Unreadable = map[string]string{
 	"hdf5":         "HDF5 files (NYU Depth v2)",
 	"image_list":   "image archives with file-list annotations (Places365)",
 	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
-	"vqa_json":     "image archives with question JSON (CLEVR, CLEVR-Math)",
+	"vqa_json":     "image archives with question JSON (CLEVR)",
 	"voc_mat":      "VOC tarballs with MATLAB masks (PASCAL-Context)",
 	"coco_json":    "image archives with COCO-style JSON (iWildCam)",
 }
@@ -96,13 +96,14 @@ var spec = hcldec.ObjectSpec{
 	"class_names":   &hcldec.AttrSpec{Name: "class_names", Type: cty.List(cty.String)},
 	"keep_classes":  &hcldec.AttrSpec{Name: "keep_classes", Type: cty.List(cty.String)},
 	// image_csv and captions_csv (annotated.go).
-	"annotations":        &hcldec.AttrSpec{Name: "annotations", Type: cty.List(cty.String)},
-	"images":             &hcldec.AttrSpec{Name: "images", Type: cty.List(cty.String)},
-	"label_separator":    &hcldec.AttrSpec{Name: "label_separator", Type: cty.String},
-	"caption_column":     &hcldec.AttrSpec{Name: "caption_column", Type: cty.String},
-	"split_column":       &hcldec.AttrSpec{Name: "split_column", Type: cty.String},
-	"max_caption_tokens": &hcldec.AttrSpec{Name: "max_caption_tokens", Type: cty.Number},
-	"max_vocabulary":     &hcldec.AttrSpec{Name: "max_vocabulary", Type: cty.Number},
+	"annotations":     &hcldec.AttrSpec{Name: "annotations", Type: cty.List(cty.String)},
+	"images":          &hcldec.AttrSpec{Name: "images", Type: cty.List(cty.String)},
+	"label_separator": &hcldec.AttrSpec{Name: "label_separator", Type: cty.String},
+	"caption_column":  &hcldec.AttrSpec{Name: "caption_column", Type: cty.String},
+	"split_column":    &hcldec.AttrSpec{Name: "split_column", Type: cty.String},
+	"max_tokens":      &hcldec.AttrSpec{Name: "max_tokens", Type: cty.Number},
+	"question_column": &hcldec.AttrSpec{Name: "question_column", Type: cty.String},
+	"max_vocabulary":  &hcldec.AttrSpec{Name: "max_vocabulary", Type: cty.Number},
 }
 
 // Spec returns the block schema.
@@ -170,13 +171,14 @@ type config struct {
 	ClassNames   []string         `cty:"class_names"`
 	KeepClasses  []string         `cty:"keep_classes"`
 
-	Annotations      []string `cty:"annotations"`
-	Images           []string `cty:"images"`
-	LabelSeparator   *string  `cty:"label_separator"`
-	CaptionColumn    *string  `cty:"caption_column"`
-	SplitColumn      *string  `cty:"split_column"`
-	MaxCaptionTokens *int     `cty:"max_caption_tokens"`
-	MaxVocabulary    *int     `cty:"max_vocabulary"`
+	Annotations    []string `cty:"annotations"`
+	Images         []string `cty:"images"`
+	LabelSeparator *string  `cty:"label_separator"`
+	CaptionColumn  *string  `cty:"caption_column"`
+	SplitColumn    *string  `cty:"split_column"`
+	MaxTokens      *int     `cty:"max_tokens"`
+	QuestionColumn *string  `cty:"question_column"`
+	MaxVocabulary  *int     `cty:"max_vocabulary"`
 }
 
 // source is one validated source.
@@ -280,6 +282,12 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	if len(cfg.Val) > 0 && cfg.ValFraction != nil {
 		diags = append(diags, decl.Errorf("val_fraction", "Conflicting validation split", "Use either val files or val_fraction, not both."))
+	}
+	if cfg.QuestionColumn != nil && cfg.Format != "parquet" {
+		diags = append(diags, decl.Errorf("question_column", "Invalid question_column", "question_column names a Parquet string column (a VQA question); this dataset's format is %q.", cfg.Format))
+	}
+	if cfg.Format == "parquet" && cfg.QuestionColumn == nil && (cfg.MaxTokens != nil || cfg.MaxVocabulary != nil) {
+		diags = append(diags, decl.Errorf("max_tokens", "Tokens without text", "max_tokens and max_vocabulary shape question tokens; set question_column."))
 	}
 	if cfg.ImageColumn != nil && cfg.Format != "parquet" && !annotated(cfg.Format) {
 		diags = append(diags, decl.Errorf("image_column", "Invalid image_column", "image_column names a Parquet or annotation-table column; this dataset's format is %q.", cfg.Format))

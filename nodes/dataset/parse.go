@@ -167,8 +167,13 @@ func (e *examples) subset(idx []int) (*examplestore.Split, error) {
 }
 
 // parse reads the files named by patterns in the format of the block.
-// classes, when set, is the training class list the test data must use.
-func (n *Node) parse(rawDir string, patterns []string, classes []string) (*examples, error) {
+// train, when set, is the training data whose classes (and question
+// vocabulary) later splits use.
+func (n *Node) parse(rawDir string, patterns []string, train *examples) (*examples, error) {
+	var classes, vocab []string
+	if train != nil {
+		classes, vocab = train.classes, train.vocab
+	}
 	paths, err := resolveFiles(rawDir, patterns)
 	if err != nil {
 		return nil, err
@@ -184,7 +189,7 @@ func (n *Node) parse(rawDir string, patterns []string, classes []string) (*examp
 	case "image_folder":
 		ex, err = n.parseImageFolder(paths, classes)
 	case "parquet":
-		ex, err = n.parseParquet(paths, classes)
+		ex, err = n.parseParquet(paths, classes, vocab)
 	default:
 		err = fmt.Errorf("format %q cannot be parsed", n.cfg.Format)
 	}
@@ -201,8 +206,11 @@ func (n *Node) parse(rawDir string, patterns []string, classes []string) (*examp
 }
 
 // parseParquet reads Hugging Face Parquet shards row group by row group.
-func (n *Node) parseParquet(paths []string, classes []string) (*examples, error) {
+func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples, error) {
 	o := hfparquet.Options{Classes: classes, Channels: 3}
+	if n.cfg.QuestionColumn != nil {
+		o.TextColumn = *n.cfg.QuestionColumn
+	}
 	if n.cfg.ImageColumn != nil {
 		o.ImageColumn = *n.cfg.ImageColumn
 	}
@@ -220,6 +228,15 @@ func (n *Node) parseParquet(paths []string, classes []string) (*examples, error)
 		return nil, err
 	}
 	ex := &examples{shape: d.Shape, y: d.Y, yShape: d.YShape, yf: d.YF, targets: d.Targets, classes: d.Classes, task: d.Task}
+	if d.Text != nil {
+		// Visual question answering: the answer classes with the
+		// question as word tokens (the relational head).
+		if d.Task != hfparquet.Classification {
+			return nil, fmt.Errorf("question_column needs answers that are classes, not %s targets", d.Task)
+		}
+		ex.task = "relational"
+		n.tokenize(ex, d.Text, vocab)
+	}
 	if len(d.Shape) == 2 && slices.Equal(d.Shape, d.YShape) {
 		// A grey slice with a mask of its size (ACDC): one channel.
 		ex.shape = []int{1, d.Shape[0], d.Shape[1]}

@@ -191,7 +191,7 @@ func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, rawDir string) (
 		if len(patterns) == 0 {
 			return nil, nil
 		}
-		e, err := n.parse(rawDir, patterns, train.classes)
+		e, err := n.parse(rawDir, patterns, train)
 		if err != nil {
 			return nil, fmt.Errorf("%s data: %w", what, err)
 		}

@@ -48,7 +48,7 @@ variable "revision" {
   default     = "main"
 }
 
-variable "max_caption_tokens" {
+variable "max_tokens" {
   description = "Captions are cut or padded to this many word tokens."
   default     = 32
 }
@@ -60,18 +60,18 @@ dataset "data" {
     revision = var.revision
     files    = ["flickr30k-images.zip", "flickr_annotations_30k.csv"]
   }
-  format             = "captions_csv"
-  annotations        = ["flickr_annotations_30k.csv"]
-  images             = ["flickr30k-images"]
-  image_column       = "filename"
-  caption_column     = "raw"
-  split_column       = "split"
-  max_caption_tokens = var.max_caption_tokens
-  image_size         = var.image_size
-  split_seed         = var.split_seed
-  max_train          = var.max_train > 0 ? var.max_train : null
-  max_val            = var.max_val > 0 ? var.max_val : null
-  max_test           = var.max_test > 0 ? var.max_test : null
+  format         = "captions_csv"
+  annotations    = ["flickr_annotations_30k.csv"]
+  images         = ["flickr30k-images"]
+  image_column   = "filename"
+  caption_column = "raw"
+  split_column   = "split"
+  max_tokens     = var.max_tokens
+  image_size     = var.image_size
+  split_seed     = var.split_seed
+  max_train      = var.max_train > 0 ? var.max_train : null
+  max_val        = var.max_val > 0 ? var.max_val : null
+  max_test       = var.max_test > 0 ? var.max_test : null
 }
 
 output "dataset" {

@@ -55,7 +55,7 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks; the few-shot, medical multi-label and retrieval ones stay on the built-in trainer)."
+  description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks; the few-shot, medical multi-label, retrieval and VQA ones stay on the built-in trainer)."
   default     = "builtin"
 }
 
@@ -109,6 +109,7 @@ locals {
     diabetic    = { adapter = "multilabel", category = "Medical Class" }
     chexpert    = { adapter = "multilabel", category = "Medical Class" }
     flickr30k   = { adapter = "retrieval", category = "Img to Txt ZS" }
+    clevr-math  = { adapter = "relational", category = "Img Relational" }
   }
 
   scales = {
@@ -184,6 +185,7 @@ locals {
     diabetic    = module.diabetic.dataset
     chexpert    = module.chexpert.dataset
     flickr30k   = module.flickr30k.dataset
+    clevr-math  = module.clevr_math.dataset
   }
 }
 
@@ -380,6 +382,16 @@ module "chexpert" {
 module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "clevr_math" {
+  source     = "stdlib/datasets/clevr_math"
+  enabled    = contains(local.run, "clevr-math")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val
