@@ -366,3 +366,47 @@ func TestKeepClassesFiltersAndRelabels(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestCapsKeepEveryClass: max_train and max_test on imbalanced classes
+// (90 "common", 10 "rare") keep about as many of each class as the cap
+// allows, not the frequent class's share.
+func TestCapsKeepEveryClass(t *testing.T) {
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("x,label\n")
+	for i := range 100 {
+		label := "common"
+		if i%10 == 0 {
+			label = "rare"
+		}
+		fmt.Fprintf(&csv, "%d,%s\n", i, label)
+	}
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte(csv.String()), 0o644)
+	n, diags := decode(t, dir, `
+source { url = "t.csv" }
+format        = "csv"
+train         = ["t.csv"]
+label_column  = "label"
+test_fraction = 0.3
+max_train     = 10
+max_test      = 4
+split_seed    = 3
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, out := run(t, n)
+	for split, want := range map[string][2]int{"train": {5, 5}, "test": {2, 2}} {
+		s, err := examplestore.ReadSplit(out, split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var count [2]int
+		for _, y := range s.Y.Int64s() {
+			count[y]++
+		}
+		if count != want {
+			t.Errorf("%s split has %v examples of (common, rare), want %v", split, count, want)
+		}
+	}
+}

@@ -258,16 +258,8 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 		sort.Ints(out)
 		return out
 	}
-	capped := func(idx []int, limit int) []int {
-		if limit > 0 && len(idx) > limit {
-			return idx[:limit]
-		}
-		return idx
-	}
-	rest := perm[nVal+nTest:]
-	if n.maxTrain > 0 && len(rest) > n.maxTrain {
-		rest = rest[:n.maxTrain]
-	}
+	capped := func(idx []int, limit int) []int { return train.cap(idx, limit) }
+	rest := capped(perm[nVal+nTest:], n.maxTrain)
 	type part struct {
 		name string
 		from *examples
@@ -281,10 +273,10 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 		parts = append(parts, part{"test", train, take(capped(perm[nVal:nVal+nTest], n.maxTest))})
 	}
 	if val != nil {
-		parts = append(parts, part{"val", val, n.seededSubset(val.len(), n.maxVal, 0x7a1)})
+		parts = append(parts, part{"val", val, n.seededSubset(val, n.maxVal, 0x7a1)})
 	}
 	if test != nil {
-		parts = append(parts, part{"test", test, n.seededSubset(test.len(), n.maxTest, 0x7e57)})
+		parts = append(parts, part{"test", test, n.seededSubset(test, n.maxTest, 0x7e57)})
 	}
 	splits := map[string]*examplestore.Split{}
 	for _, p := range parts {
@@ -297,9 +289,11 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 	return splits, nil
 }
 
-// seededSubset returns limit indices of 0..count-1 drawn with split_seed
-// (and stream), sorted; all of them when limit is 0 or not below count.
-func (n *Node) seededSubset(count, limit int, stream uint64) []int {
+// seededSubset returns limit indices of e's examples drawn with
+// split_seed (and stream), sorted; all of them when limit is 0 or not
+// below their count. Classes share the subset evenly (examples.cap).
+func (n *Node) seededSubset(e *examples, limit int, stream uint64) []int {
+	count := e.len()
 	all := rand.New(rand.NewPCG(uint64(n.splitSeed), stream)).Perm(count)
 	if limit == 0 || limit >= count {
 		for i := range all {
@@ -307,9 +301,40 @@ func (n *Node) seededSubset(count, limit int, stream uint64) []int {
 		}
 		return all
 	}
-	idx := append([]int(nil), all[:limit]...)
+	idx := e.cap(all, limit)
 	sort.Ints(idx)
 	return idx
+}
+
+// cap keeps limit of the shuffled indices idx (all when limit is 0). For
+// single-label classes the classes take turns, in the order of idx, so a
+// small run keeps about limit/classes examples of every class rather than
+// the frequent classes' share; other tasks keep the first limit.
+func (e *examples) cap(idx []int, limit int) []int {
+	if limit <= 0 || len(idx) <= limit {
+		return idx
+	}
+	if e.y == nil || e.labelsPerExample() != 1 || len(e.classes) < 2 {
+		return idx[:limit]
+	}
+	byClass := map[int64][]int{}
+	var order []int64
+	for _, i := range idx {
+		c := e.y[i]
+		if _, ok := byClass[c]; !ok {
+			order = append(order, c)
+		}
+		byClass[c] = append(byClass[c], i)
+	}
+	out := make([]int, 0, limit)
+	for round := 0; len(out) < limit; round++ {
+		for _, c := range order {
+			if round < len(byClass[c]) && len(out) < limit {
+				out = append(out, byClass[c][round])
+			}
+		}
+	}
+	return out
 }
 
 // normalization computes per-channel statistics on the training split.
