@@ -9,6 +9,7 @@ package hfparquet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,19 @@ type Options struct {
 	// TextColumn, when set, names a string column read beside each
 	// example into Data.Text (a VQA question).
 	TextColumn string
+	// LabelsOnly reads the targets (and text) without the inputs: the
+	// first pass of reading a subset. Data.Shape is the images' shape;
+	// an input column of float arrays is ErrNotEncoded.
+	LabelsOnly bool
+	// Rows, when set, reads only the inputs of these rows (ascending
+	// indices over all the files, as a LabelsOnly pass counted them),
+	// skipping row groups that hold none: Data.U8 holds them in order.
+	Rows []int
 }
+
+// ErrNotEncoded is LabelsOnly on an input column that holds arrays, not
+// encoded images (its shape is only known by reading it).
+var ErrNotEncoded = errors.New("the input column holds arrays, not encoded images")
 
 // Target kinds.
 const (
@@ -73,11 +86,16 @@ type Data struct {
 	Rows    int
 	// Text holds TextColumn's value per example.
 	Text []string
+	// next is the first of Options.Rows not read yet.
+	next int
 }
 
 // Read reads the files in order, row group by row group.
 func Read(ctx context.Context, files []string, o Options) (*Data, error) {
 	d := &Data{}
+	if o.Rows != nil && !slices.IsSorted(o.Rows) {
+		return nil, fmt.Errorf("rows to read are not in ascending order")
+	}
 	var names []string // string labels, mapped once all are read
 	for _, f := range files {
 		if err := readFile(ctx, f, o, d, &names); err != nil {
@@ -86,6 +104,12 @@ func Read(ctx context.Context, files []string, o Options) (*Data, error) {
 	}
 	if d.Rows == 0 {
 		return nil, fmt.Errorf("no rows in %s", strings.Join(files, ", "))
+	}
+	if o.Rows != nil {
+		if d.next != len(o.Rows) {
+			return nil, fmt.Errorf("row %d is past the %d rows of %s", o.Rows[d.next], d.Rows, strings.Join(files, ", "))
+		}
+		return d, nil
 	}
 	if names != nil {
 		classes := o.Classes
@@ -146,8 +170,24 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 	if d.Classes == nil && o.Classes == nil {
 		d.Classes = classNames(pf, labCol)
 	}
+	if o.LabelsOnly {
+		field, _ := sc.FieldsByName(imgCol)
+		if len(field) == 0 || !isEncodedImage(field[0].Type) {
+			return ErrNotEncoded
+		}
+		if o.Height <= 0 || o.Width <= 0 {
+			return fmt.Errorf("encoded images need image_size = [H, W]")
+		}
+		d.Shape = []int{cmp.Or(o.Channels, 3), o.Height, o.Width}
+	}
 	cols := []string{imgCol, labCol}
-	if o.TextColumn != "" {
+	switch {
+	case o.LabelsOnly:
+		cols = []string{labCol}
+	case o.Rows != nil:
+		cols = []string{imgCol}
+	}
+	if o.TextColumn != "" && o.Rows == nil {
 		if len(sc.FieldIndices(o.TextColumn)) == 0 {
 			return fmt.Errorf("no column %q (text_column)", o.TextColumn)
 		}
@@ -157,6 +197,10 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 	for rg := 0; rg < pf.NumRowGroups(); rg++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if n := int(pf.MetaData().RowGroup(rg).NumRows()); o.Rows != nil && (d.next == len(o.Rows) || o.Rows[d.next] >= d.Rows+n) {
+			d.Rows += n // none of its rows is wanted
+			continue
 		}
 		if err := readRowGroup(ctx, fr, rg, leaves, imgCol, labCol, o, d, names); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
@@ -280,41 +324,52 @@ func column(tbl arrow.Table, name string) ([]arrow.Array, error) {
 }
 
 func readTable(tbl arrow.Table, imgCol, labCol string, o Options, d *Data, names *[]string) error {
-	xs, err := column(tbl, imgCol)
-	if err != nil {
-		return err
-	}
-	ys, err := column(tbl, labCol)
-	if err != nil {
-		return err
-	}
-	var texts []arrow.Array
-	if o.TextColumn != "" {
-		if texts, err = column(tbl, o.TextColumn); err != nil {
+	var xs, ys, texts []arrow.Array
+	var err error
+	if !o.LabelsOnly {
+		if xs, err = column(tbl, imgCol); err != nil {
 			return err
 		}
 	}
-	row := 0
-	for _, xa := range xs {
-		for i := 0; i < xa.Len(); i++ {
+	if o.Rows == nil {
+		if ys, err = column(tbl, labCol); err != nil {
+			return err
+		}
+		if o.TextColumn != "" {
+			if texts, err = column(tbl, o.TextColumn); err != nil {
+				return err
+			}
+		}
+	}
+	for row := range int(tbl.NumRows()) {
+		if o.Rows != nil {
+			if d.next == len(o.Rows) || o.Rows[d.next] != d.Rows {
+				d.Rows++
+				continue
+			}
+			d.next++
+		}
+		if xs != nil {
+			xa, i := at(xs, row)
 			if err := appendInput(d, xa, i, o); err != nil {
 				return fmt.Errorf("row %d, column %q: %w", d.Rows, imgCol, err)
 			}
-			if texts != nil {
-				ta, j := at(texts, row)
-				s, ok := text(ta, j)
-				if !ok {
-					return fmt.Errorf("row %d, column %q: not a string", d.Rows, o.TextColumn)
-				}
-				d.Text = append(d.Text, s)
+		}
+		if texts != nil {
+			ta, j := at(texts, row)
+			s, ok := text(ta, j)
+			if !ok {
+				return fmt.Errorf("row %d, column %q: not a string", d.Rows, o.TextColumn)
 			}
+			d.Text = append(d.Text, s)
+		}
+		if ys != nil {
 			ya, j := at(ys, row)
 			if err := appendTarget(d, ya, j, o, names); err != nil {
 				return fmt.Errorf("row %d, column %q: %w", d.Rows, labCol, err)
 			}
-			row++
-			d.Rows++
 		}
+		d.Rows++
 	}
 	return nil
 }

@@ -65,6 +65,29 @@ func TestImageClassificationShards(t *testing.T) {
 	if !slices.Equal(d.Shape, []int{3, 8, 10}) || len(d.U8) != 500*3*8*10 {
 		t.Fatalf("shape %v, %d bytes", d.Shape, len(d.U8))
 	}
+	// Two passes, as a capped split reads: the labels alone, then the
+	// inputs of chosen rows only (row 3, rows across a row group and a
+	// file boundary), the same bytes as the full read.
+	o := Options{Height: 8, Width: 10, Channels: 3, LabelsOnly: true}
+	labels, err := Read(context.Background(), paths, o)
+	if err != nil || labels.U8 != nil || !slices.Equal(labels.Y, want) || !slices.Equal(labels.Shape, []int{3, 8, 10}) {
+		t.Fatalf("labels-only pass: %v, %d bytes of pixels, shape %v", err, len(labels.U8), labels.Shape)
+	}
+	rows := []int{3, 99, 100, 249, 250, 499}
+	o.LabelsOnly, o.Rows = false, rows
+	some, err := Read(context.Background(), paths, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 3 * 8 * 10
+	for k, r := range rows {
+		if !slices.Equal(some.U8[k*size:(k+1)*size], d.U8[r*size:(r+1)*size]) {
+			t.Fatalf("row %d read alone differs from the full read", r)
+		}
+	}
+	if _, err := Read(context.Background(), paths, Options{Height: 8, Width: 10, Rows: []int{5, 500}}); err == nil {
+		t.Error("a row past the files was not refused")
+	}
 	// Grey.
 	g, err := Read(context.Background(), paths[:1], Options{Height: 4, Width: 4, Channels: 1})
 	if err != nil || len(g.U8) != 250*16 {

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,7 +43,13 @@ type examples struct {
 	task string
 	// lazy, when set, holds the images instead of u8: they are decoded
 	// when a split takes them.
-	lazy *lazyImages
+	lazy pixelSource
+}
+
+// pixelSource decodes the images of the examples at idx (ascending), as
+// [len(idx), C, H, W] bytes.
+type pixelSource interface {
+	decode(idx []int) ([]byte, error)
 }
 
 func (e *examples) exampleSize() int {
@@ -223,7 +230,17 @@ func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples,
 	if n.cfg.Channels != nil {
 		o.Channels = *n.cfg.Channels
 	}
+	lazy := n.maxTrain > 0 || n.maxVal > 0 || n.maxTest > 0
+	if lazy {
+		// A capped run decodes only the images its splits keep: the
+		// labels first, the chosen rows' images when a split takes them.
+		o.LabelsOnly = true
+	}
 	d, err := hfparquet.Read(context.Background(), paths, o)
+	if errors.Is(err, hfparquet.ErrNotEncoded) {
+		lazy, o.LabelsOnly = false, false
+		d, err = hfparquet.Read(context.Background(), paths, o)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +258,10 @@ func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples,
 		// A grey slice with a mask of its size (ACDC): one channel.
 		ex.shape = []int{1, d.Shape[0], d.Shape[1]}
 	}
-	if d.U8 != nil {
+	if lazy {
+		o.LabelsOnly = false
+		ex.dtype, ex.lazy = safetensors.U8, &parquetPixels{paths: paths, o: o}
+	} else if d.U8 != nil {
 		ex.dtype, ex.u8 = safetensors.U8, d.U8
 	} else {
 		ex.dtype, ex.f32 = safetensors.F32, d.F32
@@ -251,6 +271,25 @@ func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples,
 		ex.classes = numericClasses(int(slices.Max(d.Y)) + 1)
 	}
 	return ex, nil
+}
+
+// parquetPixels decodes chosen rows of Parquet shards (a second pass).
+type parquetPixels struct {
+	paths []string
+	o     hfparquet.Options
+}
+
+func (p *parquetPixels) decode(idx []int) ([]byte, error) {
+	o := p.o
+	o.Rows = idx
+	if len(idx) == 0 {
+		return []byte{}, nil
+	}
+	d, err := hfparquet.Read(context.Background(), p.paths, o)
+	if err != nil {
+		return nil, err
+	}
+	return d.U8, nil
 }
 
 func parseIDX(paths []string) (*examples, error) {

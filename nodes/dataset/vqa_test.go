@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"image"
 	"image/color"
 	"math/rand/v2"
@@ -81,5 +82,40 @@ image_size      = [4, 4]
 	_, diags = decode(t, dir, "source { url = \"a.zip\" }\nformat = \"idx\"\ntrain = [\"a\"]\nquestion_column = \"q\"")
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Parquet string column") {
 		t.Fatalf("question_column on a non-Parquet format: %v", diags)
+	}
+}
+
+// TestCappedParquetDecodesTheSameImages: with max_train the Parquet
+// images are decoded in a second pass, for the kept rows only; each kept
+// example has the pixels and label the full read gives the same row.
+func TestCappedParquetDecodesTheSameImages(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 7))
+	var imgs [][]byte
+	var labels []int64
+	for i := range 40 {
+		imgs = append(imgs, hffixture.PNG(hffixture.ClassImage(i%4, 10, 10, rng)))
+		labels = append(labels, int64(i%4))
+	}
+	f, _ := os.Create(filepath.Join(dir, "train.parquet"))
+	if err := hffixture.ImageClassification(f, imgs, labels, []string{"a", "b", "c", "d"}, 8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cfg := "source { url = \"train.parquet\" }\nformat = \"parquet\"\ntrain = [\"train.parquet\"]\nimage_size = [6, 6]\n"
+	full, _ := decode(t, dir, cfg)
+	capped, _ := decode(t, dir, cfg+"max_train = 8\n")
+	_, fullOut := run(t, full)
+	_, cappedOut := run(t, capped)
+	all, _ := examplestore.ReadSplit(fullOut, "train")
+	some, _ := examplestore.ReadSplit(cappedOut, "train")
+	if some.Len() != 8 {
+		t.Fatalf("%d training examples, want 8", some.Len())
+	}
+	size := 3 * 6 * 6
+	for k, i := range some.Index {
+		if !bytes.Equal(some.X.Data[k*size:(k+1)*size], all.X.Data[int(i)*size:(int(i)+1)*size]) || some.Y.Int64s()[k] != all.Y.Int64s()[i] {
+			t.Fatalf("kept example %d (row %d) differs from the full read", k, i)
+		}
 	}
 }
