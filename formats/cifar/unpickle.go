@@ -151,6 +151,126 @@ func (m *machine) step(op byte) error {
 		m.stack = append(m.stack, &list{})
 	case ')':
 		m.stack = append(m.stack, tuple{})
+	case 'q', 'r', 0x94, 'h', 'j':
+		return m.memoOp(op)
+	case 'R', 'b':
+		return m.call(op)
+	case 't':
+		items, err := m.popMark()
+		m.stack = append(m.stack, tuple(items))
+		return err
+	case 0x85, 0x86, 0x87: // TUPLE1..3
+		t, err := m.popN(int(op - 0x84))
+		m.stack = append(m.stack, t)
+		return err
+	case 'a', 'e', 's', 'u':
+		return m.fill(op)
+	case 'c': // GLOBAL
+		module, err := m.line()
+		if err != nil {
+			return err
+		}
+		name, err := m.line()
+		if err != nil {
+			return err
+		}
+		return m.pushGlobal(module, name)
+	case 0x93: // STACK_GLOBAL
+		t, err := m.popN(2)
+		if err != nil {
+			return err
+		}
+		module, ok1 := t[0].(string)
+		name, ok2 := t[1].(string)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("STACK_GLOBAL of %T, %T", t[0], t[1])
+		}
+		return m.pushGlobal(module, name)
+	default:
+		return m.pushValue(op)
+	}
+	return nil
+}
+
+// memoOp stores the top of the stack in the memo, or pushes a memo entry.
+func (m *machine) memoOp(op byte) error {
+	switch op {
+	case 'q', 'r', 0x94: // BINPUT, LONG_BINPUT, MEMOIZE
+		if len(m.stack) == 0 {
+			return fmt.Errorf("memo of an empty stack")
+		}
+		i := len(m.memo)
+		if op != 0x94 {
+			n := 1
+			if op == 'r' {
+				n = 4
+			}
+			var err error
+			if i, err = m.uint(n); err != nil {
+				return err
+			}
+		}
+		m.memo[i] = m.stack[len(m.stack)-1]
+	case 'h', 'j': // BINGET, LONG_BINGET
+		n := 1
+		if op == 'j' {
+			n = 4
+		}
+		i, err := m.uint(n)
+		if err != nil {
+			return err
+		}
+		v, ok := m.memo[i]
+		if !ok {
+			return fmt.Errorf("memo %d is empty", i)
+		}
+		m.stack = append(m.stack, v)
+	}
+	return nil
+}
+
+// call runs REDUCE (a global called with a tuple) and BUILD (state set
+// on the object below it).
+func (m *machine) call(op byte) error {
+	switch op {
+	case 'R': // REDUCE
+		args, err := m.pop()
+		if err != nil {
+			return err
+		}
+		f, err := m.pop()
+		if err != nil {
+			return err
+		}
+		t, ok1 := args.(tuple)
+		c, ok2 := f.(callable)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("REDUCE of %T with %T", f, args)
+		}
+		v, err := c.call(t)
+		m.stack = append(m.stack, v)
+		return err
+	case 'b': // BUILD
+		state, err := m.pop()
+		if err != nil {
+			return err
+		}
+		if len(m.stack) == 0 {
+			return fmt.Errorf("BUILD without an object")
+		}
+		s, ok := m.stack[len(m.stack)-1].(settable)
+		if !ok {
+			return fmt.Errorf("BUILD of %T", m.stack[len(m.stack)-1])
+		}
+		return s.setState(state)
+	}
+	return nil
+}
+
+// pushValue runs an opcode that pushes a value: None, a boolean, an
+// integer or a string.
+func (m *machine) pushValue(op byte) error {
+	switch op {
 	case 'N':
 		m.stack = append(m.stack, nil)
 	case 0x88, 0x89: // NEWTRUE, NEWFALSE
@@ -185,97 +305,6 @@ func (m *machine) step(op byte) error {
 		return m.pushText(op, 4)
 	case 0x8e, 0x8d: // BINBYTES8, BINUNICODE8
 		return m.pushText(op, 8)
-	case 'q', 'r', 0x94: // BINPUT, LONG_BINPUT, MEMOIZE
-		if len(m.stack) == 0 {
-			return fmt.Errorf("memo of an empty stack")
-		}
-		i := len(m.memo)
-		if op != 0x94 {
-			n := 1
-			if op == 'r' {
-				n = 4
-			}
-			var err error
-			if i, err = m.uint(n); err != nil {
-				return err
-			}
-		}
-		m.memo[i] = m.stack[len(m.stack)-1]
-	case 'h', 'j': // BINGET, LONG_BINGET
-		n := 1
-		if op == 'j' {
-			n = 4
-		}
-		i, err := m.uint(n)
-		if err != nil {
-			return err
-		}
-		v, ok := m.memo[i]
-		if !ok {
-			return fmt.Errorf("memo %d is empty", i)
-		}
-		m.stack = append(m.stack, v)
-	case 't':
-		items, err := m.popMark()
-		m.stack = append(m.stack, tuple(items))
-		return err
-	case 0x85, 0x86, 0x87: // TUPLE1..3
-		t, err := m.popN(int(op - 0x84))
-		m.stack = append(m.stack, t)
-		return err
-	case 'a', 'e', 's', 'u':
-		return m.fill(op)
-	case 'c': // GLOBAL
-		module, err := m.line()
-		if err != nil {
-			return err
-		}
-		name, err := m.line()
-		if err != nil {
-			return err
-		}
-		return m.pushGlobal(module, name)
-	case 0x93: // STACK_GLOBAL
-		t, err := m.popN(2)
-		if err != nil {
-			return err
-		}
-		module, ok1 := t[0].(string)
-		name, ok2 := t[1].(string)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("STACK_GLOBAL of %T, %T", t[0], t[1])
-		}
-		return m.pushGlobal(module, name)
-	case 'R': // REDUCE
-		args, err := m.pop()
-		if err != nil {
-			return err
-		}
-		f, err := m.pop()
-		if err != nil {
-			return err
-		}
-		t, ok1 := args.(tuple)
-		c, ok2 := f.(callable)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("REDUCE of %T with %T", f, args)
-		}
-		v, err := c.call(t)
-		m.stack = append(m.stack, v)
-		return err
-	case 'b': // BUILD
-		state, err := m.pop()
-		if err != nil {
-			return err
-		}
-		if len(m.stack) == 0 {
-			return fmt.Errorf("BUILD without an object")
-		}
-		s, ok := m.stack[len(m.stack)-1].(settable)
-		if !ok {
-			return fmt.Errorf("BUILD of %T", m.stack[len(m.stack)-1])
-		}
-		return s.setState(state)
 	default:
 		return fmt.Errorf("pickle opcode 0x%02x is not one a CIFAR batch uses", op)
 	}

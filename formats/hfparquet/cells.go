@@ -1,0 +1,269 @@
+package hfparquet
+
+// Reading one cell of a row: the input (an encoded image or a nested
+// float list), the target (class, multi-label list, mask or value) and
+// text.
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/gatepipe/gatepipe/formats/imagefolder"
+	"golang.org/x/image/draw"
+)
+
+// text reads a string cell.
+func text(a arrow.Array, i int) (string, bool) {
+	if a == nil || a.IsNull(i) {
+		return "", false
+	}
+	switch c := a.(type) {
+	case *array.String:
+		return c.Value(i), true
+	case *array.LargeString:
+		return c.Value(i), true
+	case *array.StringView:
+		return c.Value(i), true
+	}
+	return "", false
+}
+
+// at finds row in a chunked column.
+func at(chunks []arrow.Array, row int) (arrow.Array, int) {
+	for _, c := range chunks {
+		if row < c.Len() {
+			return c, row
+		}
+		row -= c.Len()
+	}
+	return nil, 0
+}
+
+func appendInput(d *Data, a arrow.Array, i int, o Options) error {
+	if a.IsNull(i) {
+		return fmt.Errorf("null")
+	}
+	if b, ok := encodedBytes(a, i); ok {
+		img, _, err := image.Decode(bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("cannot decode image: %w", err)
+		}
+		if o.Height <= 0 || o.Width <= 0 {
+			return fmt.Errorf("encoded images need image_size = [H, W]")
+		}
+		ch := o.Channels
+		if ch == 0 {
+			ch = 3
+		}
+		shape := []int{ch, o.Height, o.Width}
+		if d.Shape == nil {
+			d.Shape = shape
+		}
+		d.U8 = imagefolder.AppendCHW(d.U8, resize(img, o.Width, o.Height, draw.BiLinear), ch)
+		return nil
+	}
+	vals, shape, err := floats(a, i)
+	if err != nil {
+		return err
+	}
+	if d.Shape == nil {
+		d.Shape = shape
+	} else if !slices.Equal(d.Shape, shape) {
+		return fmt.Errorf("array of shape %v, but earlier rows have %v", shape, d.Shape)
+	}
+	d.F32 = append(d.F32, vals...)
+	return nil
+}
+
+func appendTarget(d *Data, a arrow.Array, i int, o Options, names *[]string) error {
+	if a == nil || a.IsNull(i) {
+		return fmt.Errorf("null label")
+	}
+	setTask := func(t string) error {
+		if d.Task == "" {
+			d.Task = t
+		} else if d.Task != t {
+			return fmt.Errorf("labels change kind from %s to %s", d.Task, t)
+		}
+		return nil
+	}
+	if b, ok := encodedBytes(a, i); ok { // a segmentation mask stored as an image
+		img, _, err := image.Decode(bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("cannot decode mask: %w", err)
+		}
+		h, w := o.Height, o.Width
+		if h <= 0 {
+			h, w = img.Bounds().Dy(), img.Bounds().Dx()
+		}
+		if err := setTask(Segmentation); err != nil {
+			return err
+		}
+		d.YShape = []int{h, w}
+		b := img.Bounds()
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				sx, sy := b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h
+				d.Y = append(d.Y, int64(maskValue(img.At(sx, sy))))
+			}
+		}
+		return nil
+	}
+	switch v := a.(type) {
+	case *array.String:
+		*names = append(*names, v.Value(i))
+		return setTask(Classification)
+	case *array.LargeString:
+		*names = append(*names, v.Value(i))
+		return setTask(Classification)
+	case array.ListLike:
+		vals, shape, err := floats(a, i)
+		if err != nil {
+			return err
+		}
+		if len(shape) >= 2 { // a mask as nested lists
+			if err := setTask(Segmentation); err != nil {
+				return err
+			}
+			d.YShape = shape
+			for _, x := range vals {
+				d.Y = append(d.Y, int64(x))
+			}
+			return nil
+		}
+		if err := setTask(MultiLabel); err != nil {
+			return err
+		}
+		n := len(d.Classes)
+		if n == 0 {
+			return fmt.Errorf("multi-label lists need class names (a ClassLabel sequence in the file's metadata, or class_names)")
+		}
+		row := make([]float32, n)
+		for _, x := range vals {
+			if int(x) < 0 || int(x) >= n {
+				return fmt.Errorf("label %v outside 0..%d", x, n-1)
+			}
+			row[int(x)] = 1
+		}
+		d.YF = append(d.YF, row...)
+		d.Targets = n
+		return nil
+	}
+	if k, ok := integer(a, i); ok {
+		if k < 0 {
+			return fmt.Errorf("negative class %d", k)
+		}
+		d.Y = append(d.Y, k)
+		return setTask(Classification)
+	}
+	if x, ok := float(a, i); ok {
+		d.YF = append(d.YF, float32(x))
+		return setTask(Regression)
+	}
+	return fmt.Errorf("unsupported label type %s", a.DataType())
+}
+
+// encodedBytes returns an encoded image: the bytes of a struct{bytes,
+// path} or a binary value.
+func encodedBytes(a arrow.Array, i int) ([]byte, bool) {
+	switch v := a.(type) {
+	case *array.Struct:
+		st := v.DataType().(*arrow.StructType)
+		k, ok := st.FieldIdx("bytes")
+		if !ok {
+			return nil, false
+		}
+		return encodedBytes(v.Field(k), i)
+	case *array.Binary:
+		return v.Value(i), true
+	case *array.LargeBinary:
+		return v.Value(i), true
+	}
+	return nil, false
+}
+
+// floats flattens a (nested) list of numbers, returning its shape.
+func floats(a arrow.Array, i int) ([]float32, []int, error) {
+	l, ok := a.(array.ListLike)
+	if !ok {
+		if x, ok := float(a, i); ok {
+			return []float32{float32(x)}, nil, nil
+		}
+		return nil, nil, fmt.Errorf("unsupported column type %s", a.DataType())
+	}
+	start, end := l.ValueOffsets(i)
+	inner := l.ListValues()
+	var out []float32
+	var shape []int
+	for j := int(start); j < int(end); j++ {
+		v, s, err := floats(inner, j)
+		if err != nil {
+			return nil, nil, err
+		}
+		if j == int(start) {
+			shape = s
+		} else if !slices.Equal(s, shape) {
+			return nil, nil, fmt.Errorf("ragged nested list: %v then %v", shape, s)
+		}
+		out = append(out, v...)
+	}
+	return out, append([]int{int(end - start)}, shape...), nil
+}
+
+func integer(a arrow.Array, i int) (int64, bool) {
+	switch v := a.(type) {
+	case *array.Int64:
+		return v.Value(i), true
+	case *array.Int32:
+		return int64(v.Value(i)), true
+	case *array.Int16:
+		return int64(v.Value(i)), true
+	case *array.Int8:
+		return int64(v.Value(i)), true
+	case *array.Uint8:
+		return int64(v.Value(i)), true
+	case *array.Uint16:
+		return int64(v.Value(i)), true
+	case *array.Uint32:
+		return int64(v.Value(i)), true
+	case *array.Uint64:
+		return int64(v.Value(i)), true
+	}
+	return 0, false
+}
+
+func float(a arrow.Array, i int) (float64, bool) {
+	switch v := a.(type) {
+	case *array.Float32:
+		return float64(v.Value(i)), true
+	case *array.Float64:
+		return v.Value(i), true
+	}
+	if k, ok := integer(a, i); ok {
+		return float64(k), true
+	}
+	return 0, false
+}
+
+func resize(img image.Image, w, h int, s draw.Scaler) *image.RGBA {
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	s.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
+	return dst
+}
+
+// maskValue is a mask pixel's class: the palette index or grey level.
+func maskValue(c color.Color) int {
+	switch v := c.(type) {
+	case color.Gray:
+		return int(v.Y)
+	case color.Gray16:
+		return int(v.Y)
+	}
+	r, _, _, _ := c.RGBA()
+	return int(r >> 8)
+}
