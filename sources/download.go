@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -204,12 +205,17 @@ func (r *idleReader) stop() {
 func (r *idleReader) timedOut() bool { return r.fired.Load() }
 
 // copyFile copies a mirror's local file into part.
-func copyFile(src, dst string) error {
+// CopyFile copies src to dst, creating dst's directory: a copy, never a
+// link, so that damage to one is never damage to the other.
+func CopyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return err
+	}
 	out, err := os.Create(dst)
 	if err != nil {
 		return err

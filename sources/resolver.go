@@ -237,7 +237,7 @@ func (r *Resolver) fetch(ctx context.Context, f File, creds string, progress Pro
 		via = " (mirror " + r.mirror.String() + ")"
 	}
 	if local != "" {
-		err = copyFile(local, part)
+		err = CopyFile(local, part)
 	} else {
 		err = r.download(ctx, remote, creds, part, progress)
 	}

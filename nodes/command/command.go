@@ -217,7 +217,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = n.dir
-	if strings.HasPrefix(n.dir, "stdlib/") {
+	if _, ok := nodes.StdlibPath(n.dir); ok {
 		// A module embedded in the binary has no directory on disk: its
 		// commands run in their output directory (their scripts come in
 		// through file()).

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
 )
 
 // fetcher copies local sources into the blob store (remote ones go
@@ -57,7 +56,7 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source) (string, string, er
 	if err != nil {
 		return "", "", err
 	}
-	if err := copyFile(s.localPath, part); err != nil {
+	if err := sources.CopyFile(s.localPath, part); err != nil {
 		os.Remove(part)
 		return "", "", fmt.Errorf("source %s: %w", s.URL, err)
 	}
@@ -73,24 +72,4 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source) (string, string, er
 
 func checksumError(s *source, got string) error {
 	return fmt.Errorf("source %s: checksum mismatch: expected sha256 %s, got %s; the file is not cached. Check the URL, or update sha256 if the file changed upstream", s.URL, s.SHA256, got)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-		return err
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

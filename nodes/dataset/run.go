@@ -68,7 +68,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		// A copy, never a link: the output must not share an inode with
 		// the blob, or damage to one would be damage to both. g.name is a
 		// checked relative path (sources.CheckRelPath).
-		if err := copyFile(g.path, filepath.Join(rawDir, filepath.FromSlash(g.name))); err != nil {
+		if err := sources.CopyFile(g.path, filepath.Join(rawDir, filepath.FromSlash(g.name))); err != nil {
 			return cty.NilVal, err
 		}
 	}

@@ -79,7 +79,7 @@ type Node struct {
 func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n := &Node{std: k.Stdlib, tiers: map[string][]string{}}
 	resolve := func(p string) string {
-		if strings.HasPrefix(p, "stdlib/") || filepath.IsAbs(p) {
+		if strings.HasPrefix(p, nodes.StdlibPrefix) || filepath.IsAbs(p) {
 			return p
 		}
 		return filepath.Join(decl.Dir, p)
@@ -139,8 +139,8 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 }
 
 func (n *Node) read(p string) ([]byte, error) {
-	if strings.HasPrefix(p, "stdlib/") {
-		return fs.ReadFile(n.std, strings.TrimPrefix(p, "stdlib/"))
+	if rel, ok := nodes.StdlibPath(p); ok {
+		return fs.ReadFile(n.std, rel)
 	}
 	return os.ReadFile(p)
 }

@@ -172,7 +172,7 @@ func DecodeScoring(v cty.Value, decl nodes.Decl, stdlib fs.FS) (Source, hcl.Diag
 		return Source{}, hcl.Diagnostics{decl.Errorf("matrix", "Invalid scoring options", "%s", err)}
 	}
 	src := Source{stdlib: stdlib, matrix: cfg.Matrix, missing: "error", Opts: eevee.Defaults()}
-	if !strings.HasPrefix(src.matrix, "stdlib/") && !filepath.IsAbs(src.matrix) {
+	if !strings.HasPrefix(src.matrix, nodes.StdlibPrefix) && !filepath.IsAbs(src.matrix) {
 		src.matrix = filepath.Join(decl.Dir, src.matrix)
 	}
 	o := &src.Opts
@@ -280,11 +280,11 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1 << 10} }
 
 func (n *Source) readMatrix() ([]byte, error) {
-	if strings.HasPrefix(n.matrix, "stdlib/") {
+	if rel, ok := nodes.StdlibPath(n.matrix); ok {
 		if n.stdlib == nil {
 			return nil, fmt.Errorf("no stdlib embedded to read %s", n.matrix)
 		}
-		return fs.ReadFile(n.stdlib, strings.TrimPrefix(n.matrix, "stdlib/"))
+		return fs.ReadFile(n.stdlib, rel)
 	}
 	return os.ReadFile(n.matrix)
 }
