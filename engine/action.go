@@ -85,23 +85,60 @@ func (e *Engine) resolver() *sources.Resolver {
 }
 
 // upstreamOutputs lists "address outputid" for every instance the given one
-// depends on, directly or through locals, variables and module outputs.
-// It returns nil when one of them has no output yet.
+// depends on (upstreamInstances). It returns nil when one of them has no
+// output yet.
 func (e *Engine) upstreamOutputs(in *instance) []string {
 	lines := []string{}
-	for _, up := range e.upstreamBlocks(in.v) {
-		for _, ui := range up.instances {
-			ui.mu.Lock()
-			out := ui.output
-			ui.mu.Unlock()
-			if out.IsZero() {
-				return nil
-			}
-			lines = append(lines, ui.key()+" "+out.String())
+	for _, ui := range e.upstreamInstances(in) {
+		ui.mu.Lock()
+		out := ui.output
+		ui.mu.Unlock()
+		if out.IsZero() {
+			return nil
 		}
+		lines = append(lines, ui.key()+" "+out.String())
 	}
 	sort.Strings(lines)
 	return lines
+}
+
+// upstreamInstances are the block instances in depends on, directly or
+// through locals, variables and module outputs; through a keyed
+// dependency (narrow.go) only the element for its key.
+func (e *Engine) upstreamInstances(in *instance) []*instance {
+	seen := map[string]bool{}
+	var ups []*instance
+	add := func(ui *instance) {
+		if !seen[ui.key()] {
+			seen[ui.key()] = true
+			ups = append(ups, ui)
+		}
+	}
+	addDep := func(d string) {
+		dv := e.graph.vertices[d]
+		blocks := []*vertex{dv}
+		if dv.kind != vBlock {
+			blocks = e.upstreamBlocks(dv)
+		}
+		for _, bv := range blocks {
+			for _, ui := range bv.instances {
+				add(ui)
+			}
+		}
+	}
+	for _, d := range in.v.deps {
+		if ui, deps, ok := e.keyedItem(in.v, d, in); ok {
+			if ui != nil {
+				add(ui)
+			}
+			for _, d2 := range deps {
+				addDep(d2)
+			}
+			continue
+		}
+		addDep(d)
+	}
+	return ups
 }
 
 // upstreamBlocks returns the block vertices v depends on, looking through

@@ -175,26 +175,37 @@ func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 		memo[dep] = got
 		return got
 	}
+	connect := func(k string, v *vertex, in *instance) {
+		g.Add(k)
+		for _, dep := range v.deps {
+			if ui, deps, ok := e.keyedItem(v, dep, in); ok {
+				// Only the element for this instance's key (narrow.go).
+				if ui != nil && !done(e.graph.vertices[dep], ui) {
+					g.Connect(k, ui.key())
+				}
+				for _, d := range deps {
+					for _, t := range targets(d) {
+						g.Connect(k, t)
+					}
+				}
+				continue
+			}
+			for _, t := range targets(dep) {
+				g.Connect(k, t)
+			}
+		}
+	}
 	for _, v := range e.graph.order {
-		var keys []string
 		if v.kind == vBlock {
 			for _, in := range v.instances {
 				items[in.key()] = walkItem{v: v, inst: in}
 				if !done(v, in) {
-					keys = append(keys, in.key())
+					connect(in.key(), v, in)
 				}
 			}
 		} else if !done(v, nil) {
-			keys = []string{v.key}
 			items[v.key] = walkItem{v: v}
-		}
-		for _, k := range keys {
-			g.Add(k)
-			for _, dep := range v.deps {
-				for _, t := range targets(dep) {
-					g.Connect(k, t)
-				}
-			}
+			connect(v.key, v, nil)
 		}
 	}
 	return g, items

@@ -76,7 +76,14 @@ func (e *Engine) evalContext(v *vertex, inst *instance) *hcl.EvalContext {
 		case addrs.RefVariable:
 			put("var", ref.Name, s.get(prefix+"var."+ref.Name))
 		case addrs.RefLocal:
-			put("local", ref.Name, s.get(prefix+"local."+ref.Name))
+			key := prefix + "local." + ref.Name
+			if _, _, ok := e.keyedItem(v, key, inst); ok {
+				// Only this instance's element (narrow.go): the others
+				// may not have finished, or may have failed.
+				put("local", ref.Name, e.keyedLocal(e.graph.vertices[key], inst.eachKey.AsString()))
+				continue
+			}
+			put("local", ref.Name, s.get(key))
 		case addrs.RefModuleOutput:
 			child := v.evalMod.Path.Child(ref.Name)
 			if modules[ref.Name] == nil {
@@ -120,6 +127,18 @@ func (e *Engine) evalContext(v *vertex, inst *instance) *hcl.EvalContext {
 		ctx.Variables[kind] = cty.ObjectVal(m)
 	}
 	return ctx
+}
+
+// keyedLocal is an object-constructor local holding only its element k,
+// evaluated from that element's own references.
+func (e *Engine) keyedLocal(lv *vertex, k string) cty.Value {
+	it := lv.items[k]
+	sub := &vertex{key: lv.key, kind: vLocal, mod: lv.mod, evalMod: lv.evalMod, local: lv.local, refs: it.refs}
+	val, diags := it.expr.Value(e.evalContext(sub, nil))
+	if diags.HasErrors() {
+		val = cty.DynamicVal
+	}
+	return cty.ObjectVal(map[string]cty.Value{k: val})
 }
 
 func modulePathValue(dir string) string {

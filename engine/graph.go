@@ -44,6 +44,12 @@ type vertex struct {
 
 	instances []*instance
 	expanded  expansion
+
+	// items are an object-constructor local's elements (narrow.go).
+	items map[string]*localItem
+	// keyed are the dependencies a for_each block reaches only as
+	// X[each.key] (narrow.go).
+	keyed map[string]bool
 }
 
 type expansion int
@@ -88,6 +94,7 @@ type transform struct {
 var graphSteps = []transform{
 	{"vertices", (*graphBuilder).addVertices},
 	{"references", (*graphBuilder).addReferences},
+	{"narrowing", (*graphBuilder).addNarrowing},
 	{"cycles", (*graphBuilder).checkCycles},
 }
 

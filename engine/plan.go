@@ -122,11 +122,9 @@ func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics
 
 func (e *Engine) blockedReason(in *instance) string {
 	var waits []string
-	for _, up := range e.upstreamBlocks(in.v) {
-		for _, ui := range up.instances {
-			if ui.status == StatusWillRun || ui.status == StatusBlocked {
-				waits = append(waits, ui.key())
-			}
+	for _, ui := range e.upstreamInstances(in) {
+		if ui.status == StatusWillRun || ui.status == StatusBlocked {
+			waits = append(waits, ui.key())
 		}
 	}
 	sort.Strings(waits)
@@ -198,11 +196,9 @@ func (e *Engine) Export() []ExportNode {
 			if !in.action.IsZero() {
 				n.ActionID = in.action.String()
 			}
-			for _, up := range e.upstreamBlocks(v) {
-				for _, ui := range up.instances {
-					if exported[ui.key()] {
-						n.After = append(n.After, ui.key())
-					}
+			for _, ui := range e.upstreamInstances(in) {
+				if exported[ui.key()] {
+					n.After = append(n.After, ui.key())
 				}
 			}
 			sort.Strings(n.After)

@@ -40,11 +40,9 @@ func (a *applier) submitAll(ctx context.Context) error {
 				continue
 			}
 			var after []string
-			for _, up := range e.upstreamBlocks(v) {
-				for _, ui := range up.instances {
-					if j, ok := a.jobs[ui.key()]; ok {
-						after = append(after, j)
-					}
+			for _, ui := range e.upstreamInstances(in) {
+				if j, ok := a.jobs[ui.key()]; ok {
+					after = append(after, j)
 				}
 			}
 			sort.Strings(after)

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -160,10 +161,22 @@ output "measured" { value = module.gate.measured }
 output "table"    { value = module.gate.table }
 output "position" { value = module.gate.position }
 `)
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
-	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
+	cache := filepath.Join(t.TempDir(), "c")
+	base := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	// Without a Kaggle key HAM10000 cannot be had; Flickr30k still trains
+	// (each benchmark depends on its own dataset alone).
+	r := gpEnv(t, cache, base, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, `finished done=`) || !regexp.MustCompile(`finished .*train\.run\[\\"flickr30k\\"\]`).MatchString(r.stderr) {
+		t.Fatalf("apply without a Kaggle key: %d; Flickr30k should have trained anyway\n%s", r.code, r.stderr)
+	}
+	env := append(base, "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123")
+	r = gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// With the key, HAM10000 runs and Flickr30k's training is reused.
+	if regexp.MustCompile(`started .*train\.run\[\\"flickr30k\\"\]`).MatchString(r.stderr) {
+		t.Errorf("Flickr30k trained again once HAM10000 could be downloaded:\n%s", r.stderr)
 	}
 	for _, want := range []string{`"flickr30k"`, `"ham10k"`, "AUC Macro", "Img2Txt Acc@1", "Txt2Img Acc@1", " of 22"} {
 		if !strings.Contains(r.stdout, want) {

@@ -162,7 +162,6 @@ locals {
   # Which trainer runs each benchmark.
   torch   = var.trainer == "torch" ? toset([for b in local.run : b if contains(["classification", "segmentation"], local.readable[b].adapter)]) : toset([])
   builtin = setsubtract(local.run, local.torch)
-  heads   = toset([for b in local.builtin : local.readable[b].adapter])
 
   data = {
     imagenet1k  = module.imagenet1k.dataset
@@ -407,8 +406,8 @@ benchmark "b" {
 }
 
 adapter "head" {
-  for_each = local.heads
-  task     = each.key
+  for_each = local.builtin
+  task     = local.readable[each.key].adapter
   ways     = local.s.ways
   shots    = local.s.shots
   queries  = local.s.queries
@@ -429,7 +428,7 @@ recipe "r" {
 train "run" {
   for_each  = local.builtin
   encoder   = var.encoder
-  adapter   = adapter.head[local.readable[each.key].adapter]
+  adapter   = adapter.head[each.key]
   recipe    = recipe.r[0]
   benchmark = benchmark.b[each.key]
   model     = var.model
