@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sort"
+
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -144,10 +146,10 @@ func (b *graphBuilder) addNarrowing() hcl.Diagnostics {
 	return nil
 }
 
-// keyedTargets returns the upstream vertex keys and instance keys an
-// instance with for_each key k reaches through the keyed dependency d:
-// instance k of a block, or the dependencies of item k of a local. ok is
-// false when d is not keyed for this instance (then all of d counts).
+// keyedItem returns what an instance with for_each key k reaches through
+// the keyed dependency d: instance k of a block, or the dependencies of
+// item k of a local. ok is false when d is not keyed for this instance
+// (then all of d counts).
 func (e *Engine) keyedItem(v *vertex, d string, in *instance) (block *instance, deps []string, ok bool) {
 	if !v.keyed[d] || in == nil || in.eachKey == cty.NilVal || !in.eachKey.IsKnown() || in.eachKey.Type() != cty.String {
 		return nil, nil, false
@@ -156,9 +158,14 @@ func (e *Engine) keyedItem(v *vertex, d string, in *instance) (block *instance, 
 	dv := e.graph.vertices[d]
 	switch dv.kind {
 	case vBlock:
-		for _, ui := range dv.instances {
-			if sk, isStr := ui.addr.Instance.Key.(addrs.StringKey); isStr && string(sk) == k {
-				return ui, nil, true
+		// expand sorts a for_each block's instances by key.
+		i := sort.Search(len(dv.instances), func(i int) bool {
+			sk, _ := dv.instances[i].addr.Instance.Key.(addrs.StringKey)
+			return string(sk) >= k
+		})
+		if i < len(dv.instances) {
+			if sk, isStr := dv.instances[i].addr.Instance.Key.(addrs.StringKey); isStr && string(sk) == k {
+				return dv.instances[i], nil, true
 			}
 		}
 	case vLocal:

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/gatepipe/gatepipe/formats/imagefolder"
-	"golang.org/x/image/draw"
 )
 
 // text reads a string cell.
@@ -64,7 +63,10 @@ func appendInput(d *Data, a arrow.Array, i int, o Options) error {
 		if d.Shape == nil {
 			d.Shape = shape
 		}
-		d.U8 = imagefolder.AppendCHW(d.U8, resize(img, o.Width, o.Height, draw.BiLinear), ch)
+		if d.scratch == nil {
+			d.scratch = image.NewRGBA(image.Rect(0, 0, o.Width, o.Height))
+		}
+		d.U8 = imagefolder.AppendImage(d.U8, img, d.scratch, ch)
 		return nil
 	}
 	vals, shape, err := floats(a, i)
@@ -248,12 +250,6 @@ func float(a arrow.Array, i int) (float64, bool) {
 		return float64(k), true
 	}
 	return 0, false
-}
-
-func resize(img image.Image, w, h int, s draw.Scaler) *image.RGBA {
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	s.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-	return dst
 }
 
 // maskValue is a mask pixel's class: the palette index or grey level.

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	_ "image/jpeg" // register decoders
 	_ "image/png"
 	"io"
@@ -83,6 +84,8 @@ type Data struct {
 	Text []string
 	// next is the first of Options.Rows not read yet.
 	next int
+	// scratch is the image each input is scaled into.
+	scratch *image.RGBA
 }
 
 // Read reads the files in order, row group by row group.

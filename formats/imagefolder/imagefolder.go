@@ -84,8 +84,14 @@ func AppendFile(out []byte, p string, dst *image.RGBA, channels int) ([]byte, er
 	if err != nil {
 		return out, err
 	}
+	return AppendImage(out, img, dst, channels), nil
+}
+
+// AppendImage scales img to dst's size (bilinear; dst is scratch space)
+// and appends its pixels to out as AppendCHW does.
+func AppendImage(out []byte, img image.Image, dst *image.RGBA, channels int) []byte {
 	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-	return AppendCHW(out, dst, channels), nil
+	return AppendCHW(out, dst, channels)
 }
 
 func decode(p string) (image.Image, error) {

@@ -349,9 +349,11 @@ func (n *Node) tokenize(ex *examples, texts []string, vocab []string) {
 	for i, t := range texts {
 		words[i] = imagecsv.Words(t)
 	}
-	v := imagecsv.BuildVocabulary(words, limit)
+	var v *imagecsv.Vocabulary
 	if vocab != nil {
 		v = imagecsv.NewVocabulary(vocab)
+	} else {
+		v = imagecsv.BuildVocabulary(words, limit)
 	}
 	ex.vocab, ex.qLen = v.Words, length
 	ex.q = make([]int64, 0, len(words)*length)

@@ -52,6 +52,50 @@ type pixelSource interface {
 	decode(idx []int) ([]byte, error)
 }
 
+// prefetch decodes at once the images of several index sets taken from
+// lazy examples, so that later subsets copy them instead of each reading
+// the source again.
+func (e *examples) prefetch(sets [][]int) error {
+	if e.lazy == nil || len(sets) < 2 {
+		return nil
+	}
+	var union []int
+	for _, s := range sets {
+		union = append(union, s...)
+	}
+	slices.Sort(union)
+	union = slices.Compact(union)
+	data, err := e.lazy.decode(union)
+	if err != nil {
+		return err
+	}
+	pos := make(map[int]int, len(union))
+	for k, i := range union {
+		pos[i] = k
+	}
+	e.lazy = &decodedPixels{pos: pos, data: data, size: e.exampleSize()}
+	return nil
+}
+
+// decodedPixels serves images decoded by prefetch.
+type decodedPixels struct {
+	pos  map[int]int // example index → position in data
+	data []byte
+	size int
+}
+
+func (d *decodedPixels) decode(idx []int) ([]byte, error) {
+	out := make([]byte, 0, len(idx)*d.size)
+	for _, i := range idx {
+		k, ok := d.pos[i]
+		if !ok {
+			return nil, fmt.Errorf("example %d was not decoded (internal error)", i)
+		}
+		out = append(out, d.data[k*d.size:(k+1)*d.size]...)
+	}
+	return out, nil
+}
+
 func (e *examples) exampleSize() int {
 	n := 1
 	for _, d := range e.shape {

@@ -258,8 +258,7 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 		sort.Ints(out)
 		return out
 	}
-	capped := func(idx []int, limit int) []int { return train.cap(idx, limit) }
-	rest := capped(perm[nVal+nTest:], n.maxTrain)
+	rest := train.cap(perm[nVal+nTest:], n.maxTrain)
 	type part struct {
 		name string
 		from *examples
@@ -267,16 +266,27 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 	}
 	parts := []part{{"train", train, take(rest)}}
 	if nVal > 0 {
-		parts = append(parts, part{"val", train, take(capped(perm[:nVal], n.maxVal))})
+		parts = append(parts, part{"val", train, take(train.cap(perm[:nVal], n.maxVal))})
 	}
 	if nTest > 0 {
-		parts = append(parts, part{"test", train, take(capped(perm[nVal:nVal+nTest], n.maxTest))})
+		parts = append(parts, part{"test", train, take(train.cap(perm[nVal:nVal+nTest], n.maxTest))})
 	}
 	if val != nil {
 		parts = append(parts, part{"val", val, n.seededSubset(val, n.maxVal, 0x7a1)})
 	}
 	if test != nil {
 		parts = append(parts, part{"test", test, n.seededSubset(test, n.maxTest, 0x7e57)})
+	}
+	// Splits drawn from the same lazily decoded examples are decoded in
+	// one pass (a Parquet pass reads the files again).
+	sets := map[*examples][][]int{}
+	for _, p := range parts {
+		sets[p.from] = append(sets[p.from], p.idx)
+	}
+	for from, idx := range sets {
+		if err := from.prefetch(idx); err != nil {
+			return nil, err
+		}
 	}
 	splits := map[string]*examplestore.Split{}
 	for _, p := range parts {
