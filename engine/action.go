@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/zclconf/go-cty/cty"
@@ -32,7 +33,7 @@ func (e *Engine) actionID(ctx context.Context, in *instance) (id cache.ActionID,
 	for _, line := range inputs {
 		fmt.Fprintf(h, "input %s\n", line)
 	}
-	if err := in.node.Fingerprint(ctx, h); err != nil {
+	if err := in.node.Fingerprint(readset.With(ctx, e.opts.Reads), h); err != nil {
 		return id, false, fmt.Errorf("%s: %w", in.key(), err)
 	}
 	if err := e.writePins(ctx, h, in); err != nil {

@@ -33,7 +33,7 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 	}
 	defer unlock()
 
-	rec := newRunRecord()
+	rec := NewRunRecord()
 	g, items := e.instanceGraph()
 	total := 0
 	for _, it := range items {
@@ -122,7 +122,7 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 		}
 	}
 	rec.finish(e)
-	if err := rec.save(e.cache, e.opts.KeepRuns); err != nil {
+	if err := rec.Save(e.cache, e.opts.KeepRuns); err != nil {
 		e.log.Warn().Err(err).Msg("could not write run record")
 	}
 	return rec, nil

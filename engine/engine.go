@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/pipelines"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
@@ -53,6 +54,9 @@ type Options struct {
 	// Version is the gatepipe version, passed to nodes for their run
 	// metadata; it is not part of action IDs (kind versions are).
 	Version string
+	// Reads, when set, records every local file the plan reads outside
+	// the configuration (configuration functions, node fingerprints).
+	Reads *readset.Set
 }
 
 // Devices are the schedulable resources of this machine.

@@ -158,7 +158,7 @@ func (e *Engine) functionsFor(m *pipelines.Module) map[string]function.Function 
 	if f, ok := s.funcs[m]; ok {
 		return f
 	}
-	f := funcs.Table(m.Pipeline.Dir, e.stdlib)
+	f := funcs.Table(m.Pipeline.Dir, e.stdlib, e.opts.Reads)
 	s.funcs[m] = f
 	return f
 }

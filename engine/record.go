@@ -36,7 +36,8 @@ type NodeRecord struct {
 	Error      string    `json:"error,omitempty"`
 }
 
-func newRunRecord() *RunRecord {
+// NewRunRecord starts the record of a run now, with a fresh ID.
+func NewRunRecord() *RunRecord {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	now := time.Now().UTC()
@@ -75,7 +76,9 @@ func (r *RunRecord) Failed() bool {
 // DefaultKeepRuns is how many run records a cache keeps by default.
 const DefaultKeepRuns = 100
 
-func (r *RunRecord) save(c *cache.Cache, keep int) error {
+// Save writes the record under the cache's runs/ and prunes the oldest
+// records beyond keep (0: DefaultKeepRuns).
+func (r *RunRecord) Save(c *cache.Cache, keep int) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
@@ -47,6 +48,9 @@ type Decl struct {
 	DeclRange hcl.Range
 	// Dir is the module directory that relative paths resolve against.
 	Dir string
+	// Reads records the local files a kind reads while decoding (nil
+	// records nothing); see package readset.
+	Reads *readset.Set
 }
 
 // AttrRange returns the source range of attribute name in the block body,
@@ -80,7 +84,10 @@ func (d Decl) Errorf(attr, summary, format string, args ...any) *hcl.Diagnostic 
 type Node interface {
 	// Fingerprint writes to w everything besides the evaluated
 	// configuration that determines the output, such as the contents of
-	// local input files. It must be cheap enough to run at every plan.
+	// local input files. It must be cheap enough to run at every plan,
+	// and must record every file or directory it reads with
+	// readset.Add(ctx, path) before reading it: an apply of an unchanged
+	// pipeline is answered from those stamps without planning.
 	Fingerprint(ctx context.Context, w io.Writer) error
 	// Run does the work. It writes output files under env.OutDir and
 	// returns the block's value, conforming to the kind's OutputType.

@@ -2,7 +2,6 @@ package pipelines
 
 import (
 	"fmt"
-	"github.com/gatepipe/gatepipe/internal/safefile"
 	"io/fs"
 	"os"
 	"path"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/internal/readset"
+	"github.com/gatepipe/gatepipe/internal/safefile"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
@@ -30,6 +31,7 @@ type Loader struct {
 	parser *hclparse.Parser
 	stdlib fs.FS
 	kinds  map[string]bool
+	reads  *readset.Set
 }
 
 // NewLoader returns a loader that accepts node blocks of the given kinds
@@ -41,6 +43,11 @@ func NewLoader(stdlib fs.FS, kinds []string) *Loader {
 	}
 	return &Loader{parser: hclparse.NewParser(), stdlib: stdlib, kinds: k}
 }
+
+// RecordReads makes the loader stamp every local file and directory it
+// reads into s (embedded stdlib files belong to the binary and are not
+// recorded).
+func (l *Loader) RecordReads(s *readset.Set) { l.reads = s }
 
 // Files returns every file parsed so far, for rendering diagnostics.
 func (l *Loader) Files() map[string]*hcl.File { return l.parser.Files() }
@@ -203,6 +210,7 @@ func (l *Loader) listFiles(p string) (files []string, dir string, err error) {
 		}
 		return files, p, nil
 	}
+	l.reads.Add(p)
 	info, err := os.Stat(p)
 	if err != nil {
 		return nil, "", err
@@ -224,5 +232,6 @@ func (l *Loader) readFile(name string) ([]byte, error) {
 	if strings.HasPrefix(name, StdlibPrefix) {
 		return fs.ReadFile(l.stdlib, strings.TrimPrefix(name, StdlibPrefix))
 	}
+	l.reads.Add(name)
 	return safefile.ReadFile(name, safefile.MaxConfigBytes)
 }

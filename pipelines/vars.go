@@ -34,6 +34,7 @@ func ParseVarFlag(arg string) (string, VarValue, error) {
 
 // LoadVarFile reads a .hclvars file of name = value attributes.
 func (l *Loader) LoadVarFile(filename string) (map[string]VarValue, hcl.Diagnostics) {
+	l.reads.Add(filename)
 	src, err := safefile.ReadFile(filename, safefile.MaxConfigBytes)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: err.Error()}}

@@ -39,6 +39,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	budgetRule := fs.String("budget-rule", "variance", "how -budget chooses: variance (expected error reduction), uncertainty (largest posterior std) or random")
 	budgetMethod := fs.String("budget-method", "bpmf", "matrix completion under -budget: pmf, bpmf, ptf or bptf")
 	budgetPrior := fs.String("budget-prior", "", "results matrix of known cells (long CSV, e.g. stdlib/data/gate_table3.csv) that -budget completes with the experiments' results")
+	begun := time.Now()
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -92,11 +93,17 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		}
 		bud = &budget{n: *budgetN, batch: *budgetBatch, rule: *budgetRule, method: *budgetMethod, prior: *budgetPrior}
 	}
+	na := c.newNoopApply(path, &f, saved == nil && bud == nil && *executor == "local")
+	if na != nil {
+		if code, done := c.answerNoop(ctx, na, begun); done {
+			return code
+		}
+	}
 	for round := 1; ; round++ {
 		view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
 		opts.Reporter = view
 		s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut,
-			sources: sourcesResolve, sourceOpts: f.src})
+			sources: sourcesResolve, sourceOpts: f.src, reads: na.readSet()})
 		if s == nil {
 			return code
 		}
@@ -127,6 +134,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		if diags.HasErrors() {
 			return exitConfigError
 		}
+		warned := len(s.warnings)+len(diags) > 0
 		if code := c.checkDownloads(s); code != exitOK {
 			return code
 		}
@@ -170,8 +178,13 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stdout, "Submitted %d Slurm jobs.\n", rec.Submitted)
 		}
 		if !rec.Failed() {
-			printOutputs(c.stdout, s.engine.Outputs())
-			printReports(c.stdout, s.engine, rec)
+			var shown bytes.Buffer
+			w := io.MultiWriter(c.stdout, &shown)
+			printOutputs(w, s.engine.Outputs())
+			printReports(w, s.engine, rec)
+			if ctx.Err() == nil {
+				s.saveNoop(na, rec, shown.String(), warned)
+			}
 		}
 		if ctx.Err() != nil {
 			fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/engine/cache"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes/all"
 	"github.com/gatepipe/gatepipe/pipelines"
 	"github.com/gatepipe/gatepipe/sources"
@@ -33,6 +34,8 @@ type session struct {
 	warnings hcl.Diagnostics
 	// loadTime is how long parsing and graph building took.
 	loadTime time.Duration
+	// keepRuns is how many run records apply keeps.
+	keepRuns int
 }
 
 type sessionOptions struct {
@@ -49,6 +52,8 @@ type sessionOptions struct {
 	// network), sourcesResolve (pin what is not pinned yet: apply, fetch).
 	sources    sourcesMode
 	sourceOpts sourceFlags
+	// reads, when set, records the files the plan reads (no-op records).
+	reads *readset.Set
 }
 
 type sourcesMode int
@@ -93,6 +98,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	started := time.Now()
 	reg := all.Registry()
 	s := &session{loader: pipelines.NewLoader(stdlib.FS(), reg.Names()), log: c.newLogger(o.flags, o.logOut)}
+	s.loader.RecordReads(o.reads)
 	fail := func(diags hcl.Diagnostics) (*session, int) {
 		s.view = newDiagView(o.flags.logFmt, c.stderr, s.loader.Files())
 		s.view.Diagnostics(diags)
@@ -171,6 +177,8 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 		}
 		opts.KeepRuns = n
 	}
+	s.keepRuns = opts.KeepRuns
+	opts.Reads = o.reads
 	e, diags := engine.New(reg, stdlib.FS(), s.cache, mod, vals, s.log, opts)
 	if diags.HasErrors() {
 		return fail(diags)
@@ -185,6 +193,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 // pipeline, the mirror (flag, $GATEPIPE_MIRROR, settings), offline mode
 // (flag or $GATEPIPE_OFFLINE).
 func (c *cli) newResolver(o sessionOptions, settings *pipelines.Settings, dir string, cc *cache.Cache, log zerolog.Logger) (*sources.Resolver, hcl.Diagnostics) {
+	o.reads.Add(filepath.Join(dir, sources.LockFileName))
 	lock, diags := sources.LoadLock(filepath.Join(dir, sources.LockFileName))
 	if diags.HasErrors() {
 		return nil, diags

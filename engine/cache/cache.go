@@ -65,9 +65,13 @@ func (c *Cache) Dir() string { return c.dir }
 
 func fanout(id string) string { return id[:2] }
 
-func (c *Cache) actionFile(a ActionID) string {
+func (c *Cache) actionFile(a ActionID) string { return IndexPath(c.dir, a) }
+
+// IndexPath is the file of action a's index entry in the cache directory
+// dir (see HitFiles).
+func IndexPath(dir string, a ActionID) string {
 	s := a.String()
-	return filepath.Join(c.dir, "actions", fanout(s), s)
+	return filepath.Join(dir, "actions", fanout(s), s)
 }
 
 func (c *Cache) objectDir(o OutputID) string {
@@ -384,4 +388,37 @@ func parseIndex(a ActionID, data []byte) (Entry, bool) {
 		return Entry{}, false
 	}
 	return Entry{Action: a, Output: out, Time: time.Unix(0, ns)}, true
+}
+
+// HitFiles returns the files a hit on action a reads: its index entry,
+// then its output's manifest and files. A later apply that finds all of
+// them unchanged (by stamp) knows the hit still stands without reading
+// them.
+func (c *Cache) HitFiles(a ActionID) (index string, output []string, err error) {
+	index = c.actionFile(a)
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return "", nil, ErrMiss
+	}
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return "", nil, ErrMiss
+	}
+	e, ok := parseIndex(a, data[:nl+1])
+	if !ok {
+		return "", nil, ErrMiss
+	}
+	var m Manifest
+	if err := json.Unmarshal(data[nl+1:], &m); err != nil {
+		return "", nil, ErrMiss
+	}
+	dir := c.objectDir(e.Output)
+	output = append(output, c.manifestFile(e.Output))
+	for _, f := range m.Files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+			return "", nil, ErrMiss
+		}
+		output = append(output, filepath.Join(dir, filepath.FromSlash(f.Path)))
+	}
+	return index, output, nil
 }

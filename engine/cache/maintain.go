@@ -239,8 +239,10 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 		return nil
 	})
 	// Nobody holds the exclusive lock while an apply runs, so every work
-	// directory and lock file left now belongs to a dead process.
-	for _, area := range []string{"tmp", "locks"} {
+	// directory and lock file left now belongs to a dead process. No-op
+	// records are hints that may name what GC just removed; the next
+	// apply plans and writes them again.
+	for _, area := range []string{"tmp", "locks", "noop"} {
 		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
 		for _, ent := range entries {
 			p := filepath.Join(c.dir, area, ent.Name())

@@ -45,3 +45,16 @@ func (c *Cache) PruneRuns(keep int) (int, error) {
 	}
 	return removed, nil
 }
+
+// NoopRecordPath is where the no-op record for key is kept (package
+// engine/noop): noop/<key>.json under the cache directory dir. It is a
+// function of the directory so that apply can look for a record before
+// opening (and so creating) a cache.
+func NoopRecordPath(dir, key string) string {
+	return filepath.Join(dir, "noop", key+".json")
+}
+
+// WriteNoopRecord stores a no-op record, replacing the last one for key.
+func (c *Cache) WriteNoopRecord(key string, data []byte) error {
+	return writeFileAtomic(NoopRecordPath(c.dir, key), data)
+}

@@ -6,46 +6,23 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/gatepipe/gatepipe/internal/fstamp"
 )
 
-// A stamp is what stat says of a stored file: size, modification and
-// change times, inode and device. Like git's index, the cache keeps one
-// per stored file, taken when the file was stored or last verified, and
-// compares it on every hit: any write to the file (even of the same size,
-// even with its mtime put back) changes its ctime, so a hit whose stamps
-// all match is served without reading the files, and a file whose stamp
-// differs is re-hashed before it is served. Stamps are hints: a missing
-// or unreadable stamp file only costs a re-hash.
-type stamp struct {
-	size, mtime, ctime int64
-	ino, dev           uint64
-}
+// Every stored file has a stamp (fstamp), taken when the file was stored
+// or last verified, compared on every hit: a hit whose stamps all match is
+// served without reading the files, and a file whose stamp differs is
+// re-hashed before it is served. Stamps are hints: a missing or unreadable
+// stamp file only costs a re-hash.
+type stamp = fstamp.Stamp
 
-func (s stamp) String() string {
-	return fmt.Sprintf("%d %d %d %d %d", s.size, s.mtime, s.ctime, s.ino, s.dev)
-}
+func stampOf(info fs.FileInfo) (stamp, bool) { return fstamp.Of(info) }
 
-func parseStamp(line string) (stamp, bool) {
-	f := strings.Fields(line)
-	if len(f) != 5 {
-		return stamp{}, false
-	}
-	var s stamp
-	var errs [5]error
-	s.size, errs[0] = strconv.ParseInt(f[0], 10, 64)
-	s.mtime, errs[1] = strconv.ParseInt(f[1], 10, 64)
-	s.ctime, errs[2] = strconv.ParseInt(f[2], 10, 64)
-	s.ino, errs[3] = strconv.ParseUint(f[3], 10, 64)
-	s.dev, errs[4] = strconv.ParseUint(f[4], 10, 64)
-	for _, err := range errs {
-		if err != nil {
-			return stamp{}, false
-		}
-	}
-	return s, true
-}
+func links(info fs.FileInfo) uint64 { return fstamp.Links(info) }
+
+func parseStamp(line string) (stamp, bool) { return fstamp.Parse(line) }
 
 // readStamps reads a stamp file: one stamp a line, in the order the
 // files were listed. A missing or malformed file gives nil.

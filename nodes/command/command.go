@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gatepipe/gatepipe/internal/procattr"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"io"
 	"os"
 	"os/exec"
@@ -136,12 +137,13 @@ func (n *Node) resolve(p string) string {
 }
 
 // Fingerprint hashes the content of every declared input file.
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
-	files, err := n.inputFiles()
+func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
+	files, err := n.inputFiles(readset.From(ctx))
 	if err != nil {
 		return err
 	}
 	for _, f := range files {
+		readset.Add(ctx, f.abs)
 		sum, size, err := cache.FileSHA256(f.abs)
 		if err != nil {
 			return fmt.Errorf("input %s: %w", f.rel, err)
@@ -153,11 +155,24 @@ func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
 
 type inputFile struct{ rel, abs string }
 
-func (n *Node) inputFiles() ([]inputFile, error) {
+// hasMeta reports whether a path has glob wildcards.
+func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\\`) }
+
+// inputFiles expands the input patterns, recording in reads what decides
+// the matches: the directory a pattern lists, and every directory walked.
+// A pattern with wildcards before its last element depends on directories
+// no stamp covers, so it marks reads unstable.
+func (n *Node) inputFiles(reads *readset.Set) ([]inputFile, error) {
 	var out []inputFile
 	seen := map[string]bool{}
 	for _, pat := range n.cfg.Inputs {
-		matches, err := filepath.Glob(n.resolve(pat))
+		abs := n.resolve(pat)
+		if dir := filepath.Dir(abs); hasMeta(dir) {
+			reads.Unstable(fmt.Sprintf("input pattern %q has wildcards in its directories", pat))
+		} else if hasMeta(filepath.Base(abs)) {
+			reads.Add(dir)
+		}
+		matches, err := filepath.Glob(abs)
 		if err != nil {
 			return nil, fmt.Errorf("input pattern %q: %w", pat, err)
 		}
@@ -172,6 +187,9 @@ func (n *Node) inputFiles() ([]inputFile, error) {
 			}
 			if info.IsDir() {
 				err := filepath.Walk(m, func(p string, fi os.FileInfo, err error) error {
+					if err == nil && fi.IsDir() {
+						reads.Add(p)
+					}
 					if err == nil && fi.Mode().IsRegular() && !seen[p] {
 						seen[p] = true
 						rel, _ := filepath.Rel(n.dir, p)

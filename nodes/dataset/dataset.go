@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/formats/archive"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
@@ -496,11 +497,12 @@ func (n *Node) Downloads() []sources.Ref {
 
 // Fingerprint hashes local sources that have no declared sha256, so that
 // editing the file re-runs the dataset.
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 	for _, s := range n.sources {
 		if s.scheme != "file" || s.SHA256 != "" {
 			continue
 		}
+		readset.Add(ctx, s.localPath)
 		sum, size, err := cache.FileSHA256(s.localPath)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", s.URL, err)

@@ -100,7 +100,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 }
 
 // Fingerprint hashes the weights file; the dataset path names its content.
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.weights.Fingerprint(w) }
+func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
+	return n.weights.Fingerprint(ctx, w)
+}
 
 // DefaultResources: one CPU.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/search"
 	"github.com/gatepipe/gatepipe/pmf"
@@ -121,7 +122,7 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 	if err := n.Source.Fingerprint(ctx, w); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(n.measured)
+	data, err := readset.ReadFile(ctx, n.measured)
 	if err != nil {
 		return fmt.Errorf("measured results: %w", err)
 	}

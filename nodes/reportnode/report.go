@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/pmf"
 	"github.com/gatepipe/gatepipe/report"
@@ -146,7 +147,7 @@ func (n *Node) read(p string) ([]byte, error) {
 }
 
 // Fingerprint hashes the matrix and the search results read.
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 	var paths []string
 	if n.matrix != "" {
 		paths = append(paths, n.matrix)
@@ -166,6 +167,9 @@ func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
 		paths = append(paths, filepath.Join(d, "metrics.json"))
 	}
 	for _, p := range paths {
+		if _, std := nodes.StdlibPath(p); !std {
+			readset.Add(ctx, p)
+		}
 		data, err := n.read(p)
 		if err != nil {
 			return err

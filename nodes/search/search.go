@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -290,7 +291,10 @@ func (n *Source) readMatrix() ([]byte, error) {
 }
 
 // Fingerprint hashes the matrix contents.
-func (n *Source) Fingerprint(_ context.Context, w io.Writer) error {
+func (n *Source) Fingerprint(ctx context.Context, w io.Writer) error {
+	if _, std := nodes.StdlibPath(n.matrix); !std {
+		readset.Add(ctx, n.matrix)
+	}
 	data, err := n.readMatrix()
 	if err != nil {
 		return fmt.Errorf("matrix: %w", err)

@@ -89,6 +89,7 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	var fromConfig *imageops.Preprocess
 	if weights != "" && v["preprocess"].IsNull() {
 		cfgPath := filepath.Join(filepath.Dir(weights), "config.json")
+		decl.Reads.Add(cfgPath)
 		if _, err := os.Stat(cfgPath); err == nil {
 			p, arch, err := imageops.TimmConfig(cfgPath)
 			if err != nil {

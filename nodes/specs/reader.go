@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/imageops"
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
@@ -192,10 +194,11 @@ type Weights string
 
 // Fingerprint hashes the file's content (nothing when there is none), so
 // replacing the weights re-runs the block.
-func (p Weights) Fingerprint(w io.Writer) error {
+func (p Weights) Fingerprint(ctx context.Context, w io.Writer) error {
 	if p == "" {
 		return nil
 	}
+	readset.Add(ctx, string(p))
 	f, err := os.Open(string(p))
 	if err != nil {
 		return fmt.Errorf("encoder weights: %w", err)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/transfer"
@@ -185,11 +186,11 @@ func readModel(name string, e cty.Value, decl nodes.Decl, partial bool) (md mode
 
 // Fingerprint hashes the history table; the features paths name their
 // content.
-func (n *Node) Fingerprint(_ context.Context, w io.Writer) error {
+func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 	if n.history == "" {
 		return nil
 	}
-	data, err := os.ReadFile(n.history)
+	data, err := readset.ReadFile(ctx, n.history)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/gatepipe/gatepipe/internal/safefile"
 	"io"
 	"io/fs"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/internal/readset"
+	"github.com/gatepipe/gatepipe/internal/safefile"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -23,9 +24,10 @@ import (
 )
 
 // Table returns the function table for a module whose relative paths resolve
-// against baseDir. Paths starting with "stdlib/" are read from stdlibFS.
-func Table(baseDir string, stdlibFS fs.FS) map[string]function.Function {
-	files := fileReader{base: baseDir, stdlib: stdlibFS}
+// against baseDir. Paths starting with "stdlib/" are read from stdlibFS;
+// other files the functions read are recorded in reads (which may be nil).
+func Table(baseDir string, stdlibFS fs.FS, reads *readset.Set) map[string]function.Function {
+	files := fileReader{base: baseDir, stdlib: stdlibFS, reads: reads}
 	return map[string]function.Function{
 		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "chomp": stdlib.ChompFunc,
 		"chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
@@ -57,6 +59,7 @@ func Table(baseDir string, stdlibFS fs.FS) map[string]function.Function {
 type fileReader struct {
 	base   string
 	stdlib fs.FS
+	reads  *readset.Set
 }
 
 // resolve names a file relative to the module's directory.
@@ -77,6 +80,7 @@ func (r fileReader) read(name string, max int64) ([]byte, error) {
 	if strings.HasPrefix(name, "stdlib/") && r.stdlib != nil {
 		return fs.ReadFile(r.stdlib, strings.TrimPrefix(name, "stdlib/"))
 	}
+	r.reads.Add(name)
 	return safefile.ReadFile(name, max)
 }
 
@@ -104,6 +108,7 @@ func (r fileReader) existsFunc() function.Function {
 				_, err := fs.Stat(r.stdlib, strings.TrimPrefix(name, "stdlib/"))
 				return cty.BoolVal(err == nil), nil
 			}
+			r.reads.Add(name)
 			info, err := os.Stat(name)
 			return cty.BoolVal(err == nil && info.Mode().IsRegular()), nil
 		},
@@ -124,6 +129,7 @@ func (r fileReader) sha256Func() function.Function {
 				}
 				h.Write(b)
 			} else {
+				r.reads.Add(name)
 				f, _, err := safefile.Open(name, safefile.MaxHashBytes)
 				if err != nil {
 					return cty.NilVal, fmt.Errorf("cannot read file: %w", err)

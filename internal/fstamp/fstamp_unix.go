@@ -1,23 +1,23 @@
 //go:build unix
 
-package cache
+package fstamp
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-func stampOf(info fs.FileInfo) (stamp, bool) {
+func of(info fs.FileInfo) (Stamp, bool) {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	if !ok {
-		return stamp{}, false
+		return Stamp{}, false
 	}
-	return stamp{
-		size:  info.Size(),
-		mtime: info.ModTime().UnixNano(),
-		ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
-		ino:   st.Ino,
-		dev:   uint64(st.Dev),
+	return Stamp{
+		Size:  info.Size(),
+		Mtime: info.ModTime().UnixNano(),
+		Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		Ino:   st.Ino,
+		Dev:   uint64(st.Dev),
 	}, true
 }
 
