@@ -48,6 +48,15 @@ func (c *cli) newNoopApply(path string, f *runFlags, eligible bool) *noopApply {
 	if !eligible || len(f.replace) > 0 || f.debugHash {
 		return nil
 	}
+	// Flags the planned path would refuse are refused there.
+	if f.configFlags.check() != nil || f.parallelism < 0 {
+		return nil
+	}
+	if f.devices != "" {
+		if _, err := parseDevices(strings.Split(f.devices, ",")); err != nil {
+			return nil
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil

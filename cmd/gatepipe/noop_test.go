@@ -102,6 +102,11 @@ func TestNoopApplyAnsweredFromStamps(t *testing.T) {
 		t.Fatalf("run record %s", data)
 	}
 
+	// Bad flags are refused as a planned apply refuses them.
+	if r := gp(t, cache, "apply", "-devices", "cpu:x", dir); r.code != exitConfigError || !strings.Contains(r.stderr, "cpu:N") {
+		t.Fatalf("apply -devices cpu:x: exit %d\n%s", r.code, r.stderr)
+	}
+
 	writeFile(t, filepath.Join(dir, "data", "a.csv"), "b\n") // same size
 	ran(apply(), "2")
 	settle()
