@@ -25,6 +25,9 @@ type maxPool2Op struct {
 	at []int32
 	// fwd is the forward op whose record a backward op reads.
 	fwd *maxPool2Op
+	// out is the op's output, reused across passes (each op has its own:
+	// the backward op is made with an empty one).
+	out outBuf
 }
 
 func newMaxPool2Op(shape tensor.Shape, relu bool) *maxPool2Op {
@@ -77,33 +80,45 @@ func (op *maxPool2Op) Do(inputs ...G.Value) (G.Value, error) {
 	s := op.shape
 	h, w := s[2], s[3]
 	oh, ow := h/2, w/2
-	out := make([]float32, s[0]*s[1]*oh*ow)
+	out := op.out.get(s[0] * s[1] * oh * ow) // every value written
 	if len(op.at) != len(out) {
 		op.at = make([]int32, len(out))
 	}
 	sink := int32(len(x))
-	for p := range s[0] * s[1] {
-		for oy := range oh {
-			base := p*h*w + 2*oy*w
-			o := (p*oh + oy) * ow
-			pool2Row(x[base:][:2*ow], x[base+w:][:2*ow], out[o:][:ow], op.at[o:][:ow], int32(base), int32(w), sink, op.relu)
+	inParts(s[0]*s[1], h*w, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for oy := range oh {
+				base := p*h*w + 2*oy*w
+				o := (p*oh + oy) * ow
+				pool2Row(x[base:][:2*ow], x[base+w:][:2*ow], out[o:][:ow], op.at[o:][:ow], int32(base), int32(w), sink, op.relu)
+			}
 		}
-	}
+	})
 	return tensor.New(tensor.WithShape(op.outShape()...), tensor.WithBacking(out)), nil
 }
 
-// scatter puts dy onto the recorded maxima; outputs the ReLU zeroed
-// scatter into one extra element past x's end, dropped.
+// scatter puts dy onto the recorded maxima, zero elsewhere; outputs the
+// ReLU zeroed (sink index) scatter nothing. The planes are split between
+// the cores: a plane's outputs point into that plane only.
 func (op *maxPool2Op) scatter(n int, dy []float32) (G.Value, error) {
 	at := op.fwd.at
 	if len(at) != len(dy) {
 		return nil, fmt.Errorf("%s: the forward pass has not run", op)
 	}
-	out := make([]float32, n+1)
-	for i, g := range dy {
-		out[at[i]] = g
-	}
-	return tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(out[:n])), nil
+	s := op.shape
+	planes, size := s[0]*s[1], s[2]*s[3]
+	per := (s[2] / 2) * (s[3] / 2)
+	out := op.out.get(n)
+	sink := int32(n)
+	inParts(planes, size, func(lo, hi int) {
+		clear(out[lo*size : hi*size])
+		for i := lo * per; i < hi*per; i++ {
+			if a := at[i]; a != sink {
+				out[a] = dy[i]
+			}
+		}
+	})
+	return tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(out)), nil
 }
 
 // pool2Row pools one output row: r0 and r1 are the two input rows
