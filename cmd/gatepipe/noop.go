@@ -107,7 +107,7 @@ func (c *cli) newNoopApply(path string, f *runFlags, eligible bool) *noopApply {
 		log: c.newLogger(&f.configFlags, nil)}
 }
 
-// answer answers the apply from its no-op record when every stamp in it
+// answerNoop answers the apply from its no-op record when every stamp in it
 // is unchanged: it writes the run record and prints what the ordinary
 // path would. done is false when the pipeline must be planned.
 func (c *cli) answerNoop(ctx context.Context, n *noopApply, start time.Time) (code int, done bool) {
