@@ -19,9 +19,9 @@ import (
 // ErrMiss is returned by Get when no intact entry exists.
 var ErrMiss = errors.New("cache miss")
 
-// mtimeInterval is how stale an entry's mtime may get before a use
+// TouchInterval is how stale an entry's mtime may get before a use
 // refreshes it; gc relies on mtimes to find unused entries.
-const mtimeInterval = time.Hour
+const TouchInterval = time.Hour
 
 // Cache is an open cache directory. It is safe for concurrent use by
 // goroutines and processes.
@@ -143,7 +143,7 @@ func (c *Cache) GetOutput(a ActionID) (Entry, *Manifest, string, error) {
 	if err != nil {
 		return Entry{}, nil, "", ErrMiss
 	}
-	if now := c.now(); now.Sub(mtime) > mtimeInterval {
+	if now := c.now(); now.Sub(mtime) > TouchInterval {
 		_ = os.Chtimes(name, now, now)
 	}
 	return e, m, c.objectDir(e.Output), nil
@@ -247,7 +247,7 @@ func (c *Cache) writeObjectStamps(o OutputID, m *Manifest) {
 
 func (c *Cache) touch(name string) {
 	now := c.now()
-	if info, err := os.Stat(name); err == nil && now.Sub(info.ModTime()) > mtimeInterval {
+	if info, err := os.Stat(name); err == nil && now.Sub(info.ModTime()) > TouchInterval {
 		_ = os.Chtimes(name, now, now)
 	}
 }

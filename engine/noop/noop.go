@@ -37,9 +37,10 @@ import (
 const formatVersion = 1
 
 // MaxAge bounds how old a record may be. A cache hit on the ordinary path
-// refreshes the entry's last-use time (at most hourly), which gc reads; a
-// record older than that sends apply down the ordinary path once.
-const MaxAge = time.Hour
+// refreshes the entry's last-use time once per cache.TouchInterval, which
+// gc reads; a record older than that sends apply down the ordinary path
+// once.
+const MaxAge = cache.TouchInterval
 
 // Racy is how close to a record's writing a file may have changed and
 // still be trusted by stamp: a file written in the same clock tick as the
