@@ -69,6 +69,7 @@ func BenchmarkFrozenFeatures(b *testing.B) {
 // frozenFeatures is one model and thread count of BenchmarkFrozenFeatures.
 func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
 	const batch, rounds = 32, 3
+	blas := bestBLAS(b)
 	enc, err := Preset(model)
 	if err != nil {
 		b.Fatal(err)
@@ -111,7 +112,7 @@ func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
 		t := median(torch)
 		b.ReportMetric(t, "pytorch-images/s")
 		b.ReportMetric(ips/t, "x-pytorch")
-		fmt.Printf("frozen features %s, batch %d, 224x224, %d threads, median of %d alternating rounds: gatepipe %.2f images/s (peak RSS %.0f MB), PyTorch %.2f images/s (peak RSS %.0f MB; %s %s), ratio %.2f\n",
-			model, batch, threads, rounds, ips, peakRSSMB(), t, median(torchRSS), peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t)
+		fmt.Printf("frozen features %s, batch %d, 224x224, %d threads, median of %d alternating rounds: gatepipe %.2f images/s (%s, peak RSS %.0f MB), PyTorch %.2f images/s (peak RSS %.0f MB; %s %s), ratio %.2f\n",
+			model, batch, threads, rounds, ips, blas, peakRSSMB(), t, median(torchRSS), peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t)
 	}
 }

@@ -13,7 +13,7 @@ import (
 var version = "dev"
 
 func runVersion(_ context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision, the Go version and the BLAS\ntraining uses (openblas when built with -tags openblas, else gonum).")
+	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision, the Go version and the BLAS\ntraining uses: openblas with the kernels it loads (AVX-512 ones on a CPU\nthat has it, unless OPENBLAS_CORETYPE names others) when built with\n-tags openblas, else gonum.")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -25,6 +25,10 @@ func runVersion(_ context.Context, c *cli, args []string) int {
 			}
 		}
 	}
-	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, cblas.Name)
+	blas := cblas.Name
+	if core, err := cblas.Core(); err == nil {
+		blas += " (" + core + " kernels)"
+	}
+	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, blas)
 	return exitOK
 }

@@ -7,21 +7,26 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/gatepipe/gatepipe/internal/blascore"
 )
 
 // TorchEnv is the environment of a best-configured PyTorch CPU run on
 // threads threads: OpenMP at that many threads, OpenBLAS single-threaded
 // (PyTorch parallelises above it; a second OpenBLAS thread per OpenMP
 // thread oversubscribes the cores), and glibc's malloc kept from returning
-// and re-mapping large buffers every step.
+// and re-mapping large buffers every step. On a CPU with AVX-512 it also
+// loads OpenBLAS (PyTorch's linear layers) with its AVX-512 kernels,
+// whatever the inherited OPENBLAS_CORETYPE says (blascore.BestEnv); its
+// convolutions run in oneDNN, which picks AVX-512 itself.
 func TorchEnv(threads int) []string {
 	t := strconv.Itoa(threads)
-	return []string{
+	return append([]string{
 		"OMP_NUM_THREADS=" + t,
 		"OPENBLAS_NUM_THREADS=1",
 		"MALLOC_MMAP_THRESHOLD_=1000000000",
 		"MALLOC_TRIM_THRESHOLD_=1000000000",
-	}
+	}, blascore.BestEnv()...)
 }
 
 // HasTorch reports whether Debian's python3-torch is importable.

@@ -3,6 +3,8 @@ package peer
 import (
 	"slices"
 	"testing"
+
+	"github.com/gatepipe/gatepipe/internal/blascore"
 )
 
 func TestTorchEnvReplacesInherited(t *testing.T) {
@@ -14,5 +16,16 @@ func TestTorchEnvReplacesInherited(t *testing.T) {
 	}
 	if slices.Contains(got, "OMP_NUM_THREADS=8") || slices.Contains(got, "OPENBLAS_NUM_THREADS=4") {
 		t.Errorf("inherited thread settings kept: %v", got)
+	}
+}
+
+func TestTorchEnvLoadsBestBLASKernels(t *testing.T) {
+	got := withEnv([]string{"OPENBLAS_CORETYPE=Haswell"}, TorchEnv(1))
+	best := blascore.Best(blascore.Host())
+	if best == "" {
+		t.Skip("no AVX-512 here: OpenBLAS picks its kernels itself")
+	}
+	if !slices.Contains(got, "OPENBLAS_CORETYPE="+best) || slices.Contains(got, "OPENBLAS_CORETYPE=Haswell") {
+		t.Errorf("env %v: want OPENBLAS_CORETYPE=%s in place of the inherited Haswell", got, best)
 	}
 }

@@ -3,17 +3,62 @@
 package cblas
 
 /*
-#cgo LDFLAGS: -lopenblas
+#cgo LDFLAGS: -ldl
 #include <cblas.h>
-void openblas_set_num_threads(int);
+#include <dlfcn.h>
+#include <stdlib.h>
+
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint,
+	float, const float *, blasint, const float *, blasint, float, float *, blasint);
+typedef void (*sgemv_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, blasint, blasint,
+	float, const float *, blasint, const float *, blasint, float, float *, blasint);
+
+static sgemm_fn gp_sgemm_ptr;
+static sgemv_fn gp_sgemv_ptr;
+static char *(*gp_corename_ptr)(void);
+
+// gp_load opens OpenBLAS with OPENBLAS_CORETYPE=core (unless core is
+// empty or the variable is already set), which its loader reads, and
+// finds the functions used here. It returns NULL or an error message.
+static const char *gp_load(const char *lib, const char *core) {
+	int set = core[0] != 0 && getenv("OPENBLAS_CORETYPE") == NULL;
+	if (set) setenv("OPENBLAS_CORETYPE", core, 1);
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (set) unsetenv("OPENBLAS_CORETYPE");
+	if (h == NULL) return dlerror();
+	void (*threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+	gp_sgemm_ptr = (sgemm_fn)dlsym(h, "cblas_sgemm");
+	gp_sgemv_ptr = (sgemv_fn)dlsym(h, "cblas_sgemv");
+	gp_corename_ptr = (char *(*)(void))dlsym(h, "openblas_get_corename");
+	if (threads == NULL || gp_sgemm_ptr == NULL || gp_sgemv_ptr == NULL || gp_corename_ptr == NULL) {
+		return "a cblas_sgemm, cblas_sgemv, openblas_set_num_threads or openblas_get_corename symbol is missing";
+	}
+	threads(1);
+	return NULL;
+}
+
+static const char *gp_corename(void) { return gp_corename_ptr(); }
+
+static void gp_sgemm(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha,
+	const float *a, blasint lda, const float *b, blasint ldb, float beta, float *c, blasint ldc) {
+	gp_sgemm_ptr(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void gp_sgemv(enum CBLAS_TRANSPOSE ta, blasint m, blasint n, float alpha, const float *a, blasint lda,
+	const float *x, blasint incx, float beta, float *y, blasint incy) {
+	gp_sgemv_ptr(CblasRowMajor, ta, m, n, alpha, a, lda, x, incx, beta, y, incy);
+}
 */
 import "C"
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
 
+	"github.com/gatepipe/gatepipe/internal/blascore"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 	G "gorgonia.org/gorgonia"
@@ -80,13 +125,18 @@ type serial struct{}
 
 // Serial returns the one-thread matrix product, for callers that run
 // their own goroutines (the convolution ops, an image per worker).
-func Serial() Sgemmer { return serial{} }
+func Serial() Sgemmer {
+	if _, err := loaded(); err != nil {
+		return gonum.Implementation{}
+	}
+	return serial{}
+}
 
 func (serial) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
-	C.cblas_sgemm(C.CblasRowMajor, trans(tA), trans(tB), C.blasint(m), C.blasint(n), C.blasint(k), C.float(alpha),
+	C.gp_sgemm(trans(tA), trans(tB), C.blasint(m), C.blasint(n), C.blasint(k), C.float(alpha),
 		ptr(a), C.blasint(lda), ptr(b), C.blasint(ldb), C.float(beta), ptr(c), C.blasint(ldc))
 }
 
@@ -95,16 +145,41 @@ func (impl) Sgemv(tA blas.Transpose, m, n int, alpha float32, a []float32, lda i
 	if m == 0 || n == 0 {
 		return
 	}
-	C.cblas_sgemv(C.CblasRowMajor, trans(tA), C.blasint(m), C.blasint(n), C.float(alpha), ptr(a), C.blasint(lda),
+	C.gp_sgemv(trans(tA), C.blasint(m), C.blasint(n), C.float(alpha), ptr(a), C.blasint(lda),
 		ptr(x), C.blasint(incX), C.float(beta), ptr(y), C.blasint(incY))
 }
 
-// Enable makes gorgonia use OpenBLAS. OpenBLAS itself runs on one thread:
+// library is the OpenBLAS shared library Enable loads.
+const library = "libopenblas.so.0"
+
+// loaded holds the outcome of loading OpenBLAS, once per process.
+var loaded = sync.OnceValues(func() (core string, err error) {
+	choice := blascore.Choose(blascore.Host(), os.Getenv(blascore.EnvVar))
+	lib, c := C.CString(library), C.CString(choice)
+	defer C.free(unsafe.Pointer(lib))
+	defer C.free(unsafe.Pointer(c))
+	if msg := C.gp_load(lib, c); msg != nil {
+		return "", fmt.Errorf("loading %s: %s", library, C.GoString(msg))
+	}
+	return C.GoString(C.gp_corename()), nil
+})
+
+// Core returns the kernel set OpenBLAS runs ("SkylakeX", "Haswell"...),
+// loading it first, or why it could not be loaded.
+func Core() (string, error) { return loaded() }
+
+// Enable makes gorgonia use OpenBLAS, loaded with the kernels
+// blascore.Choose picks for this CPU (OPENBLAS_CORETYPE overrides them),
+// and returns what it installed: "openblas (Core)", or gonum's Go BLAS
+// when the library cannot be loaded. OpenBLAS itself runs on one thread:
 // Sgemm spreads large products over GOMAXPROCS goroutines (the node's CPU
 // share when it runs in its own process), and callers that work in
 // parallel already use Serial, so the CPUs are never oversubscribed.
 func Enable() string {
-	C.openblas_set_num_threads(1)
+	core, err := loaded()
+	if err != nil {
+		return fmt.Sprintf("gonum (%v)", err)
+	}
 	G.Use(impl{})
-	return Name
+	return fmt.Sprintf("%s (%s)", Name, core)
 }
