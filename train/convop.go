@@ -55,7 +55,8 @@ type convOp struct {
 	fwd      *convOp
 	// scratch holds one im2col buffer per worker, reused across passes.
 	scratch [][]float32
-	// out is the forward op's output, reused across passes.
+	// out is the forward op's output, or the input-gradient op's, reused
+	// across passes.
 	out outBuf
 	// relu clamps the forward output at zero as it is written (frozen
 	// inference only: such an op is not differentiated).
@@ -257,15 +258,20 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	shape, _ := op.InferShape()
 	var out *tensor.Dense
-	if op.kind == convForward { // every value written below
-		out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.out.get(shape.TotalSize())))
-	} else {
+	if op.kind == convGradWeights { // summed into: starts at zero
 		out = tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
+	} else { // every value written below (the input gradient's image by image)
+		out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.out.get(shape.TotalSize())))
 	}
 	res := out.Data().([]float32)
 	rows, cols := op.cin*op.k*op.k, op.outH*op.outW // im2col matrix
 	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
-	workers := op.workers(rows * cols)
+	off, stride := op.colLayout() // of the input-gradient's im2col matrices
+	scratch := rows * cols
+	if op.kind == convGradInput {
+		scratch = rows * stride
+	}
+	workers := op.workers(scratch)
 	impl := cblas.Serial()
 	// A group's weight rows, im2col rows and output channels.
 	og, rg := op.cout/op.groups, rows/op.groups
@@ -299,9 +305,9 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 		forImages(op.batch, workers, func(wk, i int) {
 			col, dy := op.scratch[wk], a[i*outSize:(i+1)*outSize]
 			for g := range op.groups {
-				impl.Sgemm(blas.Trans, blas.NoTrans, rg, cols, og, 1, bv[g*og*rg:], rg, dy[g*og*cols:], cols, 0, col[g*rg*cols:], cols)
+				impl.Sgemm(blas.Trans, blas.NoTrans, rg, cols, og, 1, bv[g*og*rg:], rg, dy[g*og*cols:], cols, 0, col[g*rg*stride+off:], stride)
 			}
-			op.col2im(col, res[i*inSize:(i+1)*inSize])
+			op.col2im(col, res[i*inSize:(i+1)*inSize]) // overwrites last pass's values
 		})
 	case convGradWeights: // dw [Cout, rows] += dy_i x col_i^T
 		kept := op.fwd != nil && len(op.fwd.cols) == op.batch*rows*cols
@@ -335,13 +341,29 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 }
 
 // workers returns how many goroutines share the op's images, making sure
-// each has an im2col scratch buffer of n values.
+// each has an im2col scratch buffer of n values (zeroed when made: the
+// padding of col2im's layout stays zero).
 func (op *convOp) workers(n int) int {
 	w := max(1, min(runtime.GOMAXPROCS(0), op.batch))
 	for len(op.scratch) < w {
 		op.scratch = append(op.scratch, make([]float32, n))
 	}
 	return w
+}
+
+// colLayout returns the layout of the matrix col2im reads: each row of
+// outH*outW values starts off values into a row of stride values. For a
+// "same" convolution the row has off zeros either side, at least the
+// largest tap shift, so col2im can gather every tap's contribution to a
+// whole input plane with one aligned span add; otherwise rows are packed.
+func (op *convOp) colLayout() (off, stride int) {
+	cols := op.outH * op.outW
+	if !op.same() {
+		return 0, cols
+	}
+	off = op.pad*(op.w+1) + 7 // the largest |tap shift|, rounded up to 8 values
+	off -= off % 8
+	return off, cols + 2*off
 }
 
 // inParts splits n items of size values each into one contiguous range
@@ -396,12 +418,26 @@ func (op *convOp) zeroPadding(row []float32, dy, dx int) {
 	} else if dy > 0 {
 		clear(row[max(h-dy, 0)*w:])
 	}
+	op.zeroColumns(row, dx)
+}
+
+// zeroColumns clears the entries of a "same" im2col row whose tap's
+// column offset dx falls outside the image: columns at the left or right
+// edge of every output row.
+func (op *convOp) zeroColumns(row []float32, dx int) {
+	h, w := op.h, op.w
 	if dx == 0 {
 		return
 	}
 	x0, x1 := 0, min(-dx, w) // the columns to clear
 	if dx > 0 {
 		x0, x1 = max(w-dx, 0), w
+	}
+	if x1-x0 == 1 { // a 3x3 kernel's edge taps: one value a row
+		for y := range h {
+			row[y*w+x0] = 0
+		}
+		return
 	}
 	for y := range h {
 		clear(row[y*w+x0 : y*w+x1])
@@ -475,22 +511,15 @@ func (op *convOp) validX(kj int) (lo, hi int) {
 	return lo, hi
 }
 
-// col2im adds an im2col-shaped gradient back onto the image it came from,
-// overwriting col's padding taps.
+// col2im sets img to the sum of an im2col-shaped gradient's entries over
+// where im2col took each from. col is laid out as colLayout says; col2im
+// overwrites its padding taps.
 func (op *convOp) col2im(col, img []float32) {
 	if op.same() {
-		// The padding taps are zeroed in col (scratch) first, so the
-		// span add puts nothing where they would wrap around.
-		op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
-			dy, dx, s := op.tapShift(ki, kj)
-			op.zeroPadding(row, dy, dx)
-			lo, hi := max(0, -s), min(len(row), len(row)-s)
-			if lo < hi {
-				vec.Add(plane[lo+s:hi+s], row[lo:hi])
-			}
-		})
+		op.col2imSame(col, img)
 		return
 	}
+	clear(img)
 	op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
 		lo, hi := op.validX(kj)
 		for oy := range op.outH {
@@ -509,6 +538,29 @@ func (op *convOp) col2im(col, img []float32) {
 			}
 		}
 	})
+}
+
+// col2imSame is col2im of a "same" convolution. Every input position q
+// of a plane gathers tap t's entry q - shift_t: the padding either side of
+// each row of col reads as zero where that falls outside the plane, and
+// the entries whose tap wraps around a row edge are zeroed first (those
+// past the top or bottom map outside the plane and are never read). So a
+// plane is one sum of k*k whole spans (vec.SumOf), each block stored
+// once (adding shifted spans into the plane one tap at a time instead
+// stalls loads on the misaligned stores before them).
+func (op *convOp) col2imSame(col, img []float32) {
+	off, stride := op.colLayout()
+	n, kk := op.h*op.w, op.k*op.k
+	srcs := make([][]float32, kk)
+	for c := range op.cin {
+		for t := range srcs {
+			row := col[(c*kk+t)*stride:][:stride]
+			_, dx, s := op.tapShift(t/op.k, t%op.k)
+			op.zeroColumns(row[off:off+n], dx)
+			srcs[t] = row[off-s:][:n]
+		}
+		vec.SumOf(img[c*n:(c+1)*n], srcs)
+	}
 }
 
 // channelSumOp sums dy [B, C, H, W] over everything but channels: the

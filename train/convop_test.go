@@ -91,7 +91,10 @@ func TestCol2imIsIm2colsAdjoint(t *testing.T) {
 			c32[i] = float32(cv[i])
 		}
 		op.im2col(x32, col)
-		op.col2im(c32, img)
+		for i := range img {
+			img[i] = 7 // col2im overwrites what the last pass left
+		}
+		op.col2im(colLaidOut(op, c32), img)
 		var lhs, rhs float64
 		for i, v := range col {
 			lhs += float64(v) * cv[i]
@@ -103,6 +106,19 @@ func TestCol2imIsIm2colsAdjoint(t *testing.T) {
 			t.Errorf("%+v: <im2col(x), c> = %v, <x, col2im(c)> = %v", c, lhs, rhs)
 		}
 	}
+}
+
+// colLaidOut copies a packed im2col-shaped matrix into the layout col2im
+// reads (op.colLayout), zeros in the padding as in the ops' scratch
+// buffers.
+func colLaidOut(op *convOp, col []float32) []float32 {
+	off, stride := op.colLayout()
+	cols := op.outH * op.outW
+	out := make([]float32, len(col)/cols*stride)
+	for r := range len(col) / cols {
+		copy(out[r*stride+off:], col[r*cols:(r+1)*cols])
+	}
+	return out
 }
 
 // naiveConv is the textbook grouped convolution of one batch, for tests.

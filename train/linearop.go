@@ -131,10 +131,10 @@ func (op *linearOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	shape, _ := op.InferShape()
 	var res []float32
-	if op.kind == linearForward { // every value written below
-		res = op.buf.get(shape.TotalSize())
-	} else {
+	if op.kind == linearGradBias { // summed into: starts at zero
 		res = make([]float32, shape.TotalSize())
+	} else { // every value written below (beta 0 or the bias copied in)
+		res = op.buf.get(shape.TotalSize())
 	}
 	impl := G.WhichBLAS()
 	n, in, out := op.n, op.in, op.out

@@ -63,6 +63,13 @@ func addGeneric(dst, x []float32) {
 	}
 }
 
+func sumOfGeneric(dst []float32, srcs [][]float32) {
+	copy(dst, srcs[0][:len(dst)])
+	for _, x := range srcs[1:] {
+		addGeneric(dst, x)
+	}
+}
+
 func addConstGeneric(dst []float32, c float32) {
 	for i := range dst {
 		dst[i] += c

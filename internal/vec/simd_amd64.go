@@ -7,7 +7,7 @@ import "simd/archsimd"
 func init() {
 	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
 		axpyImpl, dotImpl, axpyDotImpl, adamwImpl = axpySIMD, dotSIMD, axpyDotSIMD, adamwSIMD
-		sumImpl, addImpl, addConstImpl = sumSIMD, addSIMD, addConstSIMD
+		sumImpl, addImpl, addConstImpl, sumOfImpl = sumSIMD, addSIMD, addConstSIMD, sumOfSIMD
 		accelerated = true
 	}
 }
@@ -135,6 +135,32 @@ func addSIMD(dst, x []float32) {
 	}
 	if i < n {
 		archsimd.LoadFloat32x8SlicePart(dst[i:]).Add(archsimd.LoadFloat32x8SlicePart(x[i:])).StoreSlicePart(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// sumOfSIMD keeps each 8-value block's running sum in a register across
+// all sources and stores it once, where adding one source at a time
+// into dst would load and store every block once per source.
+func sumOfSIMD(dst []float32, srcs [][]float32) {
+	n := len(dst)
+	for _, x := range srcs {
+		_ = x[:n]
+	}
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		acc := archsimd.LoadFloat32x8Slice(srcs[0][i:])
+		for _, x := range srcs[1:] {
+			acc = acc.Add(archsimd.LoadFloat32x8Slice(x[i:]))
+		}
+		acc.StoreSlice(dst[i:])
+	}
+	if i < n {
+		acc := archsimd.LoadFloat32x8SlicePart(srcs[0][i:n])
+		for _, x := range srcs[1:] {
+			acc = acc.Add(archsimd.LoadFloat32x8SlicePart(x[i:n]))
+		}
+		acc.StoreSlicePart(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 }

@@ -29,6 +29,10 @@ func Sum(x []float32) float32 { return sumImpl(x) }
 // Add computes dst += x; len(x) >= len(dst).
 func Add(dst, x []float32) { addImpl(dst, x) }
 
+// SumOf sets dst to the elementwise sum of srcs (at least one, each at
+// least len(dst) long), adding them in order.
+func SumOf(dst []float32, srcs [][]float32) { sumOfImpl(dst, srcs) }
+
 // AddConst computes dst += c.
 func AddConst(dst []float32, c float32) { addConstImpl(dst, c) }
 
@@ -43,5 +47,6 @@ var (
 	sumImpl      = sumGeneric
 	addImpl      = addGeneric
 	addConstImpl = addConstGeneric
+	sumOfImpl    = sumOfGeneric
 	accelerated  = false
 )

@@ -51,6 +51,17 @@ func TestKernelsMatchGeneric(t *testing.T) {
 				t.Fatalf("add n=%d i=%d: %g vs %g", n, i, a1[i], a2[i])
 			}
 		}
+		srcs := [][]float32{x, y, randSlice(r, n+3)}
+		for k := 1; k <= len(srcs); k++ {
+			s1, s2 := append([]float32{}, d...), append([]float32{}, d...)
+			SumOf(s1, srcs[:k])
+			sumOfGeneric(s2, srcs[:k])
+			for i := range s1 {
+				if s1[i] != s2[i] {
+					t.Fatalf("sumOf n=%d k=%d i=%d: %g vs %g", n, k, i, s1[i], s2[i])
+				}
+			}
+		}
 		p1, p2 := append([]float32{}, d...), append([]float32{}, d...)
 		m1, v1 := randSlice(r, n), make([]float32, n)
 		for i := range v1 {
