@@ -223,3 +223,80 @@ func TestGradients(t *testing.T) {
 		})
 	}
 }
+
+// TestLaterPassesMatchAFreshGraph runs the reference convnet's layers
+// (both "same" convolutions, fused ReLU and pooling, linear layers) twice
+// on one tape, clearing the parameters' gradients between passes as the
+// optimiser does, and checks the second pass's loss and gradients equal a
+// fresh graph's on the second input: the buffers ops keep from one pass to
+// the next (outBuf, scratch) must carry nothing over.
+func TestLaterPassesMatchAFreshGraph(t *testing.T) {
+	c := gradCase{shape: []int{3, 1, 8, 8}, seed: 31, layer: func(b *builder, x *G.Node) *G.Node {
+		h := b.maxPool2ReLU(b.conv(x, "c1", 1, 4, 3, 1, 1, true))
+		h = b.maxPool2ReLU(b.conv(h, "c2", 4, 6, 3, 1, 1, true))
+		h = b.must(G.Reshape(h, tensor.Shape{3, 6 * 2 * 2}))
+		return b.linear(b.relu(b.linear(h, "fc1", 24, 5, true)), "fc2", 5, 3, true)
+	}}
+	ps := c.declare(t)
+	values := map[string][]float32{}
+	for _, p := range ps {
+		values[p.name] = p.init
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	x1, x2 := make([]float32, prod(c.shape)), make([]float32, prod(c.shape))
+	for i := range x1 {
+		x1[i], x2[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	want := c.eval(t, ps, x2, values)
+
+	b := &builder{declared: map[string]*param{}, values: values}
+	for _, p := range ps {
+		b.declared[p.name] = p
+	}
+	var loss *G.Node
+	if err := b.try(func() { loss = c.graph(b, x1) }); err != nil {
+		t.Fatal(err)
+	}
+	wrt := G.Nodes{b.g.ByName("x")[0]}
+	for _, p := range b.params {
+		wrt = append(wrt, p.node)
+	}
+	if _, err := G.Grad(loss, wrt...); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(b.g, G.BindDualValues(wrt...))
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range wrt { // gorgonia adds into them: as adamW.step leaves them
+		g, err := n.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(g.Data().([]float32))
+	}
+	vm.Reset()
+	if err := G.Let(wrt[0], tensor.New(tensor.WithShape(c.shape...), tensor.WithBacking(x2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := float64(loss.Value().Data().(float32)); math.Abs(got-want.loss) > 1e-5*(1+math.Abs(want.loss)) {
+		t.Errorf("second pass loss %v, fresh graph %v", got, want.loss)
+	}
+	for _, n := range wrt {
+		g, err := n.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, w := g.Data().([]float32), want.grads[n.Name()]
+		for i := range w {
+			if math.Abs(float64(got[i]-w[i])) > 1e-5*(1+math.Abs(float64(w[i]))) {
+				t.Errorf("d loss / d %s[%d]: second pass %v, fresh graph %v", n.Name(), i, got[i], w[i])
+				break
+			}
+		}
+	}
+}
