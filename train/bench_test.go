@@ -72,12 +72,21 @@ func pytorchThroughput(b *testing.B, threads, iters int) float64 {
 }
 
 // BenchmarkTrainThroughput measures training images/s of the reference
-// convnet (batch 128, float32, AdamW) with GOMAXPROCS threads, and the same
+// convnet (batch 128, float32, AdamW) on 1 and on 2 threads, and the same
 // model in PyTorch with as many threads, and reports the ratio. Both vary
 // by 10-15% between runs on a shared machine, so each benchmark iteration
 // alternates three rounds of 30 steps of each and reports the medians.
 func BenchmarkTrainThroughput(b *testing.B) {
-	threads := runtime.GOMAXPROCS(0)
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+			trainThroughput(b, threads)
+		})
+	}
+}
+
+// trainThroughput is one thread count of BenchmarkTrainThroughput.
+func trainThroughput(b *testing.B, threads int) {
 	blas := bestBLAS(b)
 	const iters, rounds = 30, 3
 	rec := Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 128, Iterations: iters, ValidateEvery: iters, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
