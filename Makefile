@@ -134,7 +134,7 @@ deps-bench:
 		fi; \
 	fi
 
-bench: deps-blas deps-bench
+bench: deps-blas deps-bench deps-demo
 	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/
 
 clean:
