@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/idx"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/peer"
 )
 
@@ -49,21 +51,43 @@ func loadFashionMNIST(b *testing.B, split string) *Data {
 	return d
 }
 
+// writeStart writes the weights Train starts from with seed and the
+// example indices of its iters batches (as fillBatch draws them) for
+// PyTorch to start from and sample alike.
+func writeStart(b *testing.B, path string, shape []int, n, iters, batch int, seed uint64) {
+	params, err := newParams(referenceConvNet, Classification, shape, 10, seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, p := range params {
+		ts = append(ts, safetensors.F32Tensor(p.name, p.shape, p.init))
+	}
+	rng := rand.New(rand.NewPCG(seed, trainSamplingStream))
+	idx := make([]int64, iters*batch)
+	for i := range idx {
+		idx[i] = int64(rng.IntN(n))
+	}
+	ts = append(ts, safetensors.I64Tensor("batches", []int{iters, batch}, idx))
+	if err := safetensors.WriteFile(path, ts, nil); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkTrainAccuracy trains the reference convnet on the real
 // Fashion-MNIST for 400 steps (batch 128, AdamW lr 1e-3, weight decay
-// 0.01) with five seeds, alternating with PyTorch doing the same
-// (reference/accuracy_torch.py, best-configured), and reports the median
-// test accuracy of each and their difference: the speed of
-// BenchmarkTrainThroughput counts only at the same accuracy. One seed's
-// final accuracy varies by about a point either way, so the medians of
-// five can differ by a few tenths with the same maths, which
-// TestTrainingStepsMatchPyTorch checks step by step.
+// 0.01) with five seeds, alternating with PyTorch doing the same from the
+// same initial weights on the same batches (reference/accuracy_torch.py
+// --start, best-configured), so that the two runs differ only in float
+// rounding, and reports the median test accuracy of each and their
+// difference: the speed of BenchmarkTrainThroughput counts only at the
+// same accuracy.
 func BenchmarkTrainAccuracy(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(fashionMNISTDir, "t10k-labels-idx1-ubyte.gz")); err != nil {
 		b.Skipf("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist): %v", err)
 	}
 	bestBLAS(b)
-	const iters, seeds = 400, 5
+	const iters, seeds, batch = 400, 5, 128
 	threads := runtime.GOMAXPROCS(0)
 	trainD, test := loadFashionMNIST(b, "train"), loadFashionMNIST(b, "t10k")
 	val := &Data{Shape: trainD.Shape, X: trainD.X[:1000*28*28], Y: trainD.Y[:1000]}
@@ -71,7 +95,7 @@ func BenchmarkTrainAccuracy(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ours, torch = ours[:0], torch[:0]
 		for seed := uint64(1); seed <= seeds; seed++ {
-			rec := Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 128, Iterations: iters, ValidateEvery: iters, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, Seed: seed}
+			rec := Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: batch, Iterations: iters, ValidateEvery: iters, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, Seed: seed}
 			res, err := Train(context.Background(), referenceConvNet, nil, 10, rec, trainD, val, test, nil, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -80,8 +104,10 @@ func BenchmarkTrainAccuracy(b *testing.B) {
 			if !peer.HasTorch() {
 				continue
 			}
+			start := filepath.Join(b.TempDir(), "start.safetensors")
+			writeStart(b, start, trainD.Shape, trainD.Len(), iters, batch, seed)
 			out, err := peer.Torch(threads, "reference/accuracy_torch.py", "--dir", fashionMNISTDir,
-				"--iters", strconv.Itoa(iters), "--seed", strconv.FormatUint(seed, 10)).Output()
+				"--iters", strconv.Itoa(iters), "--start", start).Output()
 			if err != nil {
 				b.Fatalf("accuracy_torch.py: %v", err)
 			}
@@ -90,7 +116,7 @@ func BenchmarkTrainAccuracy(b *testing.B) {
 				b.Fatalf("accuracy_torch.py printed %q", out)
 			}
 			torch = append(torch, t)
-			fmt.Printf("seed %d: gatepipe %.2f%%, PyTorch %.2f%% Fashion-MNIST test accuracy\n", seed, res.Metrics["acc1"], t)
+			fmt.Printf("seed %d, same start and batches: gatepipe %.2f%%, PyTorch %.2f%% Fashion-MNIST test accuracy\n", seed, res.Metrics["acc1"], t)
 		}
 	}
 	acc := median(ours)
@@ -98,7 +124,7 @@ func BenchmarkTrainAccuracy(b *testing.B) {
 	if len(torch) > 0 {
 		t := median(torch)
 		b.ReportMetric(t, "pytorch-test-acc-%")
-		fmt.Printf("train accuracy, reference convnet, Fashion-MNIST, %d steps, median of %d seeds: gatepipe %.2f%%, PyTorch %.2f%% (%s), difference %+.2f points\n",
+		fmt.Printf("train accuracy, reference convnet, Fashion-MNIST, %d steps, median of %d seeds (each side from the same weights on the same batches): gatepipe %.2f%%, PyTorch %.2f%% (%s), difference %+.2f points\n",
 			iters, seeds, acc, t, peer.Describe(peer.TorchEnv(threads)), acc-t)
 	}
 }

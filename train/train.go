@@ -17,6 +17,10 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// trainSamplingStream is the PCG stream (with the recipe's seed) that
+// draws the training batches' examples.
+const trainSamplingStream = 0xba7c4
+
 // blasOnce installs the fastest BLAS this build has (package cblas) the
 // first time a model trains.
 var blasOnce sync.Once
@@ -171,7 +175,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	vm := G.NewTapeMachine(m.g, G.BindDualValues(nodes...))
 	defer vm.Close()
 	opt := newAdamW(learn, rec)
-	rng := rand.New(rand.NewPCG(rec.Seed, 0xba7c4))
+	rng := rand.New(rand.NewPCG(rec.Seed, trainSamplingStream))
 	size := trainD.exampleSize()
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
 	yb, qb := newTargets(m), newQuestions(m)
