@@ -45,11 +45,7 @@ func bestBLAS(b *testing.B) string {
 		os.Setenv(name, value)
 	}
 	blasOnce.Do(func() { cblas.Enable() })
-	core, err := cblas.Core()
-	if err != nil {
-		return fmt.Sprintf("%s (%v)", cblas.Name, err)
-	}
-	return fmt.Sprintf("%s %s kernels", cblas.Name, core)
+	return cblas.InUse()
 }
 
 // pytorchThroughput runs train/reference/throughput_torch.py with Debian's

@@ -25,10 +25,6 @@ func runVersion(_ context.Context, c *cli, args []string) int {
 			}
 		}
 	}
-	blas := cblas.Name
-	if core, err := cblas.Core(); err == nil {
-		blas += " (" + core + " kernels)"
-	}
-	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, blas)
+	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, cblas.InUse())
 	return exitOK
 }

@@ -210,7 +210,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	seed := n.recipe.Seed
 	info := runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
-		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.Name}
+		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.InUse()}
 	info.PeakRSSBytes = runmeta.PeakRSS()
 	if err := command.WriteRunInfo(env, info); err != nil {
 		return cty.NilVal, err

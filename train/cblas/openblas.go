@@ -18,10 +18,10 @@ static sgemv_fn gp_sgemv_ptr;
 static char *(*gp_corename_ptr)(void);
 
 // gp_load opens OpenBLAS with OPENBLAS_CORETYPE=core (unless core is
-// empty or the variable is already set), which its loader reads, and
-// finds the functions used here. It returns NULL or an error message.
+// empty), which its loader reads, and finds the functions used here. It
+// returns NULL or an error message.
 static const char *gp_load(const char *lib, const char *core) {
-	int set = core[0] != 0 && getenv("OPENBLAS_CORETYPE") == NULL;
+	int set = core[0] != 0;
 	if (set) setenv("OPENBLAS_CORETYPE", core, 1);
 	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (set) unsetenv("OPENBLAS_CORETYPE");
@@ -164,22 +164,27 @@ var loaded = sync.OnceValues(func() (core string, err error) {
 	return C.GoString(C.gp_corename()), nil
 })
 
-// Core returns the kernel set OpenBLAS runs ("SkylakeX", "Haswell"...),
-// loading it first, or why it could not be loaded.
-func Core() (string, error) { return loaded() }
-
-// Enable makes gorgonia use OpenBLAS, loaded with the kernels
-// blascore.Choose picks for this CPU (OPENBLAS_CORETYPE overrides them),
-// and returns what it installed: "openblas (Core)", or gonum's Go BLAS
-// when the library cannot be loaded. OpenBLAS itself runs on one thread:
-// Sgemm spreads large products over GOMAXPROCS goroutines (the node's CPU
-// share when it runs in its own process), and callers that work in
-// parallel already use Serial, so the CPUs are never oversubscribed.
-func Enable() string {
+// InUse loads OpenBLAS and says what training's matrix products run on:
+// "openblas (Cooperlake kernels)", or "gonum (why OpenBLAS could not be
+// loaded)".
+func InUse() string {
 	core, err := loaded()
 	if err != nil {
 		return fmt.Sprintf("gonum (%v)", err)
 	}
-	G.Use(impl{})
-	return fmt.Sprintf("%s (%s)", Name, core)
+	return fmt.Sprintf("%s (%s kernels)", Name, core)
+}
+
+// Enable makes gorgonia use OpenBLAS, loaded with the kernels
+// blascore.Choose picks for this CPU (OPENBLAS_CORETYPE overrides them),
+// and returns InUse: gonum's Go BLAS stays when the library cannot be
+// loaded. OpenBLAS itself runs on one thread:
+// Sgemm spreads large products over GOMAXPROCS goroutines (the node's CPU
+// share when it runs in its own process), and callers that work in
+// parallel already use Serial, so the CPUs are never oversubscribed.
+func Enable() string {
+	if _, err := loaded(); err == nil {
+		G.Use(impl{})
+	}
+	return InUse()
 }
