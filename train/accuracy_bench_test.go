@@ -52,7 +52,7 @@ func loadFashionMNIST(b *testing.B, split string) *Data {
 }
 
 // writeStart writes the weights Train starts from with seed and the
-// example indices of its iters batches (as fillBatch draws them) for
+// example indices of its iters batches (drawn as Train draws them) for
 // PyTorch to start from and sample alike.
 func writeStart(b *testing.B, path string, shape []int, n, iters, batch int, seed uint64) {
 	params, err := newParams(referenceConvNet, Classification, shape, 10, seed)
@@ -64,9 +64,11 @@ func writeStart(b *testing.B, path string, shape []int, n, iters, batch int, see
 		ts = append(ts, safetensors.F32Tensor(p.name, p.shape, p.init))
 	}
 	rng := rand.New(rand.NewPCG(seed, trainSamplingStream))
-	idx := make([]int64, iters*batch)
-	for i := range idx {
-		idx[i] = int64(rng.IntN(n))
+	var idx []int64
+	for range iters {
+		for _, k := range drawExamples(rng, n, batch) {
+			idx = append(idx, int64(k))
+		}
 	}
 	ts = append(ts, safetensors.I64Tensor("batches", []int{iters, batch}, idx))
 	if err := safetensors.WriteFile(path, ts, nil); err != nil {
@@ -86,7 +88,7 @@ func BenchmarkTrainAccuracy(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(fashionMNISTDir, "t10k-labels-idx1-ubyte.gz")); err != nil {
 		b.Skipf("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist): %v", err)
 	}
-	bestBLAS(b)
+	bestBLAS()
 	const iters, seeds, batch = 400, 5, 128
 	threads := runtime.GOMAXPROCS(0)
 	trainD, test := loadFashionMNIST(b, "train"), loadFashionMNIST(b, "t10k")

@@ -278,15 +278,23 @@ func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs i
 	if yb != nil {
 		ys = yb.Data().([]float32)
 	}
-	n, w := d.Len(), d.rowWidth(outputs)
-	ks := make([]int, b)
-	for i := range ks {
-		k := rng.IntN(n)
-		ks[i] = k
+	w := d.rowWidth(outputs)
+	ks := drawExamples(rng, d.Len(), b)
+	for i, k := range ks {
 		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
 		if ys != nil {
 			d.targetRow(ys[i*w:(i+1)*w], k, std)
 		}
+	}
+	return ks
+}
+
+// drawExamples draws a training batch's b example indices of n,
+// uniformly with replacement.
+func drawExamples(rng *rand.Rand, n, b int) []int {
+	ks := make([]int, b)
+	for i := range ks {
+		ks[i] = rng.IntN(n)
 	}
 	return ks
 }
