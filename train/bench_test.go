@@ -39,7 +39,7 @@ func randomImages(n int, seed uint64) *Data {
 // environment may name others, as OPENBLAS_CORETYPE=Haswell on an AVX-512
 // machine), and says which it runs. OpenBLAS is loaded once per process:
 // a test that trained before the benchmark has fixed its kernels already.
-func bestBLAS(b *testing.B) string {
+func bestBLAS() string {
 	for _, kv := range blascore.BestEnv() {
 		name, value, _ := strings.Cut(kv, "=")
 		os.Setenv(name, value)
@@ -83,7 +83,7 @@ func BenchmarkTrainThroughput(b *testing.B) {
 
 // trainThroughput is one thread count of BenchmarkTrainThroughput.
 func trainThroughput(b *testing.B, threads int) {
-	blas := bestBLAS(b)
+	blas := bestBLAS()
 	const iters, rounds = 30, 3
 	rec := Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 128, Iterations: iters, ValidateEvery: iters, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
 	trainD, small := randomImages(1024, 1), randomImages(128, 2)

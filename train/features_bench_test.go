@@ -69,7 +69,7 @@ func BenchmarkFrozenFeatures(b *testing.B) {
 // frozenFeatures is one model and thread count of BenchmarkFrozenFeatures.
 func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
 	const batch, rounds = 32, 3
-	blas := bestBLAS(b)
+	blas := bestBLAS()
 	enc, err := Preset(model)
 	if err != nil {
 		b.Fatal(err)

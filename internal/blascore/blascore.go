@@ -2,10 +2,10 @@
 // CPU gatepipe runs on, where OpenBLAS's own detection falls short.
 //
 // OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels from the
-// CPU's vendor, family and model. Releases before 0.3.22 do not know AMD's
-// Zen 4 and Zen 5, which have AVX-512, and give them the AVX2 Haswell
-// kernels: on this project's Zen 5 machine single-precision products run
-// 1.5-1.8x slower than with the AVX-512 SkylakeX kernels. Later releases
+// CPU's vendor, family and model. Debian's 0.3.21 does not know AMD's
+// Zen 4 and Zen 5, which have AVX-512, and gives them the AVX2 Haswell
+// kernels: on this project's Zen 5 machine the training's single-precision
+// products run 1.3-2.4x slower than with the AVX-512 ones. Later releases
 // give such CPUs the Cooperlake kernels (SkylakeX's, plus bfloat16) when
 // they have AVX512-BF16 and SkylakeX's otherwise; Choose makes the same
 // choice from the CPU's features, whatever the installed release.
