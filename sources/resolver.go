@@ -95,6 +95,11 @@ func New(o Options) *Resolver {
 			TLSHandshakeTimeout:   15 * time.Second,
 		}}
 	}
+	if r.client.CheckRedirect == nil {
+		c := *r.client
+		c.CheckRedirect = keepCredentialsSecure
+		r.client = &c
+	}
 	return r
 }
 

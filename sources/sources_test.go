@@ -247,7 +247,17 @@ func TestCredentials(t *testing.T) {
 	hfRef := Ref{HF: "o/n", Files: []string{"data/*.parquet"}, Credentials: CredsHF}
 	kgRef := Ref{URL: "https://www.kaggle.com/api/v1/datasets/download/kmader/skin-cancer", Name: "ham.zip", Credentials: CredsKaggle}
 
-	r, _ := newResolver(t, srv, nil, nil)
+	// The fake Hub is a loopback mirror the user has opted in: it stands
+	// for the Hub and Kaggle themselves (TestCredentialsStayWithTheirHost
+	// covers the other destinations).
+	optIn := func(env map[string]string) map[string]string {
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[MirrorCredentialsEnv] = srv.URL
+		return env
+	}
+	r, _ := newResolver(t, srv, optIn(nil), nil)
 	before := h.requests.Load()
 	if _, err := r.Resolve(ctx, hfRef, nil); err == nil || !strings.Contains(err.Error(), "set HF_TOKEN") {
 		t.Fatalf("missing HF token: %v", err)
@@ -263,7 +273,7 @@ func TestCredentials(t *testing.T) {
 		t.Fatalf("401: %v", err)
 	}
 	// A wrong token: the 401 is explained.
-	r, _ = newResolver(t, srv, map[string]string{"HF_TOKEN": "wrong"}, nil)
+	r, _ = newResolver(t, srv, optIn(map[string]string{"HF_TOKEN": "wrong"}), nil)
 	if _, err := r.Resolve(ctx, hfRef, nil); err == nil || !strings.Contains(err.Error(), "gated") {
 		t.Fatalf("wrong token: %v", err)
 	}
@@ -271,7 +281,7 @@ func TestCredentials(t *testing.T) {
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".kaggle"), 0o700)
 	os.WriteFile(filepath.Join(home, ".kaggle", "kaggle.json"), []byte(`{"username":"me","key":"key"}`), 0o600)
-	r, _ = newResolver(t, srv, map[string]string{"HF_TOKEN": "secret"}, func(o *Options) { o.Home = home })
+	r, _ = newResolver(t, srv, optIn(map[string]string{"HF_TOKEN": "secret"}), func(o *Options) { o.Home = home })
 	pin, err := r.Resolve(ctx, hfRef, nil)
 	if err != nil {
 		t.Fatal(err)

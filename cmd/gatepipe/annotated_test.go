@@ -73,7 +73,7 @@ output "flickr_task"   { value = module.flickr.dataset.task }
 `)
 	cache := filepath.Join(t.TempDir(), "c")
 	home := t.TempDir()
-	base := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + home}
+	base := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + home}
 
 	r := gpEnv(t, cache, base, "apply", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "KAGGLE_USERNAME") || !strings.Contains(r.stderr, "kaggle.json") {
@@ -162,7 +162,7 @@ output "table"    { value = module.gate.table }
 output "position" { value = module.gate.position }
 `)
 	cache := filepath.Join(t.TempDir(), "c")
-	base := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	base := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir()}
 	// Without a Kaggle key HAM10000 cannot be had; Flickr30k still trains
 	// (each benchmark depends on its own dataset alone).
 	r := gpEnv(t, cache, base, "apply", dir)

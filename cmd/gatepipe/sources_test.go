@@ -29,6 +29,8 @@ type fakeHub struct {
 	gated  bool
 	bytes  atomic.Int64
 	repo   string // "" is gate/tiny
+	// authSeen counts requests that carried credentials.
+	authSeen atomic.Int64
 }
 
 const hubCommit = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -37,6 +39,9 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := strings.TrimPrefix(r.URL.Path, "/")
+	if r.Header.Get("Authorization") != "" {
+		h.authSeen.Add(1)
+	}
 	if rest, ok := strings.CutPrefix(p, "www.kaggle.com/api/v1/datasets/download/"); ok && rest == "someone/skin" {
 		if u, k, ok := r.BasicAuth(); !ok || u != "me" || k != "kagglekey" {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -135,17 +140,27 @@ func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.hcl"), hubPipeline)
 	home := t.TempDir() // no kaggle.json here
-	creds := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + home, "HF_TOKEN=hf_secret", "KAGGLE_USERNAME=me", "KAGGLE_KEY=kagglekey"}
+	optIn := "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL
+	creds := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + home, "HF_TOKEN=hf_secret", "KAGGLE_USERNAME=me", "KAGGLE_KEY=kagglekey", optIn}
 	cache1 := filepath.Join(t.TempDir(), "c1")
 
+	// The mirror is not the Hub: without the user's opt-in it gets no
+	// credential, and its 401 says how to opt in.
+	hub.gated = true
+	r := gpEnv(t, cache1, creds[:5], "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "GATEPIPE_MIRROR_CREDENTIALS="+srv.URL) || hub.authSeen.Load() != 0 {
+		t.Fatalf("mirror not opted in: code %d, %d requests with credentials\n%s", r.code, hub.authSeen.Load(), r.stderr)
+	}
+	hub.gated = false
+
 	// Missing Kaggle credentials: the error says what to set.
-	r := gpEnv(t, cache1, creds[:3], "apply", dir)
+	r = gpEnv(t, cache1, []string{creds[0], creds[1], creds[2], optIn}, "apply", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "KAGGLE_USERNAME and KAGGLE_KEY") {
 		t.Fatalf("no Kaggle key: code %d\n%s", r.code, r.stderr)
 	}
 	// A gated repository without a token: the 401 is explained.
 	hub.gated = true
-	r = gpEnv(t, cache1, []string{creds[0], creds[1], creds[3], creds[4]}, "apply", dir)
+	r = gpEnv(t, cache1, []string{creds[0], creds[1], creds[3], creds[4], optIn}, "apply", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, "HF_TOKEN") {
 		t.Fatalf("gated without token: code %d\n%s", r.code, r.stderr)
 	}

@@ -286,7 +286,7 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.hcl"), tierPipeline)
 	cache := filepath.Join(t.TempDir(), "c")
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
 	hub.token = "hf_tier"
 
 	if r := gpEnv(t, cache, env, "validate", dir); r.code != 0 {

@@ -141,7 +141,7 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
   trainer = "torch"
   python  = "/usr/bin/python3"`, 1))
 	cache := filepath.Join(t.TempDir(), "c")
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
 	r := gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
