@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,38 +69,96 @@ func LoadLock(path string) (*Lock, hcl.Diagnostics) {
 	}
 	body := f.Body.(*hclsyntax.Body)
 	for i, s := range raw.Sources {
-		rng := body.Blocks[i].DefRange()
-		bad := func(format string, args ...any) {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid lock file entry",
-				Detail: fmt.Sprintf(format, args...) + " Fix the entry, or delete it and run `gatepipe lock` to pin the source again.", Subject: &rng})
+		blk := body.Blocks[i]
+		if p, ds := checkLockSource(s, blk); ds.HasErrors() {
+			diags = append(diags, ds...)
+		} else if _, dup := l.pins[s.Key]; dup {
+			diags = append(diags, lockDiag(blk.DefRange(), "Source %q is locked twice.", s.Key))
+		} else {
+			l.pins[s.Key] = p
 		}
-		if _, dup := l.pins[s.Key]; dup {
-			bad("Source %q is locked twice.", s.Key)
-			continue
-		}
-		p := Pin{}
-		if s.Commit != nil {
-			p.Commit = *s.Commit
-		}
-		for _, fe := range s.Files {
-			if err := CheckRelPath(fe.Path); err != nil {
-				bad("File %s.", err)
-			}
-			if !isSHA256(fe.SHA256) {
-				bad("sha256 %q of %s is not 64 lower-case hex digits.", fe.SHA256, fe.Path)
-			}
-			file := File{Path: fe.Path, URL: fe.URL, SHA256: fe.SHA256}
-			if fe.Size != nil {
-				file.Size = *fe.Size
-			}
-			p.Files = append(p.Files, file)
-		}
-		l.pins[s.Key] = p
 	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return l, nil
+}
+
+// checkLockSource validates one source block of the lock file: its key
+// names a source as Ref.Key writes it, its commit is a full git hash, and
+// each file has a safe path, an http(s) URL, a SHA-256 and a size that is
+// not negative. Each error points at the attribute at fault.
+func checkLockSource(s lockSourceHCL, blk *hclsyntax.Block) (Pin, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	bad := func(rng hcl.Range, format string, args ...any) {
+		diags = append(diags, lockDiag(rng, format, args...))
+	}
+	attrRange := func(b *hclsyntax.Body, name string, def hcl.Range) hcl.Range {
+		if a, ok := b.Attributes[name]; ok {
+			return a.Expr.Range()
+		}
+		return def
+	}
+	kind, rest, _ := strings.Cut(s.Key, " ")
+	switch {
+	case kind == "hf" && isHFKey(rest):
+	case kind == "url" && isHTTPURL(rest):
+	default:
+		bad(blk.LabelRanges[0], "Source %q is not a source key gatepipe writes (\"hf OWNER/NAME@REVISION PATTERNS\" or \"url http(s)://…\").", s.Key)
+	}
+	p := Pin{}
+	if s.Commit != nil {
+		p.Commit = *s.Commit
+		if !isGitHash(p.Commit) {
+			bad(attrRange(blk.Body, "commit", blk.DefRange()), "commit %q of %q is not a 40-digit lower-case hex git commit.", p.Commit, s.Key)
+		}
+	}
+	for j, fe := range s.Files {
+		fb := blk.Body.Blocks[j]
+		if err := CheckRelPath(fe.Path); err != nil {
+			bad(fb.LabelRanges[0], "File %s.", err)
+		}
+		if !isHTTPURL(fe.URL) {
+			bad(attrRange(fb.Body, "url", fb.DefRange()), "url %q of %s is not an http(s) URL.", fe.URL, fe.Path)
+		}
+		if !isSHA256(fe.SHA256) {
+			bad(attrRange(fb.Body, "sha256", fb.DefRange()), "sha256 %q of %s is not 64 lower-case hex digits.", fe.SHA256, fe.Path)
+		}
+		file := File{Path: fe.Path, URL: fe.URL, SHA256: fe.SHA256}
+		if fe.Size != nil {
+			file.Size = *fe.Size
+			if file.Size < 0 {
+				bad(attrRange(fb.Body, "size", fb.DefRange()), "size %d of %s is negative.", file.Size, fe.Path)
+			}
+		}
+		p.Files = append(p.Files, file)
+	}
+	return p, diags
+}
+
+func lockDiag(rng hcl.Range, format string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid lock file entry",
+		Detail: fmt.Sprintf(format, args...) + " Fix the entry, or delete it and run `gatepipe lock` to pin the source again.", Subject: rng.Ptr()}
+}
+
+// isHFKey reports whether rest is "OWNER/NAME@REVISION PATTERNS…".
+func isHFKey(rest string) bool {
+	f := strings.Fields(rest)
+	if len(f) < 2 || strings.ContainsRune(rest, 0) {
+		return false
+	}
+	repo, rev, ok := strings.Cut(f[0], "@")
+	owner, name, slash := strings.Cut(repo, "/")
+	return ok && slash && owner != "" && name != "" && rev != ""
+}
+
+func isGitHash(s string) bool {
+	return len(s) == 40 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Path is where the lock file lives.

@@ -369,3 +369,56 @@ func TestLockFileErrorsHaveLines(t *testing.T) {
 		t.Fatalf("diags = %v", diags)
 	}
 }
+
+// TestLockFileFieldsAreChecked: a hand-edited lock file is refused at the
+// attribute at fault, with a line, before anything is planned or hashed.
+func TestLockFileFieldsAreChecked(t *testing.T) {
+	sum := shaOf([]byte("x"))
+	good := "https://huggingface.co/datasets/o/n/resolve/" + commit + "/a.parquet"
+	entry := func(key, commitAttr, path, url, sha, size string) string {
+		return fmt.Sprintf("source %q {\n%s\n  file %q {\n    url = %q\n    sha256 = %q\n%s\n  }\n}\n", key, commitAttr, path, url, sha, size)
+	}
+	const hfKey = "hf o/n@main data/*.parquet"
+	okCommit := fmt.Sprintf("  commit = %q", commit)
+	tests := []struct {
+		name, src string
+		line      int    // of the first error; 0: the file loads
+		want      string // in the first error's detail
+	}{
+		{"valid", entry(hfKey, okCommit, "a.parquet", good, sum, "    size = 5"), 0, ""},
+		{"commit leaves the directory", entry(hfKey, `  commit = "../../x"`, "a.parquet", good, sum, ""), 2, `commit "../../x"`},
+		{"short commit", entry(hfKey, `  commit = "abc123"`, "a.parquet", good, sum, ""), 2, "40-digit"},
+		{"negative size", entry(hfKey, okCommit, "a.parquet", good, sum, "    size = -5"), 6, "size -5"},
+		{"file URL", entry("url https://example.org/a", "", "a", "file:///etc/passwd", sum, ""), 4, "not an http(s) URL"},
+		{"unknown key", entry("zip https://example.org/a", "", "a", good, sum, ""), 1, "not a source key"},
+		{"hf key without revision", entry("hf o/n data/*.parquet", "", "a", good, sum, ""), 1, "not a source key"},
+		{"unknown attribute", entry(hfKey, "  mirror = \"x\"", "a", good, sum, ""), 2, "not expected"},
+		{"path out of the source", entry(hfKey, okCommit, "../a", good, sum, ""), 3, "not a relative path"},
+		{"duplicate", entry(hfKey, okCommit, "a", good, sum, "") + entry(hfKey, okCommit, "a", good, sum, ""), 9, "locked twice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), LockFileName)
+			if err := os.WriteFile(p, []byte(tc.src), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			l, diags := LoadLock(p)
+			if tc.line == 0 {
+				if diags.HasErrors() {
+					t.Fatalf("valid lock file refused: %v", diags)
+				}
+				if pin, ok := l.Get(hfKey); !ok || pin.Commit != commit || pin.Files[0].Size != 5 {
+					t.Fatalf("pin = %+v", pin)
+				}
+				return
+			}
+			if !diags.HasErrors() {
+				t.Fatalf("accepted:\n%s", tc.src)
+			}
+			d := diags[0]
+			if d.Subject == nil || d.Subject.Start.Line != tc.line || !strings.Contains(d.Detail, tc.want) {
+				t.Fatalf("first error %v (line %v), want line %d saying %q\n%s", d, d.Subject, tc.line, tc.want, tc.src)
+			}
+		})
+	}
+}
