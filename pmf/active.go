@@ -55,7 +55,7 @@ func AcquireAmong(rule string, d *Data, c *Completion, truth [][]float64, cand [
 	case "uncertainty", "oracle":
 		score := func(ij [2]int) float64 {
 			i, j := ij[0], ij[1]
-			if !c.Scale.Predictable(j) {
+			if !c.Scale.Observed(j) {
 				return math.Inf(1)
 			}
 			if rule == "oracle" {
@@ -81,7 +81,7 @@ func greedyVariance(c *Completion, cand [][2]int, cols, n int) [][2]int {
 	var picked [][2]int
 	var rest [][2]int
 	for _, ij := range cand { // unknown columns first
-		if !c.Scale.Predictable(ij[1]) && len(picked) < n {
+		if !c.Scale.Observed(ij[1]) && len(picked) < n {
 			picked = append(picked, ij)
 		} else {
 			rest = append(rest, ij)
@@ -248,16 +248,9 @@ func Simulate(ctx context.Context, d *Data, method *Sampler, o ActiveOptions, pr
 
 func simulateOne(ctx context.Context, d *Data, method *Sampler, rule string, o ActiveOptions, seed uint64, units Scale, tick func()) (rmse, mae []float64, counts []int, err error) {
 	cur, hidden := maskShare(d, 1-o.Start, seed) // same start for every rule
-	// Cells of a column with nothing observed at the start cannot be
-	// scored at the start; they are left out of every round, so all
-	// rounds and rules score the same cells.
-	_, start := Normalise(cur)
-	scored := hidden[:0:0]
-	for _, ij := range hidden {
-		if start.Predictable(ij[1]) {
-			scored = append(scored, ij)
-		}
-	}
+	// Every cell hidden at the start is scored in every round (revealed
+	// ones exactly), so all rounds and rules score the same cells.
+	scored := hidden
 	rng := rand.New(rand.NewPCG(seed, 0x61637476))
 	sampler := &Sampler{Opts: method.Opts}
 	sampler.Opts.KeepDraws = rule == "variance"

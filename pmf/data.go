@@ -93,9 +93,9 @@ type Scale struct {
 	Borrowed []bool
 }
 
-// Predictable reports whether column j can be predicted in its own units:
-// it has at least one observed entry.
-func (s *Scale) Predictable(j int) bool { return s.Count[j] > 0 }
+// Observed reports whether column j has an observed entry of its own; a
+// column without one is predicted on a scale borrowed from the others.
+func (s *Scale) Observed(j int) bool { return s.Count[j] > 0 }
 
 // Normalise z-scores each column on its observed entries (population
 // standard deviation). Columns with too few observations are handled so:
@@ -107,8 +107,12 @@ func (s *Scale) Predictable(j int) bool { return s.Count[j] > 0 }
 //     spread, else of every such column, else 1. Borrowing the relative
 //     spread, not the std itself, keeps a loss column of scale 1000 from
 //     lending its spread to one of scale 1;
-//   - no observation: not predictable (Mean and Std NaN); every method
-//     leaves its cells NaN, since nothing ties them to the column's units.
+//   - no observation: the mean of the observed values of the columns of
+//     the same metric (else of every column) as mean, and a std borrowed
+//     as above. Every method then predicts its cells: the masked-ratio
+//     protocol scores every hidden cell, as the paper does, and a column
+//     that lost all its observations is predicted as a typical column of
+//     its metric, not dropped from the score.
 func Normalise(d *Data) (z [][]float64, s Scale) {
 	rows, cols := d.Rows(), d.Cols()
 	s = Scale{Mean: make([]float64, cols), Std: make([]float64, cols), Count: make([]int, cols), Borrowed: make([]bool, cols)}
@@ -123,7 +127,7 @@ func Normalise(d *Data) (z [][]float64, s Scale) {
 			}
 		}
 		if s.Count[j] == 0 {
-			s.Mean[j], s.Std[j] = math.NaN(), math.NaN()
+			s.Borrowed[j] = true
 			continue
 		}
 		mean := sum / float64(s.Count[j])
@@ -143,6 +147,11 @@ func Normalise(d *Data) (z [][]float64, s Scale) {
 			}
 		} else {
 			s.Borrowed[j] = true
+		}
+	}
+	for j := 0; j < cols; j++ {
+		if s.Count[j] == 0 {
+			s.Mean[j] = metricMean(d, j)
 		}
 	}
 	for j := 0; j < cols; j++ {
@@ -171,6 +180,33 @@ func Normalise(d *Data) (z [][]float64, s Scale) {
 	return z, s
 }
 
+// metricMean is the mean of the observed values of the columns of column
+// j's metric, or of every column when none of them has one.
+func metricMean(d *Data, j int) float64 {
+	var same, all float64
+	var nSame, nAll int
+	for _, row := range d.Values {
+		for c, v := range row {
+			if math.IsNaN(v) {
+				continue
+			}
+			all += v
+			nAll++
+			if d.metricOf(c) == d.metricOf(j) {
+				same += v
+				nSame++
+			}
+		}
+	}
+	switch {
+	case nSame > 0:
+		return same / float64(nSame)
+	case nAll > 0:
+		return all / float64(nAll)
+	}
+	return 0
+}
+
 func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
@@ -185,8 +221,8 @@ func median(v []float64) float64 {
 type Completion struct {
 	Method string
 	// Mean and Std are the prediction and its posterior standard
-	// deviation per cell, in the column's own units; NaN where the column
-	// is not predictable. Observed cells are predicted too (the fitted
+	// deviation per cell, in the column's own units (borrowed ones for a
+	// column with no observation: see Normalise). Observed cells are predicted too (the fitted
 	// value), so a caller chooses whether to show the observation.
 	Mean, Std [][]float64
 	// Noise is the posterior mean of the noise standard deviation in
@@ -207,10 +243,6 @@ func (c *Completion) denormalise(zMean, zStd [][]float64) {
 		c.Mean[i] = make([]float64, len(zMean[i]))
 		c.Std[i] = make([]float64, len(zMean[i]))
 		for j := range zMean[i] {
-			if !c.Scale.Predictable(j) {
-				c.Mean[i][j], c.Std[i][j] = math.NaN(), math.NaN()
-				continue
-			}
 			c.Mean[i][j] = zMean[i][j]*c.Scale.Std[j] + c.Scale.Mean[j]
 			c.Std[i][j] = zStd[i][j] * c.Scale.Std[j]
 		}

@@ -5,6 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/stdlib"
 )
 
 // lowRank returns rows x cols values U Vᵀ + noise of rank d, U ~ N(0, 1)
@@ -228,15 +231,15 @@ func TestNormaliseColumnsWithFewObservations(t *testing.T) {
 	}{
 		{0, 3, math.Sqrt(8.0 / 3), false, true},
 		{1, 20, math.Sqrt(200.0 / 3), false, true},
-		{2, 5, 5 * math.Sqrt(8.0/3) / 3, true, true},    // one value: metric 0's relative spread
-		{3, nan, nan, false, false},                     // nothing observed
-		{4, 7, 7 * math.Sqrt(200.0/3) / 20, true, true}, // constant: metric 1's relative spread
+		{2, 5, 5 * math.Sqrt(8.0/3) / 3, true, true},      // one value: metric 0's relative spread
+		{3, 3.5, 3.5 * math.Sqrt(8.0/3) / 3, true, false}, // nothing observed: metric 0's mean (of 1, 3, 5, 5) and relative spread
+		{4, 7, 7 * math.Sqrt(200.0/3) / 20, true, true},   // constant: metric 1's relative spread
 	}
 	for _, tt := range tests {
 		same := func(a, b float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-12 }
-		if !same(s.Mean[tt.col], tt.mean) || !same(s.Std[tt.col], tt.std) || s.Borrowed[tt.col] != tt.borrowed || s.Predictable(tt.col) != tt.pred {
+		if !same(s.Mean[tt.col], tt.mean) || !same(s.Std[tt.col], tt.std) || s.Borrowed[tt.col] != tt.borrowed || s.Observed(tt.col) != tt.pred {
 			t.Errorf("column %d: mean %v std %v borrowed %v predictable %v; want %v %v %v %v", tt.col,
-				s.Mean[tt.col], s.Std[tt.col], s.Borrowed[tt.col], s.Predictable(tt.col), tt.mean, tt.std, tt.borrowed, tt.pred)
+				s.Mean[tt.col], s.Std[tt.col], s.Borrowed[tt.col], s.Observed(tt.col), tt.mean, tt.std, tt.borrowed, tt.pred)
 		}
 	}
 	if z[0][2] != 0 || !math.IsNaN(z[1][2]) {
@@ -244,8 +247,49 @@ func TestNormaliseColumnsWithFewObservations(t *testing.T) {
 	}
 	c := complete(t, &Sampler{Opts: DefaultOptions()}, d)
 	for i := range c.Mean {
-		if !math.IsNaN(c.Mean[i][3]) || !math.IsNaN(c.Std[i][3]) {
-			t.Errorf("a column with no observation got a prediction: %v ± %v", c.Mean[i][3], c.Std[i][3])
+		if math.IsNaN(c.Mean[i][3]) || !(c.Std[i][3] > 0) {
+			t.Errorf("a column with no observation got no prediction: %v ± %v", c.Mean[i][3], c.Std[i][3])
+		}
+	}
+}
+
+// TestMaskedRatioScoresEveryHiddenCell: at 95% hidden many columns keep
+// no observation; every method still predicts and scores every hidden
+// cell (coverage 1), as the paper's protocol does, so RMSEs compare with
+// its figures.
+func TestMaskedRatioScoresEveryHiddenCell(t *testing.T) {
+	f, err := stdlib.FS().Open("data/gate_table3.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := eevee.LoadCSV(f, "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := FromMatrix(m)
+	o := DefaultOptions()
+	o.Warmup, o.Draws = 20, 10
+	s := &Sampler{Opts: o}
+	rows, err := Evaluate(context.Background(), d, []Method{GlobalMean{}, MeanOfMeans{}, s}, EvalOptions{Ratios: []float64{0.9, 0.95}, Seeds: 2, Workers: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptied := 0
+	for seed := range 2 {
+		masked, _ := maskShare(d, 0.95, uint64(seed))
+		_, sc := Normalise(masked)
+		for j := range sc.Count {
+			if !sc.Observed(j) {
+				emptied++
+			}
+		}
+	}
+	if emptied == 0 {
+		t.Fatal("no column lost all its observations at 95% hidden: the test checks nothing")
+	}
+	for _, r := range rows {
+		if r.Coverage.Mean != 1 || math.IsNaN(r.RMSE.Mean) {
+			t.Errorf("%s at %.0f%% hidden: %.1f%% of the hidden cells scored, RMSE %v", r.Method, 100*r.Ratio, 100*r.Coverage.Mean, r.RMSE.Mean)
 		}
 	}
 }

@@ -141,3 +141,67 @@ func logitsFromFeatures(enc EncoderSpec, w Weights, x []float32, shape []int, cl
 	}
 	return out, nil
 }
+
+// TestNonFiniteWeightsAreRefused: a checkpoint holding NaN or infinite
+// values is refused when it is loaded, naming each tensor and how many
+// of its values are bad; a model never starts from them.
+func TestNonFiniteWeightsAreRefused(t *testing.T) {
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{4, 6}, Hidden: []int{12}}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	tests := []struct {
+		name   string
+		poison map[string]func(v []float32)
+		want   []string
+	}{
+		{"one NaN in an encoder tensor", map[string]func([]float32){
+			"encoder.convs.0.weight": func(v []float32) { v[3] = nan },
+		}, []string{"1 tensor(s)", "encoder.convs.0.weight holds 1 NaN of 108 values"}},
+		{"infinite and NaN values in two tensors, the head's among them", map[string]func([]float32){
+			"encoder.convs.1.bias": func(v []float32) { v[0], v[1] = inf, -inf },
+			"head.weight": func(v []float32) {
+				for i := range v {
+					v[i] = nan
+				}
+				v[0] = inf
+			},
+		}, []string{"2 tensor(s)", "encoder.convs.1.bias holds 2 infinite of 6 values", "head.weight holds 59 NaN and 1 infinite of 60 values"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := safetensors.ReadFile(filepath.Join("testdata", "parity", "convnet.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ts []safetensors.Tensor
+			for name, tn := range f.Tensors {
+				v := tn.Float32s()
+				if p := tc.poison[name]; p != nil {
+					p(v)
+				}
+				ts = append(ts, safetensors.F32Tensor(name, tn.Shape, v))
+			}
+			for name := range tc.poison {
+				if f.Tensors[name] == nil {
+					t.Fatalf("the fixture has no tensor %s", name)
+				}
+			}
+			path := filepath.Join(t.TempDir(), "poisoned.safetensors")
+			if err := safetensors.WriteFile(path, ts, nil); err != nil {
+				t.Fatal(err)
+			}
+			g, err := safetensors.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = MatchWeights(enc, Classification, []int{3, 8, 8}, 5, g)
+			if err == nil {
+				t.Fatal("non-finite weights were loaded")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}

@@ -36,7 +36,7 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 	}
 	w = Weights{}
 	used := map[string]bool{}
-	var missing, wrong []string
+	var missing, wrong, nonFinite []string
 	for _, p := range ps {
 		t, ok := r.tensors[p.name]
 		// The head and the stem belong to the adapter: used when they fit.
@@ -53,9 +53,15 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 		case problem != "":
 			wrong = append(wrong, fmt.Sprintf("%s is %s", describe(r, p.name), problem))
 		default:
+			if bad := CountNonFinite(v); bad.Total() > 0 {
+				nonFinite = append(nonFinite, fmt.Sprintf("%s holds %s of %d values", describe(r, p.name), bad, len(v)))
+			}
 			w[p.name] = v
 			used[r.from[p.name]] = true
 		}
+	}
+	if len(nonFinite) > 0 {
+		return nil, nil, fmt.Errorf("weights hold non-finite values in %d tensor(s): %s; a model cannot start from them (was the checkpoint saved after training diverged?)", len(nonFinite), strings.Join(first(nonFinite, 8), "; "))
 	}
 	if len(missing) > 0 || len(wrong) > 0 {
 		var parts []string
@@ -84,6 +90,37 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 	}
 	sort.Strings(ignored)
 	return w, ignored, nil
+}
+
+// NonFinite counts the NaN and infinite values of a tensor.
+type NonFinite struct{ NaN, Inf int }
+
+// Total is the number of non-finite values.
+func (n NonFinite) Total() int { return n.NaN + n.Inf }
+
+func (n NonFinite) String() string {
+	switch {
+	case n.Inf == 0:
+		return fmt.Sprintf("%d NaN", n.NaN)
+	case n.NaN == 0:
+		return fmt.Sprintf("%d infinite", n.Inf)
+	}
+	return fmt.Sprintf("%d NaN and %d infinite", n.NaN, n.Inf)
+}
+
+// CountNonFinite counts v's NaN and infinite values.
+func CountNonFinite(v []float32) NonFinite {
+	var n NonFinite
+	for _, x := range v {
+		if x-x != 0 { // NaN or ±Inf; checked precisely only then
+			if x != x {
+				n.NaN++
+			} else {
+				n.Inf++
+			}
+		}
+	}
+	return n
 }
 
 // describe names a tensor as gatepipe and, when it differs, as the file

@@ -169,6 +169,9 @@ header, blobs, off = {}, [], 0
 for k, v in sd.items():
     if v.dtype != torch.float32:
         continue
+    if len(sys.argv) > 2 and k == sys.argv[2]:  # poison one value
+        v = v.clone()
+        v.view(-1)[5] = float("nan")
     b = v.contiguous().numpy().tobytes()
     header["encoder." + k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
     blobs.append(b)
@@ -243,5 +246,18 @@ results "t" {
 	// segmentation head) fit. Without the prefix dropped none would.
 	if loaded, _ := strconv.Atoi(m[1]); loaded != 99 {
 		t.Errorf("%s tensors of the encoder loaded, want 99 of its 102 (not conv1 on grey images, not fc)", m[1])
+	}
+	if strings.Contains(log, "Warning") {
+		t.Errorf("the trainer warned:\n%s", log)
+	}
+
+	// One NaN in the weights: refused when they are loaded, naming the
+	// tensor and the count, instead of a run that trains around it.
+	if out, err := exec.Command("/usr/bin/python3", "-c", writeResNetWeights, weights, "layer2.0.conv1.weight").CombinedOutput(); err != nil {
+		t.Fatalf("writing the weights: %v\n%s", err, out)
+	}
+	r = gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "layer2.0.conv1.weight holds 1 NaN and 0 infinite of 73728 values") {
+		t.Fatalf("apply with a NaN in the weights: %d\n%s", r.code, r.stderr)
 	}
 }

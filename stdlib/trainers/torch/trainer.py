@@ -116,6 +116,16 @@ def load_weights(model, path, log):
     state = {k[len("encoder."):] if k.startswith("encoder.") else k: v for k, v in state.items()}
     own = model.state_dict()
     fit = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    bad = []
+    for k, v in sorted(fit.items()):
+        if v.is_floating_point():
+            nan, inf = int(torch.isnan(v).sum()), int(torch.isinf(v).sum())
+            if nan or inf:
+                bad.append("%s holds %d NaN and %d infinite of %d values" % (k, nan, inf, v.numel()))
+    if bad:
+        raise SystemExit("weights %s hold non-finite values in %d tensor(s): %s%s; a model cannot start from them "
+                         "(was the checkpoint saved after training diverged?)" % (
+                             path, len(bad), "; ".join(bad[:8]), "; and %d more" % (len(bad) - 8) if len(bad) > 8 else ""))
     missing = [k for k in own if k not in fit]
     model.load_state_dict(fit, strict=False)
     log("weights %s: %d tensors loaded, %d left as initialised (%s)" % (
@@ -226,20 +236,20 @@ def main():
         idx = torch.randint(0, x.shape[0], (min(batch, x.shape[0]),), generator=gen)
         loss = F.cross_entropy(model(x[idx].to(dev)), y[idx].to(dev))
         if not torch.isfinite(loss):
-            raise SystemExit("iteration %d: the loss is %s" % (step, float(loss)))
+            raise SystemExit("iteration %d: the loss is %s" % (step, loss.item()))
         opt.zero_grad()
         loss.backward()
         opt.step()
         if step % every == 0 or step == iters:
             val = evaluate(model, xv, yv, task, classes, batch, dev)
             score = val[primary][0]
-            progress(step, iters, loss=float(loss), **{"val_" + k: v for k, (v, _) in val.items()},
+            progress(step, iters, loss=loss.item(), **{"val_" + k: v for k, (v, _) in val.items()},
                      images_per_sec=step * batch / max(time.time() - start, 1e-9))
             if score > best:
                 best = score
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         elif step % 10 == 0:
-            progress(step, iters, loss=float(loss))
+            progress(step, iters, loss=loss.item())
     model.load_state_dict(best_state)
     test = evaluate(model, xt, yt, task, classes, batch, dev)
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
