@@ -281,7 +281,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if ctx.Err() != nil {
 			return cty.NilVal, fmt.Errorf("command %q stopped: %w", args[0], ctx.Err())
 		}
-		return cty.NilVal, fmt.Errorf("command %q failed: %v%s\n%s", args[0], err, out.fileError(), indent(tail.String()))
+		return cty.NilVal, fmt.Errorf("command %q failed: %v%s%s\n%s", args[0], err, out.fileError(), lastWords(tail.String()), indent(tail.String()))
 	}
 	if out.err != nil {
 		return cty.NilVal, fmt.Errorf("command %q ran, but its log could not be written%s", args[0], out.fileError())
@@ -359,6 +359,21 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return t.buf.String() }
+
+// lastWords is the last non-empty line of a command's output, as ": LINE"
+// (at most 400 bytes), for the first line of its error: a Python
+// trainer's SystemExit or a traceback's exception says why it failed.
+func lastWords(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	if len(last) > 400 {
+		last = last[:400] + "…"
+	}
+	return ": " + last
+}
 
 func indent(s string) string {
 	s = strings.TrimRight(s, "\n")
