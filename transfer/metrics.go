@@ -30,11 +30,22 @@ func (f Features) check() error {
 func (f Features) matrix() *mat.Dense { return mat.NewDense(f.N, f.D, f.X) }
 
 // LogME is You et al.'s (2021) log maximum evidence, as thuml/LogME's
-// fixed-point fit (LogME.py, _fit_fixed_point; its log-determinant covers
-// the min(N, D) singular directions, not the D - N others when N < D): per class, the evidence of a Bayesian linear regression
-// of the one-hot target on the features, its prior and noise precisions
-// (alpha, beta) maximised by at most 11 fixed-point steps (stopping when
-// alpha/beta moves by under 0.1%), divided by N; the mean over classes.
+// fixed-point fit (LogME.py, _fit_fixed_point): per class, the evidence of
+// a Bayesian linear regression of the one-hot target on the features, its
+// prior and noise precisions (alpha, beta) maximised by at most 11
+// fixed-point steps (stopping when alpha/beta moves by under 0.1%),
+// divided by N; the mean over classes.
+//
+// The log-determinant ln det(alpha I + beta F^T F) covers the min(N, D)
+// singular directions of F, zeros included. With N > D that is the exact
+// evidence: a direction F does not span adds ln alpha, which cancels its
+// share of D/2 ln alpha, so a feature that is 0 for every example (a dead
+// ReLU unit) leaves LogME unchanged. thuml's code computes the same,
+// except that its truncated SVD drops singular values of exactly 0 (those
+// of all-zero features), raising the score by ln(alpha)/2N for each such
+// feature. With N < D the D - N directions outside the examples' span are
+// left out, as thuml's code leaves them out (its published scores are
+// computed so). transfer/testdata/make_reference.py computes both.
 func LogME(f Features) (float64, error) {
 	if err := f.check(); err != nil {
 		return 0, err
@@ -46,18 +57,7 @@ func LogME(f Features) (float64, error) {
 	s := svd.Values(nil)
 	var u mat.Dense
 	svd.UTo(&u)
-	// As the reference: with N > D (its truncated SVD through F^T F) the
-	// singular values above 1e-10 are kept; otherwise all min(N, D), zeros
-	// included (each then adds ln alpha to the log-determinant).
 	k := len(s)
-	if f.N > f.D {
-		k = 0
-		for _, v := range s {
-			if v > 1e-10 {
-				k++
-			}
-		}
-	}
 	sigma := make([]float64, k)
 	for i := range sigma {
 		sigma[i] = s[i] * s[i]
@@ -312,7 +312,8 @@ func pseudoInverse(a *mat.Dense, rcond float64) (*mat.Dense, error) {
 
 // GBC is Pándy et al.'s (2022) Gaussian Bhattacharyya coefficient, in the
 // configuration of google-research's stable_transfer (spherical
-// Gaussians, features reduced by PCA to 64 dimensions when wider): per
+// Gaussians, features reduced by PCA to min(64, N) dimensions when wider
+// than 64; the reference's PCA refuses fewer than 64 examples): per
 // class the mean and the mean of the per-dimension variances (floored at
 // 1e-4); D_B = 1/8 |mu1 - mu2|^2 / v + 1/2 (ln v - (ln v1 + ln v2) / 2)
 // with v = (v1 + v2) / 2 (the log term, as there, not times the
@@ -329,7 +330,7 @@ func GBC(f Features) (float64, error) {
 		if x, err = pca(f.X, f.N, f.D, dims); err != nil {
 			return 0, err
 		}
-		d = dims
+		d = len(x) / f.N // min(64, N): fewer examples than 64 span fewer directions
 	}
 	reduced := Features{X: x, N: f.N, D: d, C: f.C, Y: f.Y}
 	means := classMeans(reduced)

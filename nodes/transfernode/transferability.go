@@ -30,8 +30,9 @@ type Kind struct{}
 // Name returns "transferability".
 func (Kind) Name() string { return "transferability" }
 
-// Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "1" }
+// Version is bumped when outputs for an unchanged config would change
+// (2: LogME keeps null directions when N > D; GBC runs with N < 64 < D).
+func (Kind) Version() string { return "2" }
 
 var spec = hcldec.ObjectSpec{
 	"target":       &hcldec.AttrSpec{Name: "target", Type: cty.String},
