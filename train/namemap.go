@@ -162,18 +162,24 @@ func pickFormat(enc EncoderSpec, ps []*param, f *safetensors.File) (renamed, err
 		}
 		return rename(enc.Arch, enc.WeightsFormat, f), nil
 	}
+	// The format that names the most parameters wins; then the one whose
+	// tensors fit the most. Names come first, so that weights of another
+	// size are reported as misfits, not as missing.
 	var best renamed
-	bestScore := -1
+	bestNames, bestFits := -1, -1
 	for _, format := range WeightFormats {
 		r := rename(enc.Arch, format, f)
-		score := 0
+		names, fits := 0, 0
 		for _, p := range ps {
-			if t, ok := r.tensors[p.name]; ok && t.NumElements() == prod(p.shape) {
-				score++
+			if t, ok := r.tensors[p.name]; ok {
+				names++
+				if t.NumElements() == prod(p.shape) {
+					fits++
+				}
 			}
 		}
-		if score > bestScore {
-			best, bestScore = r, score
+		if names > bestNames || names == bestNames && fits > bestFits {
+			best, bestNames, bestFits = r, names, fits
 		}
 	}
 	return best, nil

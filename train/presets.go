@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agext/levenshtein"
 )
 
 // Presets are the sizes of the pretrained models users load, by the name
@@ -90,24 +92,37 @@ func PresetNames() []string {
 	return names
 }
 
-// Preset returns the named preset, or an error listing the close names.
+// Preset returns the named preset, or an error naming the closest ones.
 func Preset(name string) (EncoderSpec, error) {
 	if p, ok := Presets[name]; ok {
 		p.Channels, p.Blocks = slices.Clone(p.Channels), slices.Clone(p.Blocks)
 		return p, nil
 	}
-	var near []string
+	return EncoderSpec{}, fmt.Errorf("preset %q is not known; the closest are %s (SPEC.md lists them all)", name, strings.Join(ClosestPresets(name, 6), ", "))
+}
+
+// ClosestPresets lists the n preset names closest to name: those of its
+// family (the name up to its first '_' or digit) first, each group by edit
+// distance.
+func ClosestPresets(name string, n int) []string {
 	family := name
 	if i := strings.IndexAny(name, "_0123456789"); i > 0 {
 		family = name[:i]
 	}
-	for _, n := range PresetNames() {
-		if strings.HasPrefix(n, family) {
-			near = append(near, n)
+	names := PresetNames()
+	key := func(p string) (bool, int) {
+		return !strings.HasPrefix(p, family), levenshtein.Distance(name, p, nil)
+	}
+	slices.SortStableFunc(names, func(a, b string) int {
+		oa, da := key(a)
+		ob, db := key(b)
+		switch {
+		case oa != ob && !oa:
+			return -1
+		case oa != ob:
+			return 1
 		}
-	}
-	if len(near) == 0 {
-		return EncoderSpec{}, fmt.Errorf("preset %q is not known (SPEC.md lists the presets)", name)
-	}
-	return EncoderSpec{}, fmt.Errorf("preset %q is not known; %s has %s", name, family, strings.Join(first(near, 12), ", "))
+		return da - db
+	})
+	return names[:min(n, len(names))]
 }

@@ -65,6 +65,9 @@ func MatchWeights(enc EncoderSpec, task Task, shape []int, classes int, f *safet
 	}
 	if len(missing) > 0 || len(wrong) > 0 {
 		var parts []string
+		if m := misfit(enc, r); m != "" {
+			parts = append(parts, m)
+		}
 		if len(missing) > 0 {
 			parts = append(parts, fmt.Sprintf("missing %d tensors: %s", len(missing), strings.Join(first(missing, 8), ", ")))
 		}

@@ -112,20 +112,29 @@ func TestPretrainedFeaturesFromTorchvisionNames(t *testing.T) {
 // preprocess and an unknown option are refused at validate with the file
 // and line.
 func TestEncoderConfigErrorsPointAtTheLine(t *testing.T) {
-	tests := map[string]struct{ body, want string }{
-		"unknown preset":  {`preset = "resnet51"`, `preset "resnet51" is not known; resnet has resnet101`},
-		"preset and arch": {"preset = \"resnet18\"\n  arch = \"vit\"", `preset "resnet18" is a resnet, not a vit`},
-		"preprocess size": {"arch = \"resnet\"\n  preprocess = { size = [1, 2, 3] }", "preprocess size must be one number or [H, W]"},
-		"preprocess std":  {"arch = \"resnet\"\n  preprocess = { size = 8, mean = [0.5], std = [0] }", "std [0] must be positive"},
-		"activation":      {"arch = \"vit\"\n  act = \"relu\"", `act "relu" is not supported`},
-		"no arch":         {`channels = [4]`, "an encoder needs arch"},
+	const timmConfig = `{"architecture": "resnet50d", "pretrained_cfg": {"input_size": [3, 224, 224], "crop_pct": 0.875, "interpolation": "bicubic", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}`
+	tests := map[string]struct{ body, want, config string }{
+		"unknown preset": {body: `preset = "resnet51"`, want: `preset "resnet51" is not known; the closest are resnet50, resnet101`},
+		// timm's config.json names an architecture gatepipe lacks: the
+		// error names it and the closest presets.
+		"unknown architecture in config.json": {body: `weights = "w.safetensors"`, config: timmConfig,
+			want: `names the architecture "resnet50d", which gatepipe has no preset for (the closest: resnet50,`},
+		"preset and arch": {body: "preset = \"resnet18\"\n  arch = \"vit\"", want: `preset "resnet18" is a resnet, not a vit`},
+		"preprocess size": {body: "arch = \"resnet\"\n  preprocess = { size = [1, 2, 3] }", want: "preprocess size must be one number or [H, W]"},
+		"preprocess std":  {body: "arch = \"resnet\"\n  preprocess = { size = 8, mean = [0.5], std = [0] }", want: "std [0] must be positive"},
+		"activation":      {body: "arch = \"vit\"\n  act = \"relu\"", want: `act "relu" is not supported`},
+		"no arch":         {body: `channels = [4]`, want: "an encoder needs arch"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "main.hcl"), "encoder \"e\" {\n  "+tc.body+"\n}\n")
+			if tc.config != "" {
+				writeFile(t, filepath.Join(dir, "config.json"), tc.config)
+				writeFile(t, filepath.Join(dir, "w.safetensors"), "")
+			}
 			r := gp(t, t.TempDir(), "validate", dir)
-			out := r.stdout + r.stderr
+			out := strings.Join(strings.Fields(r.stdout+r.stderr), " ") // unwrapped
 			if r.code == 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "main.hcl:") {
 				t.Fatalf("exit %d, want an error with %q and the file:line:\n%s", r.code, tc.want, out)
 			}

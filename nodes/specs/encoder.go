@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -96,10 +97,13 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 				diags = append(diags, decl.Errorf("weights", "Invalid model config", "%s.", err))
 			} else {
 				fromConfig = &p
-				if v["preset"].AsString() == "" && v["arch"].AsString() == "" {
-					if _, ok := train.Presets[arch]; ok {
-						v["preset"] = cty.StringVal(arch)
+				if v["preset"].AsString() == "" && v["arch"].AsString() == "" && arch != "" {
+					if _, ok := train.Presets[arch]; !ok {
+						return append(diags, decl.Errorf("weights", "Unknown architecture",
+							"%s names the architecture %q, which gatepipe has no preset for (the closest: %s). Set preset to one whose sizes the weights have, or arch and its sizes; SPEC.md lists the presets.",
+							cfgPath, arch, strings.Join(train.ClosestPresets(arch, 6), ", ")))
 					}
+					v["preset"] = cty.StringVal(arch)
 				}
 			}
 		}
