@@ -2,6 +2,7 @@ package eevee
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +81,36 @@ func TestPredictGoesWithoutUnmeasuredColumns(t *testing.T) {
 	}
 	if _, err := p.Predict(tier, []float64{math.NaN(), math.NaN(), 3}); err == nil {
 		t.Fatal("a tier benchmark with nothing measured must be an error")
+	}
+}
+
+// TestBaselineVerdict: the meta-model is said to beat the baselines only
+// when its MAE is 5% below the strongest one's and its median lower too.
+func TestBaselineVerdict(t *testing.T) {
+	meta := LOMORow{Method: "eevee meta-model", MAE: 0.584, MedAE: 0.169}
+	pool := LOMORow{Method: "pool mean", MAE: 1.169, MedAE: 0.923}
+	tests := []struct {
+		name  string
+		rows  []LOMORow
+		beats bool
+		want  string
+	}{
+		{"ties the rank baseline (the paper's small tier)", []LOMORow{meta, pool, {Method: "mean rank on tier", MAE: 0.598, MedAE: 0.139}}, false,
+			"does not clearly beat the strongest trivial baseline (mean rank on tier): MAE 0.584 vs 0.598, median 0.169 vs 0.139"},
+		{"beats both", []LOMORow{meta, pool, {Method: "mean rank on tier", MAE: 0.7, MedAE: 0.3}}, true,
+			"beats the strongest trivial baseline (mean rank on tier): MAE 0.584 vs 0.700"},
+		{"lower MAE but a higher median", []LOMORow{meta, pool, {Method: "mean rank on tier", MAE: 0.9, MedAE: 0.1}}, false, "does not clearly beat"},
+		{"the pool mean is the strongest", []LOMORow{meta, {Method: "pool mean", MAE: 0.5, MedAE: 0.2}, {Method: "mean rank on tier", MAE: 0.9, MedAE: 0.3}}, false,
+			"(pool mean): MAE 0.584 vs 0.500"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BeatsBaselines(tc.rows); got != tc.beats {
+				t.Errorf("BeatsBaselines = %v", got)
+			}
+			if got := BaselineVerdict(tc.rows); !strings.Contains(got, tc.want) {
+				t.Errorf("verdict %q lacks %q", got, tc.want)
+			}
+		})
 	}
 }

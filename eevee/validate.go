@@ -134,3 +134,41 @@ func (p *Problem) rankBaseline(tier []int, values []float64) []float64 {
 	}
 	return out
 }
+
+// StrongestBaseline returns the baseline row (any row after the first,
+// the meta-model's) with the lowest MAE.
+func StrongestBaseline(rows []LOMORow) (LOMORow, bool) {
+	if len(rows) < 2 {
+		return LOMORow{}, false
+	}
+	best := rows[1]
+	for _, r := range rows[2:] {
+		if r.MAE < best.MAE {
+			best = r
+		}
+	}
+	return best, true
+}
+
+// BeatsBaselines reports whether the meta-model (rows[0]) beats the
+// strongest baseline: an MAE at least 5% lower and a lower median error.
+func BeatsBaselines(rows []LOMORow) bool {
+	b, ok := StrongestBaseline(rows)
+	return ok && rows[0].MAE <= 0.95*b.MAE && rows[0].MedAE < b.MedAE
+}
+
+// BaselineVerdict compares the meta-model's leave-one-model-out errors
+// (rows[0]) with the strongest trivial baseline's, in one sentence with
+// both figures (see BeatsBaselines).
+func BaselineVerdict(rows []LOMORow) string {
+	b, ok := StrongestBaseline(rows)
+	if !ok {
+		return ""
+	}
+	m := rows[0]
+	figures := fmt.Sprintf("MAE %.3f vs %.3f, median %.3f vs %.3f (column std units)", m.MAE, b.MAE, m.MedAE, b.MedAE)
+	if BeatsBaselines(rows) {
+		return fmt.Sprintf("The meta-model beats the strongest trivial baseline (%s): %s.", b.Method, figures)
+	}
+	return fmt.Sprintf("The meta-model does not clearly beat the strongest trivial baseline (%s): %s; predicting each metric from the model's mean rank on the tier does about as well.", b.Method, figures)
+}

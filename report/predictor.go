@@ -7,15 +7,19 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/pmf"
 )
 
-// Predictor is how well a predict block's matrix-completion method
-// predicts the pool it was fitted on.
+// Predictor is how well a predict block's method predicts the pool it was
+// fitted on: matrix completion's masked-ratio and active-evaluation
+// results, or EEVEE's leave-one-model-out rows (the meta-model's first,
+// then the baselines').
 type Predictor struct {
 	Model, Method string
 	MaskedRatio   []pmf.EvalRow
 	Active        []pmf.Curve
+	LeaveOneOut   []eevee.LOMORow
 }
 
 // predictorFigures draws each predictor's masked-ratio and active
@@ -49,6 +53,9 @@ func predictorFigures(preds []Predictor, figDir string) ([]Figure, error) {
 // where a baseline beats the method.
 func predictorHTML(b *bytes.Buffer, preds []Predictor) {
 	for _, p := range preds {
+		if len(p.LeaveOneOut) > 0 {
+			leaveOneOutHTML(b, p)
+		}
 		if len(p.MaskedRatio) == 0 {
 			continue
 		}
@@ -98,6 +105,53 @@ func predictorHTML(b *bytes.Buffer, preds []Predictor) {
 			fmt.Fprintf(b, "<p>%s beats both baselines at every share hidden.</p>\n", html.EscapeString(p.Method))
 		}
 	}
+}
+
+// leaveOneOutHTML writes EEVEE's leave-one-model-out table: the
+// meta-model and every baseline, the lowest error of each column marked,
+// and whether the meta-model beats the strongest baseline.
+func leaveOneOutHTML(b *bytes.Buffer, p Predictor) {
+	fmt.Fprintf(b, "<h3>%s: predicted with %s</h3>\n", html.EscapeString(p.Model), html.EscapeString(p.Method))
+	rows := p.LeaveOneOut
+	cols := []struct {
+		name   string
+		get    func(eevee.LOMORow) float64
+		lowest bool
+	}{
+		{"MAE", func(r eevee.LOMORow) float64 { return r.MAE }, true},
+		{"median AE", func(r eevee.LOMORow) float64 { return r.MedAE }, true},
+		{"RMSE", func(r eevee.LOMORow) float64 { return r.RMSE }, true},
+		{"rank ρ", func(r eevee.LOMORow) float64 { return r.RankRho }, false},
+		{"position error", func(r eevee.LOMORow) float64 { return r.PositionError }, true},
+	}
+	b.WriteString(`<table class="results" id="loo-` + slug(p.Model) + `"><caption>Leave-one-model-out on the pool: each model predicted from its tier results (errors in column std units)</caption><thead><tr><th>method</th>`)
+	for _, c := range cols {
+		fmt.Fprintf(b, "<th>%s</th>", c.name)
+	}
+	b.WriteString("</tr></thead><tbody>\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "<tr><th>%s</th>", html.EscapeString(r.Method))
+		for _, c := range cols {
+			best := c.get(rows[0])
+			for _, o := range rows {
+				if v := c.get(o); c.lowest && v < best || !c.lowest && v > best {
+					best = v
+				}
+			}
+			class := ""
+			if c.get(r) == best {
+				class = ` class="best"`
+			}
+			fmt.Fprintf(b, "<td%s>%.3f</td>", class, c.get(r))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody></table>\n")
+	class := ""
+	if !eevee.BeatsBaselines(rows) {
+		class = ` class="warning"`
+	}
+	fmt.Fprintf(b, "<p%s>%s</p>\n", class, html.EscapeString(eevee.BaselineVerdict(rows)))
 }
 
 func joinAnd(s []string) string {

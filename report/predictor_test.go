@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/pmf"
 )
 
@@ -25,6 +26,30 @@ func TestPredictorTableSaysWhereABaselineWins(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("predictor table lacks %q:\n%s", want, page)
+		}
+	}
+}
+
+// TestLeaveOneOutTableShowsEveryBaseline: an EEVEE predict block's report
+// shows the meta-model beside both baselines, marks the best figure of
+// each column, and says when the strongest baseline does as well.
+func TestLeaveOneOutTableShowsEveryBaseline(t *testing.T) {
+	rows := []eevee.LOMORow{
+		{Method: "eevee meta-model", MAE: 0.584, MedAE: 0.169, RMSE: 13.718, RankRho: 0.968, PositionError: 1.0},
+		{Method: "pool mean", MAE: 1.169, MedAE: 0.923, RMSE: 13.757, RankRho: 0.768, PositionError: 4.76},
+		{Method: "mean rank on tier", MAE: 0.598, MedAE: 0.139, RMSE: 13.724, RankRho: 0.969, PositionError: 1.10},
+	}
+	var b bytes.Buffer
+	predictorHTML(&b, []Predictor{{Model: "dino", Method: "eevee", LeaveOneOut: rows}})
+	page := b.String()
+	for _, want := range []string{
+		`<tr><th>eevee meta-model</th><td class="best">0.584</td><td>0.169</td>`,
+		`<tr><th>mean rank on tier</th><td>0.598</td><td class="best">0.139</td><td>13.724</td><td class="best">0.969</td>`,
+		`<tr><th>pool mean</th>`,
+		`<p class="warning">The meta-model does not clearly beat the strongest trivial baseline (mean rank on tier)`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("leave-one-out table lacks %q:\n%s", want, page)
 		}
 	}
 }

@@ -87,5 +87,7 @@ func runEEVEELoo(_ context.Context, c *cli, args []string, usage string) int {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\n", r.Method, r.MAE, r.MedAE, r.RMSE, r.RankRho, r.MetricRho, r.PositionError)
 	}
 	tw.Flush()
+	fmt.Fprintln(c.stdout)
+	fmt.Fprintln(c.stdout, eevee.BaselineVerdict(rows))
 	return exitOK
 }

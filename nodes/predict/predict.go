@@ -205,6 +205,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if rep.Validation, err = eevee.LeaveOneModelOut(pool, n.Opts, n.tier); err != nil {
 			return cty.NilVal, err
 		}
+		logValidation(env, rep.Validation)
 	}
 	if err := writePredictions(filepath.Join(env.OutDir, "predictions.csv"), pred, row); err != nil {
 		return cty.NilVal, err
@@ -255,6 +256,22 @@ func (n *Node) measuredRow(pool, mine *eevee.Matrix) ([]float64, string, error) 
 		row[j] = v
 	}
 	return row, mine.Models[mi], nil
+}
+
+// logValidation prints the leave-one-model-out errors of the meta-model
+// beside every baseline's, and warns when the strongest baseline does as
+// well.
+func logValidation(env *nodes.Env, rows []eevee.LOMORow) {
+	for _, r := range rows {
+		env.Log.Info().Str("method", r.Method).Str("mae", fmt.Sprintf("%.3f", r.MAE)).Str("median", fmt.Sprintf("%.3f", r.MedAE)).
+			Str("rank_spearman", fmt.Sprintf("%.3f", r.RankRho)).Msg("leave-one-model-out error (column std units)")
+	}
+	verdict := eevee.BaselineVerdict(rows)
+	if !eevee.BeatsBaselines(rows) {
+		env.Log.Warn().Msg(verdict)
+		return
+	}
+	env.Log.Info().Msg(verdict)
 }
 
 func writePredictions(path string, pred *eevee.Prediction, measured []float64) error {

@@ -201,3 +201,45 @@ func readFileT(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// TestPredictWarnsWhenTheRankBaselineTies: with validation, an EEVEE
+// predict logs the meta-model's leave-one-model-out error beside every
+// baseline's, and warns that the mean-rank-on-tier baseline does about as
+// well (as it does on the paper's matrix and small tier), and
+// prediction.json holds all three rows.
+func TestPredictWarnsWhenTheRankBaselineTies(t *testing.T) {
+	n, diags := decode(t, t.TempDir(), `
+matrix   = "stdlib/data/gate_table3.csv"
+tier     = ["iwildcam", "ade20k", "clevr-math", "acdc", "imagenet1k", "mini", "cubirds", "cifar100"]
+measured = "`+filepath.Join(mustAbs(t, "../../examples/eevee_predict"), "dino_small_tier.csv")+`"
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var logs strings.Builder
+	out := t.TempDir()
+	if _, err := n.Run(context.Background(), &nodes.Env{OutDir: out, Log: zerolog.New(&logs), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"method":"eevee meta-model"`, `"method":"pool mean"`, `"method":"mean rank on tier"`,
+		`{"level":"warn","message":"The meta-model does not clearly beat the strongest trivial baseline (mean rank on tier): MAE`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(out, "prediction.json"))
+	if !strings.Contains(string(data), `"method": "mean rank on tier"`) {
+		t.Errorf("prediction.json lacks the rank baseline:\n%s", data)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

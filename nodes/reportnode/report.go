@@ -217,6 +217,7 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 				MaskedRatio []pmf.EvalRow `json:"masked_ratio"`
 				Active      []pmf.Curve   `json:"active"`
 			} `json:"completion"`
+			LeaveOneOut []eevee.LOMORow `json:"leave_one_model_out"`
 		}
 		data, err := os.ReadFile(filepath.Join(dir, "prediction.json"))
 		if err == nil {
@@ -234,9 +235,12 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 		if err != nil {
 			return in, nil, fmt.Errorf("predictions %s: %w", dir, err)
 		}
-		if meta.Completion != nil {
+		switch {
+		case meta.Completion != nil:
 			in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method,
 				MaskedRatio: meta.Completion.MaskedRatio, Active: meta.Completion.Active})
+		case len(meta.LeaveOneOut) > 0:
+			in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method, LeaveOneOut: meta.LeaveOneOut})
 		}
 	}
 	var search *report.Search
