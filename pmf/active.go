@@ -6,13 +6,20 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 )
 
 // Rules lists the acquisition rules Acquire knows:
 //
 //   - "random": uniformly among the unobserved cells;
-//   - "uncertainty": the largest posterior std (the paper's rule);
+//   - "uncertainty": the largest posterior std (the paper's rule), in
+//     units of each column's standard deviation (the z-scores the model
+//     is fitted on), so that a loss column of scale 1000 does not outrank
+//     an accuracy column of scale 1 by its units alone;
+//   - "uncertainty_raw": the largest posterior std in each column's own
+//     units, as an implementation that ranks the denormalised std does
+//     (the alternative to "uncertainty", kept to compare);
 //   - "variance": the largest expected reduction of the summed posterior
 //     variance of all unobserved cells, greedily for a batch, from the
 //     posterior draws' covariance (an observation of cell c with noise σ²
@@ -20,12 +27,14 @@ import (
 //     that inform many others over isolated uncertain ones;
 //   - "oracle": the largest actual absolute error (needs the truth; an
 //     upper bound for simulation only).
-func Rules() []string { return []string{"random", "uncertainty", "variance", "oracle"} }
+func Rules() []string {
+	return []string{"random", "uncertainty", "uncertainty_raw", "variance", "oracle"}
+}
 
 // Acquire picks up to n unobserved cells of d by rule, from the completion
-// c (fitted on d). truth is needed by "oracle" only. Cells in columns that
-// cannot be predicted (no observation yet) go first under every rule but
-// random: nothing is known of them.
+// c (fitted on d). truth is needed by "oracle" only. Cells in columns with
+// no observation of their own go first under every rule but random: only
+// a borrowed scale is known of them.
 func Acquire(rule string, d *Data, c *Completion, truth [][]float64, n int, rng *rand.Rand) ([][2]int, error) {
 	var cand [][2]int
 	for i, row := range d.Values {
@@ -52,14 +61,16 @@ func AcquireAmong(rule string, d *Data, c *Completion, truth [][]float64, cand [
 	case "random":
 		rng.Shuffle(len(cand), func(a, b int) { cand[a], cand[b] = cand[b], cand[a] })
 		return cand[:n], nil
-	case "uncertainty", "oracle":
+	case "uncertainty", "uncertainty_raw", "oracle":
 		score := func(ij [2]int) float64 {
 			i, j := ij[0], ij[1]
-			if !c.Scale.Observed(j) {
+			switch {
+			case !c.Scale.Observed(j):
 				return math.Inf(1)
-			}
-			if rule == "oracle" {
+			case rule == "oracle":
 				return math.Abs(c.Mean[i][j]-truth[i][j]) / c.Scale.Std[j]
+			case rule == "uncertainty_raw":
+				return c.Std[i][j]
 			}
 			return c.Std[i][j] / c.Scale.Std[j]
 		}
@@ -71,7 +82,7 @@ func AcquireAmong(rule string, d *Data, c *Completion, truth [][]float64, cand [
 		}
 		return greedyVariance(c, cand, cols, n), nil
 	}
-	return nil, fmt.Errorf("unknown acquisition rule %q (want one of random, uncertainty, variance, oracle)", rule)
+	return nil, fmt.Errorf("unknown acquisition rule %q (want one of %s)", rule, strings.Join(Rules(), ", "))
 }
 
 // greedyVariance picks n cells one by one, each maximising the summed

@@ -97,3 +97,31 @@ func TestSimulateImproves(t *testing.T) {
 		t.Errorf("oracle %.3f ends worse than random %.3f", final["oracle"], final["random"])
 	}
 }
+
+// TestUncertaintyRuleUnits: "uncertainty" ranks the posterior std in
+// column-std units, "uncertainty_raw" in the columns' own: with a loss
+// column 1000 times the scale of an accuracy column, the raw rule picks
+// the loss column's cells although they are the better known ones.
+func TestUncertaintyRuleUnits(t *testing.T) {
+	nan := math.NaN()
+	d := &Data{Values: [][]float64{{0.5, 900}, {nan, nan}, {0.7, 1200}, {nan, nan}}}
+	c := &Completion{
+		Mean:  [][]float64{{0.5, 900}, {0.6, 1000}, {0.7, 1200}, {0.6, 1100}},
+		Std:   [][]float64{{0, 0}, {0.08, 30}, {0, 0}, {0.09, 20}}, // z: 0.8, 0.3, 0.9, 0.2
+		Noise: 0.1,
+		Scale: Scale{Mean: []float64{0.6, 1050}, Std: []float64{0.1, 100}, Count: []int{2, 2}},
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for rule, want := range map[string][][2]int{
+		"uncertainty":     {{3, 0}, {1, 0}},
+		"uncertainty_raw": {{1, 1}, {3, 1}},
+	} {
+		got, err := Acquire(rule, d, c, nil, 2, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("%s picked %v, want %v", rule, got, want)
+		}
+	}
+}

@@ -146,7 +146,11 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 }
 
 // maskShare hides round(share x observed) of d's observed cells, chosen
-// by seed (the same cells for every method).
+// by seed (the same cells for every method). The cells kept are drawn at
+// random too, except that each column keeps one observed cell first while
+// the kept count allows: a column that lost every observation has no units
+// of its own to be predicted in (Normalise can only borrow a scale), and
+// the protocol scores every hidden cell.
 func maskShare(d *Data, share float64, seed uint64) (*Data, [][2]int) {
 	var obs [][2]int
 	for i, row := range d.Values {
@@ -158,7 +162,28 @@ func maskShare(d *Data, share float64, seed uint64) (*Data, [][2]int) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6d61736b))
 	rng.Shuffle(len(obs), func(a, b int) { obs[a], obs[b] = obs[b], obs[a] })
-	hidden := obs[:int(math.Round(share*float64(len(obs))))]
+	keep := len(obs) - int(math.Round(share*float64(len(obs))))
+	kept := make([]bool, len(obs))
+	covered := map[int]bool{}
+	n := 0
+	for k, ij := range obs {
+		if n < keep && !covered[ij[1]] {
+			kept[k], covered[ij[1]] = true, true
+			n++
+		}
+	}
+	for k := range obs {
+		if n < keep && !kept[k] {
+			kept[k] = true
+			n++
+		}
+	}
+	var hidden [][2]int
+	for k, ij := range obs {
+		if !kept[k] {
+			hidden = append(hidden, ij)
+		}
+	}
 	out := *d
 	out.Values = make([][]float64, len(d.Values))
 	for i := range d.Values {

@@ -100,37 +100,56 @@ dataset "d" {
 }
 
 // TestKilledApplyLeavesNoOrphans: kill -9 of apply takes its commands
-// with it (parent-death signal), here through process isolation too.
+// with it, and every process they started: a grandchild that ignores
+// SIGTERM and one that left the process group (setsid), here through
+// process isolation too.
 func TestKilledApplyLeavesNoOrphans(t *testing.T) {
 	cache, dir := t.TempDir(), t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
+	pids := map[string]string{}
+	for _, name := range []string{"cmd", "stubborn", "escaped"} {
+		pids[name] = filepath.Join(dir, name+".pid")
+	}
+	// Each writes its pid through a rename, so a half-written file is never read.
+	script := fmt.Sprintf(`(trap '' TERM; echo $BASHPID > %[2]s.tmp; mv %[2]s.tmp %[2]s; sleep 300) &
+setsid sh -c 'echo $$ > %[3]s.tmp; mv %[3]s.tmp %[3]s; exec sleep 300' &
+echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; wait`, pids["cmd"], pids["stubborn"], pids["escaped"])
 	writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf(`
 command "long" {
-  run = ["sh", "-c", "echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 300"]
+  run = ["bash", "-c", %q]
 }
-`, pidFile, pidFile, pidFile))
+`, script))
 	for _, isolation := range []string{"auto", "process"} {
 		t.Run(isolation, func(t *testing.T) {
-			os.Remove(pidFile)
+			for _, p := range pids {
+				os.Remove(p)
+			}
 			cmd := exec.Command(binPath, "apply", "-isolation", isolation, dir)
 			cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			var pid int
-			for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+			running := map[string]int{}
+			for deadline := time.Now().Add(20 * time.Second); len(running) < len(pids); time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
-					t.Fatal("the command did not start")
+					t.Fatalf("the command's processes did not all start: %v", running)
 				}
-				pid, _ = strconv.Atoi(strings.TrimSpace(readFile(pidFile)))
+				for name, p := range pids {
+					if pid, _ := strconv.Atoi(strings.TrimSpace(readFile(p))); pid > 0 {
+						running[name] = pid
+					}
+				}
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
-			for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					syscall.Kill(pid, syscall.SIGKILL)
-					t.Fatalf("the command (pid %d) outlived its killed apply", pid)
+			for name, pid := range running {
+				for deadline := time.Now().Add(15 * time.Second); alive(pid); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						for _, p := range running {
+							syscall.Kill(p, syscall.SIGKILL)
+						}
+						t.Fatalf("the %s process (pid %d) outlived its killed apply", name, pid)
+					}
 				}
 			}
 		})

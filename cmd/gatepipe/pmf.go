@@ -26,9 +26,10 @@ const pmfUsage = `pmf eval|active [flags]
           of each column's standard deviation over the full matrix), with the
           Spearman correlation of posterior std and absolute error
   active  simulate active evaluation: start from 20% of the entries, reveal
-          a batch chosen by each acquisition rule (random, uncertainty,
-          variance, oracle), refit, and score the completed matrix after each
-          batch
+          a batch chosen by each acquisition rule (random; uncertainty: the
+          largest posterior std in column-std units; uncertainty_raw: the
+          same in the columns' own units; variance; oracle), refit, and
+          score the completed matrix after each batch
 
 Methods: pmf (the paper's PMF), bpmf (PMF with per-dimension prior scales),
 ptf and bptf (one latent vector per benchmark and a linear map per metric),

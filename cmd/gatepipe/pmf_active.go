@@ -105,6 +105,8 @@ func writeActiveTable(w io.Writer, curves []pmf.Curve) {
 	if best != "" {
 		fmt.Fprintf(w, "Best rule without the truth: %s.\n", best)
 	}
+	fmt.Fprintln(w, "uncertainty ranks the posterior std in units of each column's std (the z-scores the model is fitted on);")
+	fmt.Fprintln(w, "uncertainty_raw ranks it in each column's own units, where large-scale columns (losses) outrank the rest by their units alone.")
 }
 
 func saveActive(dir string, curves []pmf.Curve) error {

@@ -31,7 +31,8 @@ func TestPMFActive(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"rule  ", "random", "uncertainty", "variance", "oracle", "vs random", "Best rule without the truth:"} {
+	for _, want := range []string{"rule  ", "\nrandom ", "\nuncertainty ", "\nuncertainty_raw ", "\nvariance ", "\noracle ", "vs random", "Best rule without the truth:",
+		"uncertainty ranks the posterior std in units of each column's std", "uncertainty_raw ranks it in each column's own units"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}

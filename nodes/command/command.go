@@ -9,8 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gatepipe/gatepipe/internal/procattr"
 	"github.com/gatepipe/gatepipe/internal/readset"
+	"github.com/gatepipe/gatepipe/internal/supervise"
 	"io"
 	"os"
 	"os/exec"
@@ -269,9 +269,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+sub(n.cfg.Env[k]))
 	}
-	// Own process group, so cancellation reaches the program's children;
-	// killed with gatepipe.
-	cmd.SysProcAttr = procattr.Child()
+	// Under a supervisor in its own process group, so that cancelling
+	// reaches the program's children, and a killed gatepipe takes every
+	// process the program started with it.
+	supervise.Wrap(cmd)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 
