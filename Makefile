@@ -26,6 +26,7 @@ TAGS       = $(shell echo '\#include <cblas.h>' | $(CC) -E - >/dev/null 2>&1 && 
 
 build:
 	$(GO) build -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatepipe
+	$(GO) build -o bin/gatepipe-supervisor ./cmd/gatepipe-supervisor
 
 deps-blas:
 	@if [ -z "$(TAGS)" ]; then \

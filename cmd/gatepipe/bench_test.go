@@ -16,7 +16,8 @@ import (
 // dependencies each): a cold apply into an empty cache, then a fully
 // cached apply, as a user runs them (answered from the no-op record the
 // cold apply left), and a cached apply that plans (its record removed).
-// Target for the cached apply: < 0.5 s.
+// Target for the cached apply: < 0.3 s (README's claim); the benchmark
+// fails when the median of three is over it.
 func BenchmarkCLIApply10k(b *testing.B) {
 	const n, width = 10000, 100
 	dir := b.TempDir()
@@ -29,15 +30,18 @@ func BenchmarkCLIApply10k(b *testing.B) {
 		if r.code != 0 {
 			b.Fatalf("cold apply: %s%s", r.stdout, r.stderr)
 		}
-		var cached time.Duration
-		const reps = 3
-		for range reps {
+		var cached []time.Duration
+		for range 3 {
 			start = time.Now()
 			r = gp(&testing.T{}, cache, "apply", dir)
-			cached += time.Since(start)
+			cached = append(cached, time.Since(start))
 			if r.code != 0 || !strings.Contains(r.stdout, "All 10000 node instances were cached") {
 				b.Fatalf("cached apply: %s%s", r.stdout, r.stderr)
 			}
+		}
+		slices.Sort(cached)
+		if cached[1] > 300*time.Millisecond {
+			b.Errorf("cached apply of 10,000 nodes: median %v, over the 0.3 s target", cached[1])
 		}
 		start = time.Now()
 		os.RemoveAll(filepath.Join(cache, "noop"))
@@ -47,7 +51,7 @@ func BenchmarkCLIApply10k(b *testing.B) {
 		b.ReportMetric(float64(time.Since(start).Milliseconds()), "planned-cached-ms")
 		b.ReportMetric(cold.Seconds(), "cold-s")
 		b.ReportMetric(float64(cold.Microseconds())/n, "cold-µs/node")
-		b.ReportMetric(float64(cached.Milliseconds())/reps, "cached-ms")
+		b.ReportMetric(float64(cached[1].Microseconds())/1000, "cached-median-ms")
 	}
 }
 

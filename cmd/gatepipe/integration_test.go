@@ -42,6 +42,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building gatepipe: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The small supervisor beside it, as make build lays them out (the
+	// fallback, gatepipe re-executing itself, is tested in internal/supervise).
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "gatepipe-supervisor"), "../gatepipe-supervisor").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building gatepipe-supervisor: %v\n%s", err, out)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
