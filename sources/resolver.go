@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -37,6 +38,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Client overrides the HTTP client (tests).
 	Client *http.Client
+	// HFCache is a Hugging Face Hub cache read in place (zero: the one
+	// FindHFCache finds with Getenv and Home, if any).
+	HFCache HFCache
 }
 
 // Resolver resolves refs to pins and downloads pinned files into the blob
@@ -55,6 +59,10 @@ type Resolver struct {
 	retries   int
 	backoff   time.Duration
 	idle      time.Duration
+	hfcache   HFCache
+
+	hfMu   sync.Mutex
+	hfPins map[string]hfPinResult // offline pins read from the HF cache, by Ref.Key
 }
 
 // ErrOffline marks what offline mode refused.
@@ -85,6 +93,11 @@ func New(o Options) *Resolver {
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
 	}
+	r.hfcache = o.HFCache
+	if r.hfcache.IsZero() {
+		r.hfcache = FindHFCache(r.getenv, r.home)
+	}
+	r.hfPins = map[string]hfPinResult{}
 	if r.lock == nil {
 		r.lock = &Lock{pins: map[string]Pin{}}
 	}
@@ -123,6 +136,11 @@ func (r *Resolver) Pinned(ref Ref) (Pin, error) {
 	if p, ok := r.lock.Get(ref.Key()); ok {
 		return p, nil
 	}
+	if r.offline && ref.HF != "" {
+		if p, err := r.pinFromHFCache(ref); err == nil {
+			return p, nil
+		}
+	}
 	return Pin{}, ErrNotPinned
 }
 
@@ -135,7 +153,12 @@ func (r *Resolver) Resolve(ctx context.Context, ref Ref, progress Progress) (Pin
 		return p, nil
 	}
 	if r.offline {
-		return Pin{}, fmt.Errorf("%w: %s is not in the lock file %s; run `gatepipe fetch` where the network is reachable", ErrOffline, ref.Key(), r.lock.Path())
+		why := ""
+		if ref.HF != "" {
+			_, err := r.pinFromHFCache(ref)
+			why = "; " + err.Error()
+		}
+		return Pin{}, fmt.Errorf("%w: %s is not in the lock file %s%s; run `gatepipe fetch` where the network is reachable", ErrOffline, ref.Key(), r.lock.Path(), why)
 	}
 	if r.noResolve {
 		return Pin{}, ErrNotPinned
@@ -185,13 +208,16 @@ func (r *Resolver) Fetch(ctx context.Context, ref Ref, f File, progress Progress
 	return p, err
 }
 
-// Has reports whether the blob store holds a pinned file.
+// Has reports whether a pinned file is at hand: in the blob store, or in
+// the Hugging Face cache under its name (verified when fetched).
 func (r *Resolver) Has(f File) bool {
 	if f.SHA256 == "" {
 		return false
 	}
-	_, ok := r.blobs.BlobPath(f.SHA256)
-	return ok
+	if _, ok := r.blobs.BlobPath(f.SHA256); ok {
+		return true
+	}
+	return r.inHFCache(f)
 }
 
 func credsFor(ref Ref) string {
@@ -208,6 +234,9 @@ func (r *Resolver) fetch(ctx context.Context, f File, creds string, progress Pro
 	}
 	if f.SHA256 != "" {
 		if p, ok := r.blobs.BlobPath(f.SHA256); ok {
+			return p, f.SHA256, nil
+		}
+		if p, ok := r.fromHFCache(f); ok {
 			return p, f.SHA256, nil
 		}
 	}

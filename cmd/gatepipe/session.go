@@ -215,8 +215,11 @@ func (c *cli) newResolver(o sessionOptions, settings *pipelines.Settings, dir st
 		return nil, hcl.Diagnostics{d}
 	}
 	offline := o.sourceOpts.offline
-	if v := c.env("GATEPIPE_OFFLINE"); v != "" && v != "0" && v != "false" {
-		offline = true
+	// huggingface_hub's and datasets' offline switches mean the same here.
+	for _, name := range []string{"GATEPIPE_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"} {
+		if v := strings.ToLower(c.env(name)); v != "" && v != "0" && v != "false" && v != "no" && v != "off" {
+			offline = true
+		}
 	}
 	return sources.New(sources.Options{
 		Lock: lock, Mirror: m, Offline: offline, NoResolve: o.sources == sourcesPinned, Blobs: cc,

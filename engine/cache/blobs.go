@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +45,40 @@ func (c *Cache) BlobPath(sha string) (string, bool) {
 	// the blob would change its ctime and cost a re-hash.
 	c.touch(p + ".stat")
 	return p, true
+}
+
+// VerifyExternal reports whether the file at p, outside the cache (a blob
+// of a Hugging Face cache, used in place), has SHA-256 sum. The file is
+// hashed when its stamp differs from the one kept under external/ when it
+// last matched, so an unchanged file is read once.
+func (c *Cache) VerifyExternal(p, sum string) error {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return err
+	}
+	key := sha256.Sum256([]byte(abs + "\x00" + sum))
+	name := hex.EncodeToString(key[:])
+	stampPath := filepath.Join(c.dir, "external", fanout(name), name+".stat")
+	var last stamp
+	stamps := readStamps(stampPath)
+	if len(stamps) == 1 {
+		last = stamps[0]
+	}
+	now, changed, err := checkFile(c.hash, abs, info.Size(), sum, last, len(stamps) == 1, false)
+	if err != nil {
+		os.Remove(stampPath)
+		return err
+	}
+	if changed {
+		if err := os.MkdirAll(filepath.Dir(stampPath), 0o755); err == nil {
+			writeStamps(stampPath, []stamp{now})
+		}
+	}
+	return nil
 }
 
 // discard moves a damaged blob out of the store.

@@ -241,8 +241,9 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 	// Nobody holds the exclusive lock while an apply runs, so every work
 	// directory and lock file left now belongs to a dead process. No-op
 	// records are hints that may name what GC just removed; the next
-	// apply plans and writes them again.
-	for _, area := range []string{"tmp", "locks", "noop"} {
+	// apply plans and writes them again. Stamps of verified external
+	// files only save a re-hash.
+	for _, area := range []string{"tmp", "locks", "noop", "external"} {
 		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
 		for _, ent := range entries {
 			p := filepath.Join(c.dir, area, ent.Name())
