@@ -259,7 +259,7 @@ func (r *Resolver) readHFCachePin(ref Ref) (Pin, error) {
 	}
 	sort.Slice(pin.Files, func(i, j int) bool { return pin.Files[i].Path < pin.Files[j].Path })
 	pin.Files = slices.CompactFunc(pin.Files, func(a, b File) bool { return a.Path == b.Path })
-	r.logf("pinned %s from the Hugging Face cache %s (commit %s, %d files); offline, it is not written to the lock file", ref.Key(), r.hfcache.Root, commit[:12], len(pin.Files))
+	r.infof("pinned %s from the Hugging Face cache %s (commit %s, %d files); offline, it is not written to the lock file", ref.Key(), r.hfcache.Root, commit[:12], len(pin.Files))
 	return pin, nil
 }
 

@@ -61,7 +61,7 @@ func TestOfflineHubSourceFromTheHFCache(t *testing.T) {
 	}
 	var log logLines
 	env := map[string]string{"HF_HUB_CACHE": root}
-	r := New(Options{Offline: true, Blobs: blobs, Getenv: func(k string) string { return env[k] }, Logf: log.logf})
+	r := New(Options{Offline: true, Blobs: blobs, Getenv: func(k string) string { return env[k] }, Logf: log.logf, Infof: log.logf})
 	ref := Ref{HF: "o/n", Files: []string{"data/train-*.parquet", "README.md"}}
 	pin, err := r.Pinned(ref)
 	if err != nil {

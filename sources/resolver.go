@@ -34,8 +34,9 @@ type Options struct {
 	// Endpoint is the Hugging Face Hub (default $HF_ENDPOINT or
 	// https://huggingface.co).
 	Endpoint string
-	// Logf receives retry warnings.
-	Logf func(format string, args ...any)
+	// Logf receives warnings (retries, cache entries not used); Infof
+	// what is worth knowing (where a source was found).
+	Logf, Infof func(format string, args ...any)
 	// Client overrides the HTTP client (tests).
 	Client *http.Client
 	// HFCache is a Hugging Face Hub cache read in place (zero: the one
@@ -55,6 +56,7 @@ type Resolver struct {
 	home      string
 	endpoint  string
 	logf      func(format string, args ...any)
+	infof     func(format string, args ...any)
 	client    *http.Client
 	retries   int
 	backoff   time.Duration
@@ -92,6 +94,9 @@ func New(o Options) *Resolver {
 	r.endpoint = strings.TrimRight(r.endpoint, "/")
 	if r.logf == nil {
 		r.logf = func(string, ...any) {}
+	}
+	if r.infof = o.Infof; r.infof == nil {
+		r.infof = func(string, ...any) {}
 	}
 	r.hfcache = o.HFCache
 	if r.hfcache.IsZero() {

@@ -224,6 +224,7 @@ func (c *cli) newResolver(o sessionOptions, settings *pipelines.Settings, dir st
 	return sources.New(sources.Options{
 		Lock: lock, Mirror: m, Offline: offline, NoResolve: o.sources == sourcesPinned, Blobs: cc,
 		Getenv: c.env, Home: c.env("HOME"), Logf: func(f string, a ...any) { log.Warn().Msgf(f, a...) },
+		Infof: func(f string, a ...any) { log.Info().Msgf(f, a...) },
 	}), nil
 }
 

@@ -45,7 +45,13 @@ func Write(root, kind, repo, revision, commit string, files []File) (string, err
 			return "", err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "refs", revision), []byte(commit), 0o644); err != nil {
+	// A revision such as refs/convert/parquet is a nested file, as
+	// huggingface_hub writes it.
+	ref := filepath.Join(dir, "refs", filepath.FromSlash(revision))
+	if err := os.MkdirAll(filepath.Dir(ref), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(ref, []byte(commit), 0o644); err != nil {
 		return "", err
 	}
 	for _, f := range files {
