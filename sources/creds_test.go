@@ -3,11 +3,16 @@ package sources
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 )
@@ -130,6 +135,51 @@ func TestCredentialsStayWithTheirHost(t *testing.T) {
 				if s.auth != tc.wantAuth[i] {
 					t.Errorf("request %d to %s carried Authorization %q, want %q", i, s.url, s.auth, tc.wantAuth[i])
 				}
+			}
+		})
+	}
+}
+
+// failing is a transport whose every request fails with err.
+type failing struct {
+	err   error
+	tries int
+}
+
+func (f *failing) RoundTrip(*http.Request) (*http.Response, error) {
+	f.tries++
+	return nil, f.err
+}
+
+// TestUnreachableHostsFailFast: a host whose name does not resolve, or
+// that refuses the connection, fails at the first attempt with an
+// UnreachableError; a connection reset is still retried.
+func TestUnreachableHostsFailFast(t *testing.T) {
+	dns := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "huggingface.co", IsNotFound: true}}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		tries int
+		fast  bool
+	}{
+		{"name does not resolve", dns, 1, true},
+		{"connection refused", refused, 1, true},
+		{"connection reset", reset, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := cache.Open(t.TempDir())
+			tr := &failing{err: tc.err}
+			r := New(Options{Blobs: c, Getenv: func(string) string { return "" }, Client: &http.Client{Transport: tr}})
+			r.SetRetry(2, time.Millisecond, time.Second)
+			_, err := r.Resolve(context.Background(), Ref{HF: "o/n", Files: []string{"*.parquet"}}, nil)
+			var u *UnreachableError
+			if tr.tries != tc.tries || errors.As(err, &u) != tc.fast {
+				t.Fatalf("%d tries, err %v", tr.tries, err)
+			}
+			if tc.fast && !strings.Contains(err.Error(), UnreachablePhrase+"huggingface.co") {
+				t.Fatalf("err %v", err)
 			}
 		})
 	}

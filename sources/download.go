@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -102,6 +103,9 @@ func (r *Resolver) attempt(ctx context.Context, rawURL, creds, part string, prog
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
+		if u := unreachable(req.URL.Host, err); u != nil {
+			return false, u
+		}
 		return isTransient(err), stripURLError(err)
 	}
 	defer resp.Body.Close()
@@ -164,6 +168,35 @@ func stripURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// UnreachableError is a host that cannot be reached at all: its name does
+// not resolve, it refuses the connection, or no route leads to it. It is
+// not retried: the network is down, or the host is wrong.
+type UnreachableError struct {
+	Host string
+	Err  error
+}
+
+// UnreachablePhrase starts every UnreachableError's message, so that a
+// run's summary can tell, from the recorded error text alone, that
+// sources failed for want of a network.
+const UnreachablePhrase = "cannot reach "
+
+func (e *UnreachableError) Error() string { return UnreachablePhrase + e.Host + ": " + e.Err.Error() }
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// unreachable returns err as an UnreachableError when it says that host
+// cannot be reached at all, else nil.
+func unreachable(host string, err error) error {
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &de) && de.IsNotFound,
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return &UnreachableError{Host: host, Err: stripURLError(err)}
+	}
+	return nil
 }
 
 func isTransient(err error) bool {

@@ -228,6 +228,9 @@ func (r *Resolver) getOnce(ctx context.Context, remote, creds string) (data []by
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
+		if u := unreachable(req.URL.Host, err); u != nil {
+			return nil, false, u
+		}
 		return nil, isTransient(err), stripURLError(err)
 	}
 	defer resp.Body.Close()

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gatepipe/gatepipe/internal/bug"
+	"github.com/gatepipe/gatepipe/sources"
+	"github.com/hashicorp/hcl/v2"
 	"io"
 	"os"
 	"path/filepath"
@@ -131,6 +133,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		plan, diags := s.engine.Plan(ctx)
 		s.log.Debug().Dur("took", time.Since(start)).Msg("planned")
 		s.view.Diagnostics(append(s.warnings, diags...))
+		c.hintIfUnreachable(diags)
 		if diags.HasErrors() {
 			return exitConfigError
 		}
@@ -169,7 +172,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintln(c.stderr, "gatepipe:", err)
 			return exitRunFailure
 		}
-		printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir())
+		printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir(), sources.FindHFCache(c.env, c.env("HOME")))
 		last := bud == nil || ch.done || rec.Failed() || ctx.Err() != nil || (ch.resolve && rec.Counts["ran"] == 0)
 		if !last {
 			continue
@@ -236,7 +239,7 @@ func staleReason(saved *planFile, now *engine.Plan, hash string) string {
 	return ""
 }
 
-func printSummary(w io.Writer, rec *engine.RunRecord, took time.Duration, cacheDir string) {
+func printSummary(w io.Writer, rec *engine.RunRecord, took time.Duration, cacheDir string, hfCache sources.HFCache) {
 	n := rec.Counts
 	total := len(rec.Nodes)
 	if n["cached"] == total && total > 0 {
@@ -251,12 +254,47 @@ func printSummary(w io.Writer, rec *engine.RunRecord, took time.Duration, cacheD
 		}
 		fmt.Fprintln(w, ".")
 	}
+	unreachable := 0
 	for _, node := range rec.Nodes {
 		if node.Status == engine.RunFailed {
 			fmt.Fprintf(w, "\nFailed: %s\n%s\n", node.Addr, node.Error)
+			if strings.Contains(node.Error, sources.UnreachablePhrase) {
+				unreachable++
+			}
 		}
 	}
+	if unreachable > 0 {
+		fmt.Fprintf(w, "\n%s", noNetworkHint(unreachable, hfCache))
+	}
 	fmt.Fprintf(w, "Run record: %s\n", filepath.Join(cacheDir, "runs", rec.ID+".json"))
+}
+
+// hintIfUnreachable prints the no-network hint once, on stderr, when
+// planning failed because sources' hosts could not be reached (pinning a
+// source resolves it while planning).
+func (c *cli) hintIfUnreachable(diags hcl.Diagnostics) {
+	n := 0
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && strings.Contains(d.Detail, sources.UnreachablePhrase) {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprint(c.stderr, "\n"+noNetworkHint(n, sources.FindHFCache(c.env, c.env("HOME"))))
+	}
+}
+
+// noNetworkHint is said once after a run in which n nodes failed because a
+// source's host could not be reached: the ways to run without a network.
+func noNetworkHint(n int, hfCache sources.HFCache) string {
+	where := "no Hugging Face cache was found ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)"
+	if !hfCache.IsZero() {
+		where = "the Hugging Face cache at " + hfCache.Root + " is read in place, pinned files first (offline, unpinned Hub datasets too)"
+	}
+	return fmt.Sprintf("%d source(s) failed because their host could not be reached: is this machine offline? Without a network:\n"+
+		"  - run `gatepipe fetch PATH` where the network is reachable, with the same cache, then `gatepipe apply -offline PATH` here;\n"+
+		"  - or `-mirror DIR|URL` (or $GATEPIPE_MIRROR) to a copy of the sources laid out HOST/PATH (SPEC §5.1);\n"+
+		"  - %s; HF_HUB_OFFLINE=1 means -offline.\n", n, where)
 }
 
 func printOutputs(w io.Writer, outs map[string]cty.Value) {

@@ -136,6 +136,7 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 	}
 	_, diags := s.engine.Plan(ctx) // pins every source whose block is known
 	s.view.Diagnostics(append(s.warnings, diags...))
+	c.hintIfUnreachable(diags)
 	if diags.HasErrors() {
 		return exitConfigError
 	}

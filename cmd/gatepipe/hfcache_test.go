@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatepipe/gatepipe/internal/hfcachefixture"
 )
@@ -119,5 +120,39 @@ module "cifar" {
 	msg := strings.Join(strings.Fields(r.stderr), " ")
 	if r.code == 0 || !strings.Contains(msg, "is not used") || !strings.Contains(msg, "mini_imagenet") {
 		t.Fatalf("apply with a damaged blob in the Hugging Face cache: %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestNoNetworkFailsFastWithOneHint: with the sources' host unreachable
+// (here a mirror that refuses connections), apply fails at once: one
+// error per source, no retries, and one closing hint naming fetch,
+// -offline, -mirror and the Hugging Face cache it looked in.
+func TestNoNetworkFailsFastWithOneHint(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+module "mini" {
+  source = "stdlib/datasets/mini"
+}
+module "cubirds" {
+  source = "stdlib/datasets/cubirds"
+}
+`)
+	hfRoot := filepath.Join(t.TempDir(), "hub")
+	os.MkdirAll(hfRoot, 0o755)
+	start := time.Now()
+	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), []string{"GATEPIPE_MIRROR=http://127.0.0.1:1", "HOME=" + t.TempDir(), "HF_HUB_CACHE=" + hfRoot}, "apply", dir)
+	took := time.Since(start)
+	out := r.stdout + r.stderr
+	if r.code == 0 || took > 5*time.Second {
+		t.Fatalf("exit %d after %v\n%s", r.code, took, out)
+	}
+	for _, want := range []string{"module.mini.dataset.data[0]: hf GATE-engine/mini_imagenet", "module.cubirds.dataset.data[0]: hf GATE-engine/cubirds200_bbcrop", "cannot reach 127.0.0.1:1",
+		"2 source(s) failed because their host could not be reached", "gatepipe fetch PATH", "apply -offline", "-mirror DIR|URL", hfRoot} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, "is this machine offline?"); n != 1 || strings.Contains(out, "retrying") || strings.Contains(out, "giving up") {
+		t.Errorf("the hint %d times, or retries:\n%s", n, out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gatepipe/gatepipe/engine/noop"
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/pipelines"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/rs/zerolog"
 )
 
@@ -137,7 +138,7 @@ func (c *cli) answerNoop(ctx context.Context, n *noopApply, start time.Time) (co
 		fmt.Fprintln(c.stderr, "gatepipe: writing run record:", err)
 		return exitRunFailure, true
 	}
-	printSummary(c.stdout, rec, time.Since(start), cc.Dir())
+	printSummary(c.stdout, rec, time.Since(start), cc.Dir(), sources.HFCache{}) // nothing failed
 	fmt.Fprint(c.stdout, r.Stdout)
 	return exitOK, true
 }

@@ -83,6 +83,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	}
 	plan, diags := s.engine.Plan(ctx)
 	s.view.Diagnostics(append(s.warnings, diags...))
+	c.hintIfUnreachable(diags)
 	if diags.HasErrors() {
 		return exitConfigError
 	}
