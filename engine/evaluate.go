@@ -78,6 +78,60 @@ func attributeRange(body hcl.Body, decl hcl.Range, p cty.Path) hcl.Range {
 }
 
 func (e *Engine) evalVariable(v *vertex) (cty.Value, hcl.Diagnostics) {
+	val, diags := e.variableValue(v)
+	if diags.HasErrors() {
+		return val, diags
+	}
+	subject := v.variable.DeclRange
+	if v.input != nil {
+		subject = v.input.Expr.Range() // the caller's line
+	}
+	return val, append(diags, e.validate(v, val, subject)...)
+}
+
+// validate checks a variable's value against its validation blocks; a
+// failed condition is an error at subject (where the value was given)
+// with the block's error_message.
+func (e *Engine) validate(v *vertex, val cty.Value, subject hcl.Range) hcl.Diagnostics {
+	decl := v.variable
+	if len(decl.Validations) == 0 || !val.IsWhollyKnown() {
+		return nil
+	}
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{decl.Name: val})},
+		Functions: e.evalContext(v, nil).Functions,
+	}
+	var diags hcl.Diagnostics
+	for _, rule := range decl.Validations {
+		ok, cDiags := rule.Condition.Value(ctx)
+		if cDiags.HasErrors() {
+			diags = append(diags, cDiags...)
+			continue
+		}
+		if ok, err := convert.Convert(ok, cty.Bool); err != nil || ok.IsNull() {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid validation condition",
+				Detail: "The condition must be true or false.", Subject: rule.Condition.Range().Ptr()})
+			continue
+		} else if !ok.IsKnown() || ok.True() {
+			continue
+		}
+		msg := "The value does not pass the variable's validation."
+		if m, mDiags := rule.ErrorMessage.Value(ctx); !mDiags.HasErrors() && m.Type() == cty.String && m.IsKnown() && !m.IsNull() {
+			msg = m.AsString()
+		}
+		where := "variable " + decl.Name
+		if v.mod.Call != nil {
+			where = fmt.Sprintf("variable %q of module %q (%s)", decl.Name, v.mod.Call.Name, rule.DeclRange)
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail: fmt.Sprintf("%s\n\nThis was checked by the validation of %s.", msg, where), Subject: subject.Ptr()})
+	}
+	return diags
+}
+
+// variableValue is a variable's value: the root's given or default value,
+// or a module call's argument converted to the declared type.
+func (e *Engine) variableValue(v *vertex) (cty.Value, hcl.Diagnostics) {
 	decl := v.variable
 	if v.mod.Call == nil {
 		val, ok := e.rootVals[decl.Name]

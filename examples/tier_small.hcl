@@ -25,6 +25,10 @@ variable "weights" {
 variable "scale" {
   description = "\"full\" (GATE's protocol), \"cpu\" (a CPU-sized run) or \"test\"."
   default     = "full"
+  validation {
+    condition     = contains(["full", "cpu", "test"], var.scale)
+    error_message = "scale must be \"full\", \"cpu\" or \"test\", not \"${var.scale}\"."
+  }
 }
 
 encoder "mine" {

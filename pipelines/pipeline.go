@@ -41,8 +41,18 @@ type Variable struct {
 	// none was given.
 	Type cty.Type
 	// Default is cty.NilVal when the variable is required.
-	Default   cty.Value
-	DeclRange hcl.Range
+	Default cty.Value
+	// Validations are checked on every value the variable takes.
+	Validations []*Validation
+	DeclRange   hcl.Range
+}
+
+// Validation is a variable's `validation` block: condition, an expression
+// of var.NAME (and functions) that must be true, and error_message, the
+// text that says why it is not.
+type Validation struct {
+	Condition, ErrorMessage hcl.Expression
+	DeclRange               hcl.Range
 }
 
 // Required reports whether the variable has no default.

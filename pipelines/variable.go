@@ -16,6 +16,25 @@ var variableBlockSchema = &hcl.BodySchema{
 		{Name: "default"},
 		{Name: "description"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+var validationBlockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "condition", Required: true},
+		{Name: "error_message", Required: true},
+	},
+}
+
+// decodeValidation reads a variable's `validation { condition,
+// error_message }` block, as Terraform has it.
+func decodeValidation(block *hcl.Block) (*Validation, hcl.Diagnostics) {
+	content, diags := block.Body.Content(validationBlockSchema)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return &Validation{Condition: content.Attributes["condition"].Expr,
+		ErrorMessage: content.Attributes["error_message"].Expr, DeclRange: block.DefRange}, diags
 }
 
 func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
@@ -26,6 +45,13 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 	}
 	content, moreDiags := block.Body.Content(variableBlockSchema)
 	diags = append(diags, moreDiags...)
+	for _, b := range content.Blocks {
+		val, vDiags := decodeValidation(b)
+		diags = append(diags, vDiags...)
+		if val != nil {
+			v.Validations = append(v.Validations, val)
+		}
+	}
 
 	if attr, ok := content.Attributes["description"]; ok {
 		diags = append(diags, literalString(attr, &v.Description)...)

@@ -1,7 +1,9 @@
 package specs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +88,19 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	if weights != "" && !filepath.IsAbs(weights) {
 		weights = filepath.Join(decl.Dir, weights)
 		v["weights"] = cty.StringVal(weights)
+	}
+	if weights != "" {
+		decl.Reads.Add(weights)
+		if info, err := os.Stat(weights); err != nil || info.IsDir() {
+			why := "does not exist"
+			if err == nil {
+				why = "is a directory"
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				why = err.Error()
+			}
+			return append(diags, decl.Errorf("weights", "Weights file not found",
+				"%s %s. weights takes a safetensors file: a timm model.safetensors (with its config.json beside it) or a torchvision state_dict saved as safetensors.", weights, why))
+		}
 	}
 	var fromConfig *imageops.Preprocess
 	if weights != "" && v["preprocess"].IsNull() {

@@ -31,16 +31,28 @@ variable "scale" {
   description = "\"full\", \"cpu\", \"test\" or an object of overrides (stdlib/tiers/run)."
   type        = any
   default     = "full"
+  validation {
+    condition     = contains(["full", "cpu", "test"], try(tostring(var.scale), "")) || can(keys(var.scale))
+    error_message = "scale must be \"full\", \"cpu\", \"test\" or an object overriding full's fields (stdlib/tiers/run), not ${try(jsonencode(var.scale), "that")}."
+  }
 }
 
 variable "protocol" {
   description = "\"finetune\" (GATE's) or \"linear_probe\"."
   default     = "finetune"
+  validation {
+    condition     = contains(["finetune", "linear_probe"], var.protocol)
+    error_message = "protocol must be \"finetune\" or \"linear_probe\", not \"${var.protocol}\"."
+  }
 }
 
 variable "trainer" {
   description = "\"builtin\" or \"torch\" (stdlib/trainers/torch; see stdlib/tiers/run)."
   default     = "builtin"
+  validation {
+    condition     = contains(["builtin", "torch"], var.trainer)
+    error_message = "trainer must be \"builtin\" or \"torch\", not \"${var.trainer}\"."
+  }
 }
 
 variable "gpus" {

@@ -47,16 +47,28 @@ variable "scale" {
   EOT
   type        = any
   default     = "full"
+  validation {
+    condition     = contains(["full", "cpu", "test"], try(tostring(var.scale), "")) || can(keys(var.scale))
+    error_message = "scale must be \"full\", \"cpu\", \"test\" or an object overriding full's fields (stdlib/tiers/run), not ${try(jsonencode(var.scale), "that")}."
+  }
 }
 
 variable "protocol" {
   description = "\"finetune\" (GATE's: the encoder is trained with the task adapter) or \"linear_probe\" (the encoder is frozen; only the adapter learns)."
   default     = "finetune"
+  validation {
+    condition     = contains(["finetune", "linear_probe"], var.protocol)
+    error_message = "protocol must be \"finetune\" or \"linear_probe\", not \"${var.protocol}\"."
+  }
 }
 
 variable "trainer" {
   description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks; the few-shot, medical multi-label, retrieval and VQA ones stay on the built-in trainer)."
   default     = "builtin"
+  validation {
+    condition     = contains(["builtin", "torch"], var.trainer)
+    error_message = "trainer must be \"builtin\" or \"torch\", not \"${var.trainer}\"."
+  }
 }
 
 variable "torch_arch" {
