@@ -11,9 +11,11 @@
 #   gatepipe apply examples/tier_small.hcl -var scale=cpu         # a CPU-sized run of the same declarations
 #
 # ImageNet-1k is gated on the Hub: accept its terms there and set HF_TOKEN.
-# iWildCam and CLEVR-Math have no reader yet; the module lists them as
-# not_run and they are predicted, not measured. On a compute node without
-# network: `gatepipe fetch` on the login node, then `apply -offline`.
+# iWildCam has no reader yet; the module lists it as not_run and it is
+# predicted, not measured. On a compute node without network:
+# `gatepipe fetch` on the login node, then `apply -offline`; or, with the
+# datasets already in your Hugging Face cache, HF_HUB_OFFLINE=1 reads them
+# there in place.
 # (examples/procedural_tier.hcl is the CPU demo on procedural stand-ins.)
 
 variable "weights" {

@@ -73,7 +73,7 @@ type sourceFlags struct {
 func (f *sourceFlags) register(fs *flag.FlagSet, offline bool) {
 	fs.StringVar(&f.mirror, "mirror", "", "fetch remote sources from this directory or HTTP server, laid out HOST/PATH (default: $GATEPIPE_MIRROR, then the gatepipe block's mirror)")
 	if offline {
-		fs.BoolVar(&f.offline, "offline", false, "never touch the network: every source must be pinned in "+sources.LockFileName+" and its files in the cache (run `gatepipe fetch` first); also $GATEPIPE_OFFLINE=1")
+		fs.BoolVar(&f.offline, "offline", false, "never touch the network: every source must be pinned in "+sources.LockFileName+" (or, for a Hub dataset, be in the Hugging Face cache) and its files in the cache (run 'gatepipe fetch' first); also $GATEPIPE_OFFLINE=1 or $HF_HUB_OFFLINE=1")
 	}
 }
 
