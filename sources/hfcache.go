@@ -357,3 +357,9 @@ func (r *Resolver) verifyExternal(p, sum string) error {
 	}
 	return nil
 }
+
+// FileSHA256 returns a file's SHA-256, hex.
+func FileSHA256(p string) (string, error) {
+	s, _, err := hashBoth(p)
+	return s, err
+}

@@ -114,19 +114,31 @@ func (c *cli) checkDownloads(s *session) int {
 // loadSources parses the flags of fetch and lock and loads the pipeline
 // with a sources resolver in the given mode.
 func loadSources(ctx context.Context, c *cli, args []string, name, usage string, mode sourcesMode) (*session, int) {
+	s, _, code := loadSourcesWith(ctx, c, args, name, usage, mode, 0)
+	return s, code
+}
+
+// loadSourcesWith is loadSources for a command that takes lead positional
+// arguments before PATH (mirror's DIR); it returns them.
+func loadSourcesWith(ctx context.Context, c *cli, args []string, name, usage string, mode sourcesMode, lead int) (*session, []string, int) {
 	fs := newFlagSet(c, name, usage)
 	var f runFlags
 	f.configFlags.register(fs)
 	f.src.register(fs, false)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
-		return nil, code
+		return nil, nil, code
 	}
-	path, ok := pathArg(pos, c.stderr)
+	if len(pos) < lead {
+		fmt.Fprintf(c.stderr, "gatepipe %s: expected %d argument(s) before PATH.\n\nUsage: gatepipe %s\n", name, lead, usage)
+		return nil, nil, exitConfigError
+	}
+	path, ok := pathArg(pos[lead:], c.stderr)
 	if !ok {
-		return nil, exitConfigError
+		return nil, nil, exitConfigError
 	}
-	return c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, sources: mode, sourceOpts: f.src})
+	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, sources: mode, sourceOpts: f.src})
+	return s, pos[:lead], code
 }
 
 func runFetch(ctx context.Context, c *cli, args []string) int {

@@ -43,6 +43,7 @@ func commands() []command {
 		{"apply", "Run everything that is not cached yet", runApply},
 		{"fetch", "Download and pin every remote source, for a later apply -offline", runFetch},
 		{"lock", "Pin every remote source again and rewrite " + sources.LockFileName, runLock},
+		{"mirror", "Write a mirror directory of every remote file the pipeline pins, for -mirror", runMirror},
 		{"graph", "Print the dependency graph in Graphviz DOT format", runGraph},
 		{"show", "Show one node's cached result: value, files, metrics, log tail", runShow},
 		{"open", "Print the path of the report (or of a node's output) to open", runOpen},
