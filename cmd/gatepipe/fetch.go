@@ -68,9 +68,12 @@ func printDownloads(w io.Writer, s *session) {
 	if n.files == 0 && len(n.unpinned) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nDownloads: %d file(s), %s to fetch", n.files, humanBytes(n.bytes))
+	fmt.Fprintf(w, "\nDownloads: %d pinned file(s), %s to fetch", n.files, humanBytes(n.bytes))
 	if n.unsized > 0 {
 		fmt.Fprintf(w, " (and %d of unknown size)", n.unsized)
+	}
+	if len(n.unpinned) > 0 {
+		fmt.Fprintf(w, ", plus %d source(s) not pinned yet whose size is unknown until they are fetched", len(n.unpinned))
 	}
 	if free, ok := freeBytes(s.cache.Dir()); ok {
 		fmt.Fprintf(w, "; the cache disk has %s free", humanBytes(free))
@@ -80,7 +83,7 @@ func printDownloads(w io.Writer, s *session) {
 	}
 	fmt.Fprintln(w, ".")
 	if len(n.unpinned) > 0 {
-		fmt.Fprintf(w, "%d source(s) not pinned in %s yet (size unknown; apply or `gatepipe fetch` pins them):\n", len(n.unpinned), sources.LockFileName)
+		fmt.Fprintf(w, "%d source(s) not pinned in %s yet (apply or `gatepipe fetch` pins them; offline, Hub datasets in the Hugging Face cache are read there):\n", len(n.unpinned), sources.LockFileName)
 		for _, u := range n.unpinned {
 			fmt.Fprintln(w, "  "+u)
 		}

@@ -156,3 +156,14 @@ module "cubirds" {
 		t.Errorf("the hint %d times, or retries:\n%s", n, out)
 	}
 }
+
+// TestPlanSaysUnpinnedSizesAreUnknown: plan does not present unpinned
+// sources as "0 file(s), 0 B" to download.
+func TestPlanSaysUnpinnedSizesAreUnknown(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), hubPipeline)
+	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), []string{"HOME=" + t.TempDir()}, "plan", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "Downloads: 0 pinned file(s), 0 B to fetch, plus 2 source(s) not pinned yet whose size is unknown until they are fetched") {
+		t.Fatalf("plan: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
