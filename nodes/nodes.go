@@ -51,6 +51,10 @@ type Decl struct {
 	// Reads records the local files a kind reads while decoding (nil
 	// records nothing); see package readset.
 	Reads *readset.Set
+	// Sources, when set, resolves remote files a kind must read while
+	// decoding (a Hub model's config.json): from the lock, the caches, and
+	// the network only where the command resolves sources (apply, fetch).
+	Sources *sources.Resolver
 }
 
 // AttrRange returns the source range of attribute name in the block body,

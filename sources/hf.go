@@ -16,9 +16,10 @@ import (
 
 var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// resolveHF pins a Hub dataset repository: the revision becomes a commit
-// (GET /api/datasets/REPO/revision/REV) and each pattern's directory is
-// listed at that commit (GET /api/datasets/REPO/tree/COMMIT/DIR), taking
+// resolveHF pins a Hub dataset (or model) repository: the revision becomes
+// a commit (GET /api/datasets/REPO/revision/REV; /api/models/ for a model)
+// and each pattern's directory is listed at that commit
+// (GET /api/datasets/REPO/tree/COMMIT/DIR), taking
 // every LFS file's published SHA-256 (lfs.oid). Files stored in git
 // itself have no published SHA-256; they are downloaded and pinned.
 func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
@@ -31,7 +32,7 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 		var info struct {
 			SHA string `json:"sha"`
 		}
-		u := fmt.Sprintf("%s/api/datasets/%s/revision/%s", r.endpoint, ref.HF, url.PathEscape(commit))
+		u := fmt.Sprintf("%s/api/%s/%s/revision/%s", r.endpoint, ref.hubKind(), ref.HF, url.PathEscape(commit))
 		if err := r.getJSON(ctx, u, creds, &info); err != nil {
 			return Pin{}, fmt.Errorf("hf %s: resolving revision %q: %w", ref.HF, commit, err)
 		}
@@ -103,7 +104,7 @@ func (l *hfLister) list(dir string) ([]hfEntry, error) {
 	if entries, ok := l.listed[dir]; ok {
 		return entries, nil
 	}
-	u := fmt.Sprintf("%s/api/datasets/%s/tree/%s", l.r.endpoint, l.ref.HF, l.commit)
+	u := fmt.Sprintf("%s/api/%s/%s/tree/%s", l.r.endpoint, l.ref.hubKind(), l.ref.HF, l.commit)
 	if dir != "." {
 		u += "/" + dir
 	}
@@ -153,7 +154,7 @@ func (l *hfLister) candidates(pattern string) ([]hfEntry, error) {
 // publishes for LFS files, else taken by downloading it.
 func (l *hfLister) file(e hfEntry) (File, error) {
 	f := File{Path: e.Path, Size: e.Size,
-		URL: fmt.Sprintf("%s/datasets/%s/resolve/%s/%s", l.r.endpoint, l.ref.HF, l.commit, escapePath(e.Path))}
+		URL: fmt.Sprintf("%s/%s/resolve/%s/%s", l.r.endpoint, l.ref.hubPrefix(), l.commit, escapePath(e.Path))}
 	if e.LFS != nil && isSHA256(e.LFS.OID) {
 		f.SHA256, f.Size = e.LFS.OID, e.LFS.Size
 		return f, nil

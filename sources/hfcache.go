@@ -205,7 +205,7 @@ type hfPinResult struct {
 	err error
 }
 
-// pinFromHFCache pins a Hub dataset source from the Hugging Face cache
+// pinFromHFCache pins a Hub dataset or model source from the Hugging Face cache
 // (offline: the Hub cannot list the repository): the commit the revision
 // names there and the snapshot's files that match each pattern, an LFS
 // file's SHA-256 taken from its blob's name (checked when it is fetched),
@@ -227,13 +227,14 @@ func (r *Resolver) readHFCachePin(ref Ref) (Pin, error) {
 	if r.hfcache.IsZero() {
 		return Pin{}, fmt.Errorf("no Hugging Face cache was found (looked at $HF_HUB_CACHE, $HF_HOME/hub and ~/.cache/huggingface/hub)")
 	}
-	commit, ok := r.hfcache.Commit("datasets", ref.HF, ref.revision())
+	kind := ref.hubKind()
+	commit, ok := r.hfcache.Commit(kind, ref.HF, ref.revision())
 	if !ok {
-		return Pin{}, fmt.Errorf("the Hugging Face cache %s has no revision %q of dataset %s%s", r.hfcache.Root, ref.revision(), ref.HF, r.hfcache.closest("datasets", ref.HF))
+		return Pin{}, fmt.Errorf("the Hugging Face cache %s has no revision %q of %s %s%s", r.hfcache.Root, ref.revision(), strings.TrimSuffix(kind, "s"), ref.HF, r.hfcache.closest(kind, ref.HF))
 	}
 	pin := Pin{Commit: commit}
 	for _, pattern := range ref.Files {
-		files, err := r.hfcache.Files("datasets", ref.HF, commit, []string{pattern})
+		files, err := r.hfcache.Files(kind, ref.HF, commit, []string{pattern})
 		if err != nil {
 			return Pin{}, err
 		}
@@ -241,7 +242,7 @@ func (r *Resolver) readHFCachePin(ref Ref) (Pin, error) {
 			return Pin{}, fmt.Errorf("the Hugging Face cache %s holds no file of %s at %s matching %q", r.hfcache.Root, ref.HF, commit[:12], pattern)
 		}
 		for _, e := range files {
-			f := File{Path: e.Path, Size: e.Size, URL: fmt.Sprintf("%s/datasets/%s/resolve/%s/%s", r.endpoint, ref.HF, commit, escapePath(e.Path))}
+			f := File{Path: e.Path, Size: e.Size, URL: fmt.Sprintf("%s/%s/resolve/%s/%s", r.endpoint, ref.hubPrefix(), commit, escapePath(e.Path))}
 			if isSHA256(e.Etag) {
 				f.SHA256 = e.Etag
 			} else {

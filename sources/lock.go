@@ -101,10 +101,10 @@ func checkLockSource(s lockSourceHCL, blk *hclsyntax.Block) (Pin, hcl.Diagnostic
 	}
 	kind, rest, _ := strings.Cut(s.Key, " ")
 	switch {
-	case kind == "hf" && isHFKey(rest):
+	case (kind == "hf" || kind == "hf-model") && isHFKey(rest):
 	case kind == "url" && isHTTPURL(rest):
 	default:
-		bad(blk.LabelRanges[0], "Source %q is not a source key gatepipe writes (\"hf OWNER/NAME@REVISION PATTERNS\" or \"url http(s)://…\").", s.Key)
+		bad(blk.LabelRanges[0], "Source %q is not a source key gatepipe writes (\"hf OWNER/NAME@REVISION PATTERNS\", \"hf-model …\" or \"url http(s)://…\").", s.Key)
 	}
 	p := Pin{}
 	if s.Commit != nil {

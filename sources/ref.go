@@ -28,6 +28,9 @@ type Ref struct {
 	HF       string
 	Revision string
 	Files    []string
+	// Model marks HF as a model repository (timm's weights), not a
+	// dataset repository.
+	Model bool
 	// Credentials is CredsNone, CredsHF or CredsKaggle.
 	Credentials string
 }
@@ -35,9 +38,31 @@ type Ref struct {
 // Key identifies the ref in the lock file. It holds no credentials.
 func (r Ref) Key() string {
 	if r.HF != "" {
-		return fmt.Sprintf("hf %s@%s %s", r.HF, r.revision(), strings.Join(r.Files, " "))
+		kind := "hf"
+		if r.Model {
+			kind = "hf-model"
+		}
+		return fmt.Sprintf("%s %s@%s %s", kind, r.HF, r.revision(), strings.Join(r.Files, " "))
 	}
 	return "url " + r.URL
+}
+
+// hubKind is the repository kind as the Hub's URLs and the Hugging Face
+// cache name it: "datasets" or "models".
+func (r Ref) hubKind() string {
+	if r.Model {
+		return "models"
+	}
+	return "datasets"
+}
+
+// hubPrefix is the repository's path on the Hub, before /resolve/:
+// "datasets/OWNER/NAME", or "OWNER/NAME" for a model.
+func (r Ref) hubPrefix() string {
+	if r.Model {
+		return r.HF
+	}
+	return "datasets/" + r.HF
 }
 
 func (r Ref) revision() string {

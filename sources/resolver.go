@@ -129,6 +129,25 @@ func (r *Resolver) SetRetry(retries int, backoff, idle time.Duration) {
 // Lock is the resolver's lock.
 func (r *Resolver) Lock() *Lock { return r.lock }
 
+// Resolving reports whether the resolver may use the network to pin and
+// fetch (apply, fetch), not only the lock and the caches (plan, validate,
+// offline).
+func (r *Resolver) Resolving() bool { return !r.offline && !r.noResolve }
+
+// Local returns a pinned file's local path when it is at hand without a
+// download: in the blob store, or in the Hugging Face cache (verified).
+func (r *Resolver) Local(f File) (string, bool) {
+	if f.SHA256 == "" {
+		return "", false
+	}
+	if r.blobs != nil {
+		if p, ok := r.blobs.BlobPath(f.SHA256); ok {
+			return p, true
+		}
+	}
+	return r.fromHFCache(f)
+}
+
 // Offline reports whether the network is refused.
 func (r *Resolver) Offline() bool { return r.offline }
 

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/hfcachefixture"
 )
 
@@ -166,4 +171,138 @@ func TestPlanSaysUnpinnedSizesAreUnknown(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Downloads: 0 pinned file(s), 0 B to fetch, plus 2 source(s) not pinned yet whose size is unknown until they are fetched") {
 		t.Fatalf("plan: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// timmModelFiles is the train package's ViT parity fixture as a timm Hub
+// model repository holds it: model.safetensors under timm's names (no
+// "encoder." prefix, the head as head.*) and a config.json whose
+// pretrained_cfg gives the evaluation transform.
+func timmModelFiles(t *testing.T) []hfcachefixture.File {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join("..", "..", "train", "testdata", "parity", "vit.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for name, tensor := range f.Tensors {
+		if strings.HasPrefix(name, "parity.") {
+			continue
+		}
+		tensor.Name = strings.TrimPrefix(name, "encoder.")
+		ts = append(ts, *tensor)
+	}
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := safetensors.WriteFile(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	model, _ := os.ReadFile(path)
+	config := `{"architecture": "vit_parity_tiny", "num_classes": 5, "pretrained_cfg": {"input_size": [3, 8, 8], "interpolation": "bicubic", "crop_pct": 1.0, "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}}`
+	return []hfcachefixture.File{
+		{Path: "model.safetensors", Data: model, LFS: true},
+		{Path: "config.json", Data: []byte(config)},
+		{Path: "README.md", Data: []byte("---\nlibrary_name: timm\n---\n")},
+	}
+}
+
+const hubWeightsPipeline = `
+dataset "shapes" {
+  format = "generated"
+  generator {
+    task  = "shape"
+    train = 40
+    test  = 10
+    size  = 12
+    seed  = 3
+  }
+  val_fraction = 0.2
+}
+encoder "vit" {
+  arch      = "vit"
+  patch     = 4
+  dim       = 16
+  depth     = 2
+  heads     = 2
+  mlp_ratio = 2
+  weights   = "hf:timm/vit_parity_tiny.test_in1k"
+}
+benchmark "shapes" {
+  dataset = dataset.shapes.path
+  id      = "shapes"
+}
+features "vit" {
+  encoder   = encoder.vit
+  benchmark = benchmark.shapes
+}
+output "dim" { value = features.vit.dim }
+`
+
+// TestHubWeightsFromTheHFCache: weights = "hf:OWNER/NAME" reads a timm
+// model from the Hugging Face cache offline (config.json's transform
+// applied, model.safetensors loaded in place, nothing copied into the blob
+// store); a second apply is cached; online, the same model is pinned in
+// the lock file under hf-model and fetched through a mirror.
+func TestHubWeightsFromTheHFCache(t *testing.T) {
+	files := timmModelFiles(t)
+	hfRoot := filepath.Join(t.TempDir(), "hub")
+	if _, err := hfcachefixture.Write(hfRoot, "models", "timm/vit_parity_tiny.test_in1k", "main", hubCommit, files); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), hubWeightsPipeline)
+	cache := filepath.Join(t.TempDir(), "c")
+	offline := []string{"HF_HUB_OFFLINE=1", "HF_HUB_CACHE=" + hfRoot, "HOME=" + t.TempDir()}
+	if r := gpEnv(t, cache, offline, "validate", dir); r.code != 0 {
+		t.Fatalf("validate: %d\n%s", r.code, r.stderr)
+	}
+	r := gpEnv(t, cache, offline, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "dim = 16") || !strings.Contains(r.stderr, `weights=hf:timm/vit_parity_tiny.test_in1k`) || !strings.Contains(r.stderr, "tensors=") {
+		t.Fatalf("offline apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	sum := sha256.Sum256(files[0].Data)
+	if model := hex.EncodeToString(sum[:]); fileExists(filepath.Join(cache, "blobs", model[:2], model)) {
+		t.Errorf("the model was copied into the blob store")
+	}
+	if r = gpEnv(t, cache, offline, "apply", dir); r.code != 0 || !strings.Contains(r.stdout, "nothing ran") {
+		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Without the cache, validate cannot know the architecture when no
+	// arch is given, and says what to do.
+	dir3 := t.TempDir()
+	writeFile(t, filepath.Join(dir3, "main.hcl"), "encoder \"vit\" {\n  weights = \"hf:timm/vit_parity_tiny.test_in1k\"\n}\n")
+	r = gpEnv(t, filepath.Join(t.TempDir(), "c3"), []string{"HOME=" + t.TempDir()}, "validate", dir3)
+	if msg := strings.Join(strings.Fields(r.stderr), " "); r.code == 0 || !strings.Contains(msg, "is not pinned yet, so its config.json, which names the architecture, cannot be read: run `gatepipe fetch` (or apply), or set preset") || !strings.Contains(msg, "main.hcl:2") {
+		t.Errorf("validate without the model: %d\n%s", r.code, r.stderr)
+	}
+
+	// With the network (a mirror serving the Hub), apply pins the
+	// model in the lock file and fetches it.
+	hub := &tierHub{repos: map[string]map[string][]byte{}}
+	modelRepo := map[string][]byte{}
+	for _, f := range files {
+		modelRepo[f.Path] = f.Data
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := strings.TrimPrefix(r.URL.Path, "/")
+		p = strings.Replace(p, "huggingface.co/api/models/", "huggingface.co/api/datasets/", 1)
+		p = strings.Replace(p, "huggingface.co/timm/", "huggingface.co/datasets/timm/", 1)
+		if !serveRepos(w, p, map[string]map[string][]byte{"timm/vit_parity_tiny.test_in1k": modelRepo}, &hub.bytes) {
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	dir2 := t.TempDir()
+	writeFile(t, filepath.Join(dir2, "main.hcl"), hubWeightsPipeline)
+	online := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	if r = gpEnv(t, filepath.Join(t.TempDir(), "c2"), online, "apply", dir2); r.code != 0 || !strings.Contains(r.stdout, "dim = 16") {
+		t.Fatalf("online apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if lock := readFile(filepath.Join(dir2, "gatepipe.lock.hcl")); !strings.Contains(lock, `source "hf-model timm/vit_parity_tiny.test_in1k@main model.safetensors config.json"`) {
+		t.Errorf("lock file:\n%s", lock)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

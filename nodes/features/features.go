@@ -17,6 +17,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -98,6 +99,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.classes, r.Diags = readOutput(v, decl, r.Diags)
 	return n, r.Diags
 }
+
+// Downloads is the Hub model the encoder's weights name, if any.
+func (n *Node) Downloads() []sources.Ref { return n.weights.Downloads() }
 
 // Fingerprint hashes the weights file; the dataset path names its content.
 func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {

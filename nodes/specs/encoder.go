@@ -1,11 +1,8 @@
 package specs
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/internal/imageops"
@@ -83,28 +80,12 @@ func Encoder() nodes.Kind {
 
 func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	// A relative weights path is relative to the encoder's module.
-	weights := v["weights"].AsString()
-	if weights != "" && !filepath.IsAbs(weights) {
-		weights = filepath.Join(decl.Dir, weights)
-		v["weights"] = cty.StringVal(weights)
-	}
-	if weights != "" {
-		decl.Reads.Add(weights)
-		if info, err := os.Stat(weights); err != nil || info.IsDir() {
-			why := "does not exist"
-			if err == nil {
-				why = "is a directory"
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				why = err.Error()
-			}
-			return append(diags, decl.Errorf("weights", "Weights file not found",
-				"%s %s. weights takes a safetensors file: a timm model.safetensors (with its config.json beside it) or a torchvision state_dict saved as safetensors.", weights, why))
-		}
+	cfgPath, wDiags := weightsConfig(v, decl)
+	if diags = append(diags, wDiags...); wDiags.HasErrors() {
+		return diags
 	}
 	var fromConfig *imageops.Preprocess
-	if weights != "" && v["preprocess"].IsNull() {
-		cfgPath := filepath.Join(filepath.Dir(weights), "config.json")
+	if cfgPath != "" && v["preprocess"].IsNull() {
 		decl.Reads.Add(cfgPath)
 		if _, err := os.Stat(cfgPath); err == nil {
 			p, arch, err := imageops.TimmConfig(cfgPath)
@@ -122,6 +103,10 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 				}
 			}
 		}
+	}
+	if IsHubWeights(v["weights"].AsString()) && cfgPath == "" && v["preset"].AsString() == "" && v["arch"].AsString() == "" {
+		return append(diags, decl.Errorf("weights", "Architecture unknown until the weights are pinned",
+			"%s is not pinned yet, so its config.json, which names the architecture, cannot be read: run `gatepipe fetch` (or apply), or set preset.", v["weights"].AsString()))
 	}
 	preset, arch := v["preset"].AsString(), v["arch"].AsString()
 	switch {

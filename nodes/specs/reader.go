@@ -11,6 +11,7 @@ import (
 	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -193,10 +194,15 @@ func (r *Reader) Preprocess() *imageops.Preprocess {
 type Weights string
 
 // Fingerprint hashes the file's content (nothing when there is none), so
-// replacing the weights re-runs the block.
+// replacing the weights re-runs the block. A Hub model's name is hashed;
+// its pinned files enter the action ID through Downloads.
 func (p Weights) Fingerprint(ctx context.Context, w io.Writer) error {
 	if p == "" {
 		return nil
+	}
+	if IsHubWeights(string(p)) {
+		_, err := fmt.Fprintf(w, "weights %s\n", p)
+		return err
 	}
 	readset.Add(ctx, string(p))
 	f, err := os.Open(string(p))
@@ -214,7 +220,11 @@ func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, sh
 	if p == "" {
 		return nil, nil
 	}
-	f, err := safetensors.ReadFile(string(p))
+	path, err := p.local(env)
+	if err != nil {
+		return nil, err
+	}
+	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("encoder weights: %w", err)
 	}
@@ -224,4 +234,45 @@ func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, sh
 	}
 	env.Log.Info().Str("weights", string(p)).Int("tensors", len(w)).Strs("ignored", ignored).Msg("loaded encoder weights")
 	return w, nil
+}
+
+// Downloads is the Hub model the weights name, if any: a block that loads
+// them declares it, so that its pin enters the block's action ID and plan,
+// fetch, mirror and -offline see it.
+func (p Weights) Downloads() []sources.Ref {
+	if !IsHubWeights(string(p)) {
+		return nil
+	}
+	ref, err := HubWeightsRef(string(p))
+	if err != nil {
+		return nil
+	}
+	return []sources.Ref{ref}
+}
+
+// local is the weights file to read: the file itself, or a Hub model's
+// model.safetensors, fetched (or found in the blob store or the Hugging
+// Face cache).
+func (p Weights) local(env *nodes.Env) (string, error) {
+	if !IsHubWeights(string(p)) {
+		return string(p), nil
+	}
+	ref, err := HubWeightsRef(string(p))
+	if err != nil {
+		return "", err
+	}
+	if env.Sources == nil {
+		return "", fmt.Errorf("encoder weights %s: no source resolver (internal error)", p)
+	}
+	ctx := context.Background()
+	pin, err := env.Sources.Resolve(ctx, ref, env.Progress)
+	if err != nil {
+		return "", fmt.Errorf("encoder weights %s: %w", p, err)
+	}
+	for _, f := range pin.Files {
+		if f.Path == "model.safetensors" {
+			return env.Sources.Fetch(ctx, ref, f, env.Progress)
+		}
+	}
+	return "", fmt.Errorf("encoder weights %s: the repository has no model.safetensors (gatepipe reads safetensors, not pytorch_model.bin)", p)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/gatepipe/gatepipe/train/cblas"
 	"github.com/hashicorp/hcl/v2"
@@ -119,6 +120,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	return n, r.Diags
 }
+
+// Downloads is the Hub model the encoder's weights name, if any.
+func (n *Node) Downloads() []sources.Ref { return n.weights.Downloads() }
 
 // Fingerprint hashes the initial weights file; every other input is in
 // the configuration (the dataset path
