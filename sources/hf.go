@@ -156,9 +156,10 @@ func (l *hfLister) file(e hfEntry) (File, error) {
 	f := File{Path: e.Path, Size: e.Size,
 		URL: fmt.Sprintf("%s/%s/resolve/%s/%s", l.r.endpoint, l.ref.hubPrefix(), l.commit, escapePath(e.Path))}
 	if e.LFS != nil && isSHA256(e.LFS.OID) {
-		f.SHA256, f.Size = e.LFS.OID, e.LFS.Size
+		f.SHA256, f.Size, f.Storage = e.LFS.OID, e.LFS.Size, StorageLFS
 		return f, nil
 	}
+	f.Storage = StorageGit
 	p, sha, err := l.r.fetch(l.ctx, f, l.creds, nil)
 	if err != nil {
 		return File{}, err

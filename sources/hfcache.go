@@ -37,6 +37,19 @@ type HFCache struct {
 // $XDG_CACHE_HOME/huggingface/hub, then ~/.cache/huggingface/hub; the
 // zero HFCache when that directory does not exist.
 func FindHFCache(getenv func(string) string, home string) HFCache {
+	root := HFCacheRoot(getenv, home)
+	if root == "" {
+		return HFCache{}
+	}
+	if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		return HFCache{}
+	}
+	return HFCache{Root: root}
+}
+
+// HFCacheRoot is where huggingface_hub keeps its cache with this
+// environment, whether or not it exists yet.
+func HFCacheRoot(getenv func(string) string, home string) string {
 	var root string
 	switch {
 	case getenv("HF_HUB_CACHE") != "":
@@ -50,13 +63,7 @@ func FindHFCache(getenv func(string) string, home string) HFCache {
 	case home != "":
 		root = filepath.Join(home, ".cache", "huggingface", "hub")
 	}
-	if root == "" {
-		return HFCache{}
-	}
-	if info, err := os.Stat(root); err != nil || !info.IsDir() {
-		return HFCache{}
-	}
-	return HFCache{Root: root}
+	return root
 }
 
 // IsZero reports whether there is no cache.
@@ -244,8 +251,9 @@ func (r *Resolver) readHFCachePin(ref Ref) (Pin, error) {
 		for _, e := range files {
 			f := File{Path: e.Path, Size: e.Size, URL: fmt.Sprintf("%s/%s/resolve/%s/%s", r.endpoint, ref.hubPrefix(), commit, escapePath(e.Path))}
 			if isSHA256(e.Etag) {
-				f.SHA256 = e.Etag
+				f.SHA256, f.Storage = e.Etag, StorageLFS
 			} else {
+				f.Storage = StorageGit
 				s256, s1, err := hashBoth(e.Blob)
 				if err != nil {
 					return Pin{}, err
@@ -363,4 +371,62 @@ func (r *Resolver) verifyExternal(p, sum string) error {
 func FileSHA256(p string) (string, error) {
 	s, _, err := hashBoth(p)
 	return s, err
+}
+
+// lfsThreshold: the Hub keeps files over 10 MiB in LFS, so a file whose
+// storage the pin does not record is taken as LFS above it.
+const lfsThreshold = 10 << 20
+
+// Store adds a fetched Hub file to the cache as huggingface_hub would
+// have: blobs/ETAG (a copy, written as ETAG.incomplete and renamed),
+// snapshots/COMMIT/PATH a relative link to it, refs/REVISION the commit.
+// ETAG is the SHA-256 of an LFS file, the git blob hash of another. A blob
+// already there under its name is kept; so that Python tools find what
+// gatepipe fetched.
+func (c HFCache) Store(ref Ref, commit string, f File, src string) error {
+	if c.IsZero() || CheckRepo(ref.HF) != nil || !commitRE.MatchString(commit) || CheckRelPath(f.Path) != nil {
+		return fmt.Errorf("%s: cannot be stored in the Hugging Face cache", f.URL)
+	}
+	lfs := f.Storage == StorageLFS || f.Storage == "" && f.Size > lfsThreshold
+	etag := f.SHA256
+	if !lfs {
+		_, sha1hex, err := hashBoth(src)
+		if err != nil {
+			return err
+		}
+		etag = sha1hex
+	}
+	dir := c.repoDir(ref.hubKind(), ref.HF)
+	blob := filepath.Join(dir, "blobs", etag)
+	if _, err := os.Stat(blob); err != nil {
+		if err := CopyFile(src, blob+".incomplete"); err != nil {
+			os.Remove(blob + ".incomplete")
+			return err
+		}
+		if err := os.Rename(blob+".incomplete", blob); err != nil {
+			return err
+		}
+	}
+	link := filepath.Join(dir, "snapshots", commit, filepath.FromSlash(f.Path))
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(link), blob)
+	if err != nil {
+		return err
+	}
+	if target, err := os.Readlink(link); err != nil || target != rel {
+		os.Remove(link)
+		if err := os.Symlink(rel, link); err != nil {
+			return err
+		}
+	}
+	if ref.revision() != commit && CheckRelPath(ref.revision()) == nil {
+		refFile := filepath.Join(dir, "refs", filepath.FromSlash(ref.revision()))
+		if err := os.MkdirAll(filepath.Dir(refFile), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(refFile, []byte(commit), 0o644)
+	}
+	return nil
 }

@@ -42,10 +42,11 @@ type lockSourceHCL struct {
 }
 
 type lockFileHCL struct {
-	Path   string `hcl:"path,label"`
-	URL    string `hcl:"url"`
-	SHA256 string `hcl:"sha256"`
-	Size   *int64 `hcl:"size,optional"`
+	Path    string  `hcl:"path,label"`
+	URL     string  `hcl:"url"`
+	SHA256  string  `hcl:"sha256"`
+	Size    *int64  `hcl:"size,optional"`
+	Storage *string `hcl:"storage,optional"`
 }
 
 // LoadLock reads the lock file at path; a missing file is an empty lock
@@ -125,6 +126,12 @@ func checkLockSource(s lockSourceHCL, blk *hclsyntax.Block) (Pin, hcl.Diagnostic
 			bad(attrRange(fb.Body, "sha256", fb.DefRange()), "sha256 %q of %s is not 64 lower-case hex digits.", fe.SHA256, fe.Path)
 		}
 		file := File{Path: fe.Path, URL: fe.URL, SHA256: fe.SHA256}
+		if fe.Storage != nil {
+			file.Storage = *fe.Storage
+			if file.Storage != StorageLFS && file.Storage != StorageGit {
+				bad(attrRange(fb.Body, "storage", fb.DefRange()), "storage %q of %s is not %q or %q.", file.Storage, fe.Path, StorageLFS, StorageGit)
+			}
+		}
 		if fe.Size != nil {
 			file.Size = *fe.Size
 			if file.Size < 0 {
@@ -272,6 +279,9 @@ func (l *Lock) encode() []byte {
 			fb.SetAttributeValue("sha256", cty.StringVal(file.SHA256))
 			if file.Size > 0 {
 				fb.SetAttributeValue("size", cty.NumberIntVal(file.Size))
+			}
+			if file.Storage != "" {
+				fb.SetAttributeValue("storage", cty.StringVal(file.Storage))
 			}
 		}
 	}

@@ -87,7 +87,18 @@ type File struct {
 	URL    string
 	SHA256 string
 	Size   int64 // bytes; 0 when unknown
+	// Storage is how a Hub repository stores the file: StorageLFS (its
+	// Hugging Face cache blob is named by its SHA-256), StorageGit (by its
+	// git blob hash), or "" when unknown (a lock file from before it was
+	// recorded, a URL source).
+	Storage string
 }
+
+// Hub file storage (File.Storage).
+const (
+	StorageLFS = "lfs"
+	StorageGit = "git"
+)
 
 // Size is the total size of the pin's files.
 func (p Pin) Size() int64 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -117,17 +118,21 @@ func (c *cli) checkDownloads(s *session) int {
 // loadSources parses the flags of fetch and lock and loads the pipeline
 // with a sources resolver in the given mode.
 func loadSources(ctx context.Context, c *cli, args []string, name, usage string, mode sourcesMode) (*session, int) {
-	s, _, code := loadSourcesWith(ctx, c, args, name, usage, mode, 0)
+	s, _, code := loadSourcesWith(ctx, c, args, name, usage, mode, 0, nil)
 	return s, code
 }
 
 // loadSourcesWith is loadSources for a command that takes lead positional
-// arguments before PATH (mirror's DIR); it returns them.
-func loadSourcesWith(ctx context.Context, c *cli, args []string, name, usage string, mode sourcesMode, lead int) (*session, []string, int) {
+// arguments before PATH (mirror's DIR), which it returns, or flags of its
+// own (registered by more, when not nil).
+func loadSourcesWith(ctx context.Context, c *cli, args []string, name, usage string, mode sourcesMode, lead int, more func(*flag.FlagSet)) (*session, []string, int) {
 	fs := newFlagSet(c, name, usage)
 	var f runFlags
 	f.configFlags.register(fs)
 	f.src.register(fs, false)
+	if more != nil {
+		more(fs)
+	}
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return nil, nil, code
@@ -145,9 +150,17 @@ func loadSourcesWith(ctx context.Context, c *cli, args []string, name, usage str
 }
 
 func runFetch(ctx context.Context, c *cli, args []string) int {
-	s, code := loadSources(ctx, c, args, "fetch", "fetch [flags] [PATH]\n\nDownloads every remote source the pipeline declares into the cache and pins\nits checksums in "+sources.LockFileName+", without running anything: run it on\na login node, then `apply -offline` on a compute node that shares the cache.", sourcesResolve)
+	var toHF bool
+	s, _, code := loadSourcesWith(ctx, c, args, "fetch", "fetch [flags] [PATH]\n\nDownloads every remote source the pipeline declares into the cache and pins\nits checksums in "+sources.LockFileName+", without running anything: run it on\na login node, then `apply -offline` on a compute node that shares the cache.\nWith -hf-cache, Hub files also go into the Hugging Face cache, as\nhuggingface_hub lays it out, for Python tools to share.", sourcesResolve, 0,
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&toHF, "hf-cache", false, "also write every Hub file into the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub), as huggingface_hub would")
+		})
 	if s == nil {
 		return code
+	}
+	var hf sources.HFCache
+	if toHF {
+		hf = sources.HFCache{Root: sources.HFCacheRoot(c.env, c.env("HOME"))}
 	}
 	_, diags := s.engine.Plan(ctx) // pins every source whose block is known
 	s.view.Diagnostics(append(s.warnings, diags...))
@@ -170,17 +183,28 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 			}
 			seen[file.SHA256] = true
 			files++
-			if r.Has(file) {
-				continue
+			have := r.Has(file)
+			if !have {
+				fmt.Fprintf(c.stdout, "fetching %s (%s)\n", file.URL, humanBytes(file.Size))
 			}
-			fmt.Fprintf(c.stdout, "fetching %s (%s)\n", file.URL, humanBytes(file.Size))
-			if _, err := r.Fetch(ctx, d.Ref, file, nil); err != nil {
-				fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
-				return exitRunFailure
+			if !have || (!hf.IsZero() && d.Ref.HF != "") {
+				p, err := r.Fetch(ctx, d.Ref, file, nil)
+				if err == nil && !hf.IsZero() && d.Ref.HF != "" {
+					err = hf.Store(d.Ref, d.Pin.Commit, file, p)
+				}
+				if err != nil {
+					fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
+					return exitRunFailure
+				}
 			}
-			fetched++
-			bytes += file.Size
+			if !have {
+				fetched++
+				bytes += file.Size
+			}
 		}
+	}
+	if !hf.IsZero() {
+		fmt.Fprintf(c.stdout, "Hub files also in the Hugging Face cache %s.\n", hf.Root)
 	}
 	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); pins in %s.\n", files, fetched, humanBytes(bytes), r.Lock().Path())
 	return exitOK

@@ -306,3 +306,48 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// TestFetchWritesTheHFCache: fetch -hf-cache puts every Hub file it pins
+// into the Hugging Face cache in huggingface_hub's layout (refs, blobs
+// named by the LFS SHA-256, relative snapshot links), creating the cache;
+// an offline apply on a fresh gatepipe cache then reads the dataset there.
+func TestFetchWritesTheHFCache(t *testing.T) {
+	_, srv := newFakeHub(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+dataset "tiny" {
+  source {
+    hf    = "gate/tiny"
+    files = ["data/train-*.parquet", "data/test-*.parquet"]
+  }
+  format     = "parquet"
+  train      = ["data/train-*.parquet"]
+  test       = ["data/test-*.parquet"]
+  image_size = [8, 8]
+}
+output "splits" { value = dataset.tiny.splits }
+`)
+	hfRoot := filepath.Join(t.TempDir(), "hf", "hub") // does not exist yet
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_HUB_CACHE=" + hfRoot}
+	if r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "fetch", "-hf-cache", dir); r.code != 0 || !strings.Contains(r.stdout, "also in the Hugging Face cache "+hfRoot) {
+		t.Fatalf("fetch -hf-cache: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	repo := filepath.Join(hfRoot, "datasets--gate--tiny")
+	if got := readFile(filepath.Join(repo, "refs", "main")); got != hubCommit {
+		t.Errorf("refs/main = %q", got)
+	}
+	link := filepath.Join(repo, "snapshots", hubCommit, "data", "train-00001-of-00002.parquet")
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(link)
+	sum := sha256.Sum256(data)
+	if want := filepath.Join("..", "..", "..", "blobs", hex.EncodeToString(sum[:])); target != want || len(data) == 0 {
+		t.Errorf("snapshot link -> %s, want %s (the blob named by its SHA-256)", target, want)
+	}
+	r := gpEnv(t, filepath.Join(t.TempDir(), "fresh"), []string{"HF_HUB_OFFLINE=1", "HF_HUB_CACHE=" + hfRoot, "HOME=" + t.TempDir()}, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "270") {
+		t.Fatalf("offline apply from the Hugging Face cache fetch wrote: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

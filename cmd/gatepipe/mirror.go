@@ -21,7 +21,7 @@ against any plain HTTP server that serves DIR (python3 -m http.server -d DIR).
 Files already in DIR with the pinned size and checksum are kept.`
 
 func runMirror(ctx context.Context, c *cli, args []string) int {
-	s, lead, code := loadSourcesWith(ctx, c, args, "mirror", mirrorUsage, sourcesResolve, 1)
+	s, lead, code := loadSourcesWith(ctx, c, args, "mirror", mirrorUsage, sourcesResolve, 1, nil)
 	if s == nil {
 		return code
 	}
