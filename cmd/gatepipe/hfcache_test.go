@@ -54,8 +54,9 @@ func listTree(t *testing.T, root string) string {
 }
 
 // TestSmallTierFromTheHFCacheOffline: a researcher's Hugging Face cache
-// holds the small tier's Hub datasets; with HF_HUB_OFFLINE=1 and no
-// network, apply runs the tier from that cache in place (no Parquet file
+// holds the small tier's Hub datasets and the encoder's model repository;
+// with HF_HUB_OFFLINE=1 and no network, apply runs the tier from that
+// cache in place (no Parquet file
 // copied into gatepipe's blob store, the Hugging Face cache unchanged, no
 // token needed for the gated ImageNet-1k). A damaged blob in the cache is
 // refused and named.
@@ -82,7 +83,14 @@ module "cifar" {
 	}
 	blobsBefore := listTree(t, filepath.Join(cache, "blobs"))
 
-	writeFile(t, filepath.Join(dir, "main.hcl"), tierPipeline)
+	// The encoder's weights come from a model repository in the same cache.
+	if _, err := hfcachefixture.Write(hfRoot, "models", "gate-test/tiny-convnet", "main", hubCommit, convnetModelFiles(t)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, `  channels = [8]
+  hidden   = []`, `  channels = [4, 6]
+  hidden   = [12]
+  weights  = "hf:gate-test/tiny-convnet"`, 1))
 	hfBefore := listTree(t, hfRoot)
 	offline := []string{"HF_HUB_OFFLINE=1", "HF_HUB_CACHE=" + hfRoot, "HOME=" + home, "GATEPIPE_MIRROR=http://127.0.0.1:1"}
 	served := hub.bytes.Load()
@@ -106,6 +114,9 @@ module "cifar" {
 	}
 	if !strings.Contains(r.stderr, "from the Hugging Face cache") {
 		t.Errorf("the log does not say where the data came from:\n%s", r.stderr)
+	}
+	if n := strings.Count(r.stderr, `weights=hf:gate-test/tiny-convnet`); n < 7 {
+		t.Errorf("the encoder's Hub weights were loaded by %d of the 7 benchmarks:\n%s", n, r.stderr)
 	}
 
 	// Damage one blob (same size): applying that dataset again refuses it,
@@ -350,4 +361,28 @@ output "splits" { value = dataset.tiny.splits }
 	if r.code != 0 || !strings.Contains(r.stdout, "270") {
 		t.Fatalf("offline apply from the Hugging Face cache fetch wrote: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// convnetModelFiles is the train package's convnet parity fixture as a
+// model repository holds it (gatepipe's names; config.json with the 8x8
+// RGB transform its 24-wide dense layer expects, and no architecture to
+// take a preset from).
+func convnetModelFiles(t *testing.T) []hfcachefixture.File {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join("..", "..", "train", "testdata", "parity", "convnet.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for name, tensor := range f.Tensors {
+		if strings.HasPrefix(name, "encoder.") {
+			ts = append(ts, *tensor)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := safetensors.WriteFile(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	model, _ := os.ReadFile(path)
+	return []hfcachefixture.File{{Path: "model.safetensors", Data: model, LFS: true}, {Path: "config.json", Data: []byte(`{"num_classes": 0, "pretrained_cfg": {"input_size": [3, 8, 8], "interpolation": "bilinear", "crop_pct": 1.0, "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}}`)}}
 }

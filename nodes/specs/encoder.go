@@ -90,7 +90,11 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		if _, err := os.Stat(cfgPath); err == nil {
 			p, arch, err := imageops.TimmConfig(cfgPath)
 			if err != nil {
-				diags = append(diags, decl.Errorf("weights", "Invalid model config", "%s.", err))
+				msg := err.Error()
+				if w := v["weights"].AsString(); IsHubWeights(w) {
+					msg = strings.ReplaceAll(msg, cfgPath, "the config.json of "+w)
+				}
+				diags = append(diags, decl.Errorf("weights", "Invalid model config", "%s.", msg))
 			} else {
 				fromConfig = &p
 				if v["preset"].AsString() == "" && v["arch"].AsString() == "" && arch != "" {
