@@ -313,7 +313,7 @@ func (r *Resolver) fromHFCache(f File) (string, bool) {
 		return "", false
 	}
 	if err := r.verifyExternal(e.Blob, f.SHA256); err != nil {
-		r.logf("the Hugging Face cache's copy of %s is not used: %v", f.URL, err)
+		r.warnOnce(f.URL, "the Hugging Face cache's copy of %s is not used: %v", f.URL, err)
 		return "", false
 	}
 	return e.Blob, true
@@ -337,10 +337,10 @@ func (r *Resolver) hfCacheEntry(f File) (hfCached, bool) {
 	}
 	switch {
 	case isSHA256(e.Etag) && e.Etag != f.SHA256:
-		r.logf("the Hugging Face cache's copy of %s is not used: its blob is named %s, the pin says sha256 %s", f.URL, e.Etag, f.SHA256)
+		r.warnOnce(f.URL, "the Hugging Face cache's copy of %s is not used: its blob is named %s, the pin says sha256 %s", f.URL, e.Etag, f.SHA256)
 		return hfCached{}, false
 	case f.Size > 0 && e.Size != f.Size:
-		r.logf("the Hugging Face cache's copy of %s is not used: %d bytes, the pin says %d", f.URL, e.Size, f.Size)
+		r.warnOnce(f.URL, "the Hugging Face cache's copy of %s is not used: %d bytes, the pin says %d", f.URL, e.Size, f.Size)
 		return hfCached{}, false
 	}
 	return e, true
@@ -429,4 +429,12 @@ func (c HFCache) Store(ref Ref, commit string, f File, src string) error {
 		return os.WriteFile(refFile, []byte(commit), 0o644)
 	}
 	return nil
+}
+
+// warnOnce logs a warning about key the first time only: plan, fetch and
+// apply look at the same cache entry several times.
+func (r *Resolver) warnOnce(key, format string, args ...any) {
+	if _, seen := r.warned.LoadOrStore(key, true); !seen {
+		r.logf(format, args...)
+	}
 }

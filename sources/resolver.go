@@ -65,6 +65,7 @@ type Resolver struct {
 
 	hfMu   sync.Mutex
 	hfPins map[string]hfPinResult // offline pins read from the HF cache, by Ref.Key
+	warned sync.Map               // warnOnce's keys
 }
 
 // ErrOffline marks what offline mode refused.
