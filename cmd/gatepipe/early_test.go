@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ module "gate" {
 		{"root variable", []string{"validate", "-var", "scale=cpuu", "../../examples/tier_small.hcl"}, []string{
 			"tier_small.hcl:", `scale must be "full", "cpu" or "test", not "cpuu".`}},
 		{"missing weights", []string{"validate", "-var", "weights=/nonexistent.safetensors", "../../examples/tier_small.hcl"}, []string{
-			"tier_small.hcl:36:13", "/nonexistent.safetensors does not exist"}},
+			fmt.Sprintf("tier_small.hcl:%d:13", lineOf(t, "../../examples/tier_small.hcl", "  weights = var.weights")), "/nonexistent.safetensors does not exist"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,4 +74,16 @@ module "gate" {
 	if r := gp(t, t.TempDir(), "validate", dir); r.code != 0 {
 		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// lineOf is the 1-based line of file that starts with prefix.
+func lineOf(t *testing.T, file, prefix string) int {
+	t.Helper()
+	for i, line := range strings.Split(readFile(file), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line %q", file, prefix)
+	return 0
 }
