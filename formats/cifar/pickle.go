@@ -3,6 +3,8 @@ package cifar
 import (
 	"fmt"
 	"io"
+
+	"github.com/gatepipe/gatepipe/formats/pickle"
 )
 
 // The Python versions of CIFAR-10 and CIFAR-100 (cifar-10-python.tar.gz,
@@ -12,8 +14,8 @@ import (
 // "fine_labels" and "coarse_labels" (CIFAR-100) lists of ints. The meta
 // files ("batches.meta", "meta") hold the class names. The authors pickled
 // them with Python 2 (str keys and data); files pickled again by Python 3
-// (bytes through _codecs.encode) read the same. unpickle.go runs the
-// pickle machine: only the opcodes and globals these files use.
+// (bytes through _codecs.encode) read the same. Package pickle runs the
+// pickle machine; findClass allows only the globals these files use.
 
 // IsPickle reports whether a file starting with head is a pickle of
 // protocol 2 or later (the binary batches start with a label byte < 100).
@@ -57,13 +59,13 @@ func ReadPickleNames(r io.Reader, key, name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, ok := d.get(key).(*list)
+	l, ok := d.get(key).(*pickle.List)
 	if !ok {
 		return nil, fmt.Errorf("%s: no list %q (keys: %v)", name, key, d.keys())
 	}
-	out := make([]string, len(l.items))
-	for i, v := range l.items {
-		s, ok := text(v)
+	out := make([]string, len(l.Items))
+	for i, v := range l.Items {
+		s, ok := pickle.Text(v)
 		if !ok {
 			return nil, fmt.Errorf("%s: %s[%d] is %T, not a string", name, key, i, v)
 		}
@@ -97,15 +99,15 @@ func (d pyDict) array(k string) ([]byte, []int, error) {
 }
 
 func (d pyDict) ints(k string, n int, maxValue int64) ([]int64, error) {
-	l, ok := d[k].(*list)
+	l, ok := d[k].(*pickle.List)
 	if !ok {
 		return nil, fmt.Errorf("no list %q (keys: %v)", k, d.keys())
 	}
-	if len(l.items) != n {
-		return nil, fmt.Errorf("%q has %d labels for %d images", k, len(l.items), n)
+	if len(l.Items) != n {
+		return nil, fmt.Errorf("%q has %d labels for %d images", k, len(l.Items), n)
 	}
 	out := make([]int64, n)
-	for i, item := range l.items {
+	for i, item := range l.Items {
 		v, ok := item.(int64)
 		if !ok || v < 0 || v > maxValue {
 			return nil, fmt.Errorf("%s[%d] = %v is not a label in 0..%d", k, i, item, maxValue)
@@ -121,26 +123,15 @@ func loadDict(r io.Reader, name string) (pyDict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	v, err := unpickle(data)
+	v, err := pickle.Unpickle(data, pickle.Options{Global: findClass})
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a CIFAR pickle: %w", name, err)
 	}
-	d, ok := v.(*dict)
+	d, ok := v.(*pickle.Dict)
 	if !ok {
 		return nil, fmt.Errorf("%s: the pickle holds %T, not a dict", name, v)
 	}
-	return pyDict(d.items), nil
-}
-
-// text is a pickled str (Python 2), unicode or bytes as a Go string.
-func text(v any) (string, bool) {
-	switch s := v.(type) {
-	case string:
-		return s, true
-	case []byte:
-		return string(s), true
-	}
-	return "", false
+	return pyDict(d.Items), nil
 }
 
 // findClass answers the globals a numpy array's pickle names; anything
@@ -165,7 +156,7 @@ type ndarrayClass struct{}
 // an empty array that BUILD then fills.
 type reconstruct struct{}
 
-func (reconstruct) call(tuple) (any, error) { return &ndarray{}, nil }
+func (reconstruct) Call(pickle.Tuple) (any, error) { return &ndarray{}, nil }
 
 // ndarray is a numpy array: its BUILD state is (version, shape, dtype,
 // is_fortran, raw bytes).
@@ -175,12 +166,12 @@ type ndarray struct {
 	data  []byte
 }
 
-func (a *ndarray) setState(state any) error {
-	t, ok := state.(tuple)
+func (a *ndarray) SetState(state any) error {
+	t, ok := state.(pickle.Tuple)
 	if !ok || len(t) != 5 {
 		return fmt.Errorf("numpy array state is %T, not a 5-tuple", state)
 	}
-	shape, ok := t[1].(tuple)
+	shape, ok := t[1].(pickle.Tuple)
 	if !ok {
 		return fmt.Errorf("numpy array shape is %T", t[1])
 	}
@@ -195,7 +186,7 @@ func (a *ndarray) setState(state any) error {
 	if fortran, _ := t[3].(bool); fortran && len(a.shape) > 1 {
 		return fmt.Errorf("numpy array in Fortran order")
 	}
-	raw, ok := text(t[4])
+	raw, ok := pickle.Text(t[4])
 	if !ok {
 		return fmt.Errorf("numpy array data is %T, not bytes", t[4])
 	}
@@ -209,21 +200,21 @@ type dtypeClass struct{}
 // such) does not matter for one-byte values.
 type dtype struct{ kind string }
 
-func (dtypeClass) call(args tuple) (any, error) {
+func (dtypeClass) Call(args pickle.Tuple) (any, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("numpy.dtype without arguments")
 	}
-	k, _ := text(args[0])
+	k, _ := pickle.Text(args[0])
 	return &dtype{kind: k}, nil
 }
 
-func (*dtype) setState(any) error { return nil }
+func (*dtype) SetState(any) error { return nil }
 
 // latin1Encode is _codecs.encode(s, "latin1"), which Python 3 pickles
 // bytes as at protocol 2: every code point below 256 is one byte.
 type latin1Encode struct{}
 
-func (latin1Encode) call(args tuple) (any, error) {
+func (latin1Encode) Call(args pickle.Tuple) (any, error) {
 	if len(args) < 1 {
 		return nil, fmt.Errorf("_codecs.encode without arguments")
 	}

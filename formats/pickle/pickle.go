@@ -1,19 +1,32 @@
-package cifar
+// Package pickle runs the subset of Python's pickle machine (protocols
+// 2-5) that data files use: dicts, lists, tuples, strings, bytes,
+// integers, floats, booleans, None, the memo, persistent IDs, and only
+// the globals the caller answers for (a pickle can name any Python
+// callable: nothing else is ever called). Every length is checked against
+// the bytes left before anything is allocated, so a damaged file fails
+// quickly with the offset at fault.
+package pickle
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/big"
 )
 
-// unpickle runs the subset of Python's pickle machine (protocols 2-4)
-// that CIFAR's Python batches use: dicts, lists, tuples, strings, bytes,
-// integers, booleans, None, the memo, and the globals findClass allows.
-// Every length is checked against the bytes left before anything is
-// allocated, so a damaged file fails quickly with the offset at fault.
-func unpickle(data []byte) (any, error) {
-	m := &machine{data: data, memo: map[int]any{}}
+// Options answer what a pickle asks of its environment.
+type Options struct {
+	// Global returns the object a GLOBAL names, or an error refusing it.
+	Global func(module, name string) (any, error)
+	// PersistentLoad returns the object a persistent ID names (BINPERSID;
+	// torch.save names its storages so); nil refuses persistent IDs.
+	PersistentLoad func(pid any) (any, error)
+}
+
+// Unpickle runs the pickle in data and returns the object it builds.
+func Unpickle(data []byte, o Options) (any, error) {
+	m := &machine{data: data, memo: map[int]any{}, opts: o}
 	v, err := m.run()
 	if err != nil {
 		return nil, fmt.Errorf("byte %d: %w", m.pos, err)
@@ -21,26 +34,31 @@ func unpickle(data []byte) (any, error) {
 	return v, nil
 }
 
-// tuple is a Python tuple; list a Python list (a pointer: APPEND mutates
-// the list the stack holds).
+// Tuple is a Python tuple; List a Python list (a pointer: APPEND mutates
+// the list the stack holds); Dict a Python dict with text keys (other
+// keys are dropped), Keys in insertion order.
 type (
-	tuple []any
-	list  struct{ items []any }
-	dict  struct{ items map[string]any }
-	mark  struct{}
+	Tuple []any
+	List  struct{ Items []any }
+	Dict  struct {
+		Items map[string]any
+		Keys  []string
+	}
+	mark struct{}
 )
 
-// callable is a global the pickle may call (REDUCE) or build (BUILD).
-type callable interface{ call(args tuple) (any, error) }
+// Callable is a global the pickle may call (REDUCE).
+type Callable interface{ Call(args Tuple) (any, error) }
 
-// settable receives BUILD's state.
-type settable interface{ setState(state any) error }
+// Settable receives BUILD's state.
+type Settable interface{ SetState(state any) error }
 
 type machine struct {
 	data  []byte
 	pos   int
 	stack []any
 	memo  map[int]any
+	opts  Options
 }
 
 func (m *machine) take(n int) ([]byte, error) {
@@ -102,11 +120,11 @@ func (m *machine) popMark() ([]any, error) {
 	return nil, fmt.Errorf("no mark")
 }
 
-func (m *machine) popN(n int) (tuple, error) {
+func (m *machine) popN(n int) (Tuple, error) {
 	if len(m.stack) < n {
 		return nil, fmt.Errorf("stack underflow")
 	}
-	t := append(tuple(nil), m.stack[len(m.stack)-n:]...)
+	t := append(Tuple(nil), m.stack[len(m.stack)-n:]...)
 	m.stack = m.stack[:len(m.stack)-n]
 	for _, v := range t {
 		if _, ok := v.(mark); ok {
@@ -146,18 +164,20 @@ func (m *machine) step(op byte) error {
 	case '(':
 		m.stack = append(m.stack, mark{})
 	case '}':
-		m.stack = append(m.stack, &dict{items: map[string]any{}})
+		m.stack = append(m.stack, &Dict{Items: map[string]any{}})
 	case ']':
-		m.stack = append(m.stack, &list{})
+		m.stack = append(m.stack, &List{})
 	case ')':
-		m.stack = append(m.stack, tuple{})
+		m.stack = append(m.stack, Tuple{})
 	case 'q', 'r', 0x94, 'h', 'j':
 		return m.memoOp(op)
 	case 'R', 'b':
 		return m.call(op)
+	case 'Q': // BINPERSID
+		return m.persistentLoad()
 	case 't':
 		items, err := m.popMark()
-		m.stack = append(m.stack, tuple(items))
+		m.stack = append(m.stack, Tuple(items))
 		return err
 	case 0x85, 0x86, 0x87: // TUPLE1..3
 		t, err := m.popN(int(op - 0x84))
@@ -242,12 +262,12 @@ func (m *machine) call(op byte) error {
 		if err != nil {
 			return err
 		}
-		t, ok1 := args.(tuple)
-		c, ok2 := f.(callable)
+		t, ok1 := args.(Tuple)
+		c, ok2 := f.(Callable)
 		if !ok1 || !ok2 {
 			return fmt.Errorf("REDUCE of %T with %T", f, args)
 		}
-		v, err := c.call(t)
+		v, err := c.Call(t)
 		m.stack = append(m.stack, v)
 		return err
 	case 'b': // BUILD
@@ -258,11 +278,11 @@ func (m *machine) call(op byte) error {
 		if len(m.stack) == 0 {
 			return fmt.Errorf("BUILD without an object")
 		}
-		s, ok := m.stack[len(m.stack)-1].(settable)
+		s, ok := m.stack[len(m.stack)-1].(Settable)
 		if !ok {
 			return fmt.Errorf("BUILD of %T", m.stack[len(m.stack)-1])
 		}
-		return s.setState(state)
+		return s.SetState(state)
 	}
 	return nil
 }
@@ -283,6 +303,12 @@ func (m *machine) pushValue(op byte) error {
 		v, err := m.uint(n)
 		m.stack = append(m.stack, int64(v))
 		return err
+	case 'G': // BINFLOAT: a big-endian float64
+		b, err := m.take(8)
+		if err != nil {
+			return err
+		}
+		m.stack = append(m.stack, math.Float64frombits(binary.BigEndian.Uint64(b)))
 	case 'J': // BININT
 		b, err := m.take(4)
 		if err != nil {
@@ -306,7 +332,7 @@ func (m *machine) pushValue(op byte) error {
 	case 0x8e, 0x8d: // BINBYTES8, BINUNICODE8
 		return m.pushText(op, 8)
 	default:
-		return fmt.Errorf("pickle opcode 0x%02x is not one a CIFAR batch uses", op)
+		return fmt.Errorf("pickle opcode 0x%02x is not one a data file uses", op)
 	}
 	return nil
 }
@@ -354,7 +380,7 @@ func (m *machine) fill(op byte) error {
 		if op == 's' {
 			n = 2
 		}
-		var t tuple
+		var t Tuple
 		t, err = m.popN(n)
 		items = t
 	} else {
@@ -367,18 +393,21 @@ func (m *machine) fill(op byte) error {
 		return fmt.Errorf("nothing to fill")
 	}
 	switch c := m.stack[len(m.stack)-1].(type) {
-	case *list:
+	case *List:
 		if op != 'a' && op != 'e' {
 			return fmt.Errorf("SETITEM on a list")
 		}
-		c.items = append(c.items, items...)
-	case *dict:
+		c.Items = append(c.Items, items...)
+	case *Dict:
 		if op != 's' && op != 'u' || len(items)%2 != 0 {
 			return fmt.Errorf("APPEND on a dict")
 		}
 		for i := 0; i < len(items); i += 2 {
-			if k, ok := text(items[i]); ok {
-				c.items[k] = items[i+1]
+			if k, ok := Text(items[i]); ok {
+				if _, had := c.Items[k]; !had {
+					c.Keys = append(c.Keys, k)
+				}
+				c.Items[k] = items[i+1]
 			}
 		}
 	default:
@@ -388,7 +417,36 @@ func (m *machine) fill(op byte) error {
 }
 
 func (m *machine) pushGlobal(module, name string) error {
-	g, err := findClass(module, name)
+	if m.opts.Global == nil {
+		return fmt.Errorf("the pickle names %s.%s, and no global is allowed", module, name)
+	}
+	g, err := m.opts.Global(module, name)
 	m.stack = append(m.stack, g)
 	return err
+}
+
+// persistentLoad runs BINPERSID: the persistent ID on the stack becomes
+// the object the caller gives for it.
+func (m *machine) persistentLoad() error {
+	pid, err := m.pop()
+	if err != nil {
+		return err
+	}
+	if m.opts.PersistentLoad == nil {
+		return fmt.Errorf("the pickle has a persistent ID, which this file type does not use")
+	}
+	v, err := m.opts.PersistentLoad(pid)
+	m.stack = append(m.stack, v)
+	return err
+}
+
+// Text is a pickled str (Python 2), unicode or bytes as a Go string.
+func Text(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case []byte:
+		return string(s), true
+	}
+	return "", false
 }
