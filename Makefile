@@ -108,7 +108,8 @@ FUZZ_TARGETS := \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \
 	./formats/archive:FuzzExtractZip:20000x \
-	./formats/imagefolder:FuzzRead:20000x
+	./formats/imagefolder:FuzzRead:20000x \
+	./formats/torchpt:FuzzRead:20000x
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

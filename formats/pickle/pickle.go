@@ -43,9 +43,18 @@ type (
 	Dict  struct {
 		Items map[string]any
 		Keys  []string
+		// State is what BUILD gave a dict subclass (an OrderedDict's
+		// attributes, as torch's state dicts carry _metadata).
+		State any
 	}
 	mark struct{}
 )
+
+// SetState keeps a dict subclass's BUILD state.
+func (d *Dict) SetState(state any) error {
+	d.State = state
+	return nil
+}
 
 // Callable is a global the pickle may call (REDUCE).
 type Callable interface{ Call(args Tuple) (any, error) }

@@ -1,0 +1,152 @@
+package torchpt
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+)
+
+// TestReadsTorchSave: the fixture torch.save wrote (make_fixture.py) reads
+// back with PyTorch's values: float32, float16 and bfloat16 tensors, an
+// int64 counter, a transposed view, a view at an offset into a shared
+// storage.
+func TestReadsTorchSave(t *testing.T) {
+	f, err := ReadFile(filepath.Join("testdata", "state_dict.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join("testdata", "state_dict.json"))
+	var ref struct {
+		Tensors map[string]struct {
+			Shape  []int
+			Values []float64
+			Dtype  string
+		}
+	}
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tensors) != len(ref.Tensors) {
+		t.Fatalf("%d tensors, PyTorch saved %d", len(f.Tensors), len(ref.Tensors))
+	}
+	for name, want := range ref.Tensors {
+		got := f.Tensors[name]
+		if got == nil {
+			t.Fatalf("%s missing", name)
+		}
+		if !equalInts(got.Shape, want.Shape) {
+			t.Errorf("%s: shape %v, want %v", name, got.Shape, want.Shape)
+		}
+		var vals []float32
+		if got.DType == safetensors.I64 {
+			for _, v := range got.Int64s() {
+				vals = append(vals, float32(v))
+			}
+		} else {
+			vals = got.Float32s()
+		}
+		if len(vals) != len(want.Values) {
+			t.Fatalf("%s: %d values, want %d", name, len(vals), len(want.Values))
+		}
+		for i := range vals {
+			if math.Abs(float64(vals[i])-want.Values[i]) > 1e-6 {
+				t.Fatalf("%s[%d] = %v, PyTorch %v (%s)", name, i, vals[i], want.Values[i], want.Dtype)
+			}
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rewrite returns the fixture with data.pkl replaced by edit(data.pkl).
+func rewrite(t *testing.T, edit func([]byte) []byte) []byte {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "state_dict.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := zip.NewReader(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range z.File {
+		rc, _ := f.Open()
+		var b bytes.Buffer
+		b.ReadFrom(rc)
+		rc.Close()
+		data := b.Bytes()
+		if strings.HasSuffix(f.Name, "/data.pkl") {
+			data = edit(data)
+		}
+		fw, _ := w.CreateHeader(&zip.FileHeader{Name: f.Name, Method: zip.Store})
+		fw.Write(data)
+	}
+	w.Close()
+	return buf.Bytes()
+}
+
+// TestRefusesWhatAStateDictDoesNotHold: a checkpoint naming another
+// global (os.system) is refused without running anything; a view beyond
+// its storage, a legacy (non-zip) file and a truncated archive fail with
+// errors that say so.
+func TestRefusesWhatAStateDictDoesNotHold(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"os.system", rewrite(t, func(p []byte) []byte {
+			return bytes.Replace(p, []byte("ctorch._utils\n_rebuild_tensor_v2\n"), []byte("cos\nsystem\n"), 1)
+		}), "os.system"},
+		{"view beyond its storage", rewrite(t, func(p []byte) []byte {
+			// conv1.weight's size (3, 2, 3, 3) becomes (9, 2, 3, 3).
+			return bytes.Replace(p, []byte("(K\x03K\x02K\x03K\x03t"), []byte("(K\x09K\x02K\x03K\x03t"), 1)
+		}), "beyond its storage"},
+		{"legacy format", []byte("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."), "legacy format"},
+	}
+	full, _ := os.ReadFile(filepath.Join("testdata", "state_dict.pth"))
+	tests = append(tests, struct {
+		name string
+		data []byte
+		want string
+	}{"truncated", full[:len(full)/2], "zip"})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(bytes.NewReader(tc.data), int64(len(tc.data)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzRead: no input panics or allocates beyond its bounds.
+func FuzzRead(f *testing.F) {
+	data, err := os.ReadFile(filepath.Join("testdata", "state_dict.pth"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		Read(bytes.NewReader(b), int64(len(b)))
+	})
+}
