@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,5 +140,32 @@ func TestEncoderConfigErrorsPointAtTheLine(t *testing.T) {
 				t.Fatalf("exit %d, want an error with %q and the file:line:\n%s", r.code, tc.want, out)
 			}
 		})
+	}
+}
+
+// TestFeaturesFromATorchSaveCheckpoint: a torchvision ResNet-18 state dict
+// saved with torch.save (a .pth, as torchvision publishes its weights) is
+// read without Python: the features block loads every encoder tensor and
+// leaves the classifier out.
+func TestFeaturesFromATorchSaveCheckpoint(t *testing.T) {
+	needTorch(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	script := "import sys, torch, torchvision\ntorch.manual_seed(0)\ntorch.save(torchvision.models.resnet18().state_dict(), sys.argv[1])\n"
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, filepath.Join(dir, "resnet18.pth")).CombinedOutput(); err != nil {
+		t.Fatalf("writing the checkpoint: %v\n%s", err, out)
+	}
+	config := strings.NewReplacer(`  arch            = "resnet"
+  channels        = [4, 8]
+  blocks          = [2, 1]
+  stem            = "imagenet"
+  block           = "bottleneck"
+  groups          = 2
+  width_per_group = 32
+  weights         = "w.safetensors"`, `  preset  = "resnet18"
+  weights = "resnet18.pth"`, "size     = 16", "size     = 32").Replace(pretrainedConfig)
+	writeFile(t, filepath.Join(dir, "main.hcl"), config)
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "dim = 512") || !strings.Contains(r.stderr, `"fc.bias","fc.weight"`) || !strings.Contains(r.stderr, "tensors=100") {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/formats/torchpt"
 	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -224,7 +225,7 @@ func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, sh
 	if err != nil {
 		return nil, err
 	}
-	f, err := safetensors.ReadFile(path)
+	f, err := readWeightsFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("encoder weights: %w", err)
 	}
@@ -275,4 +276,20 @@ func (p Weights) local(env *nodes.Env) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("encoder weights %s: the repository has no model.safetensors (gatepipe reads safetensors, not pytorch_model.bin)", p)
+}
+
+// readWeightsFile reads a safetensors file or a torch.save checkpoint
+// (told apart by their first bytes: a zip archive is a checkpoint).
+func readWeightsFile(p string) (*safetensors.File, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	if torchpt.IsCheckpoint(head[:n]) {
+		return torchpt.ReadFile(p)
+	}
+	return safetensors.ReadFile(p)
 }

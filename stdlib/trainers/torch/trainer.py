@@ -110,8 +110,16 @@ def build_model(arch, in_ch, classes):
 
 
 def load_weights(model, path, log):
-    """Loads a safetensors state dict; tensors whose name or shape does not fit (a head) stay fresh."""
-    state = read_safetensors(path)
+    """Loads a safetensors state dict, or a torch.save checkpoint (weights only: no code runs);
+    tensors whose name or shape does not fit (a head) stay fresh."""
+    with open(path, "rb") as f:
+        zipped = f.read(4) == b"PK\x03\x04"
+    if zipped:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if isinstance(state, dict) and isinstance(state.get("state_dict", state.get("model")), dict):
+            state = state.get("state_dict", state.get("model"))
+    else:
+        state = read_safetensors(path)
     # gatepipe's own checkpoints name the encoder's tensors encoder.*
     state = {k[len("encoder."):] if k.startswith("encoder.") else k: v for k, v in state.items()}
     own = model.state_dict()
