@@ -22,6 +22,11 @@ type Ref struct {
 	Name string
 	// SHA256 is the checksum the configuration declares, if any.
 	SHA256 string
+	// SHA256Prefix, when set, is how the file's SHA-256 must start: a
+	// publisher that names its files by a hash prefix (torchvision's
+	// resnet50-11ad3fa6.pth) is checked at the first download, before the
+	// file is pinned.
+	SHA256Prefix string
 	// HF, when set, is a dataset repository ("owner/name"); Revision a
 	// branch, tag or commit (default "main"); Files path patterns in it
 	// (path.Match syntax, one directory level per pattern).

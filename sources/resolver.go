@@ -216,6 +216,9 @@ func (r *Resolver) pinURL(ctx context.Context, ref Ref, progress Progress) (Pin,
 	if err != nil {
 		return Pin{}, err
 	}
+	if ref.SHA256Prefix != "" && !strings.HasPrefix(sha, ref.SHA256Prefix) {
+		return Pin{}, fmt.Errorf("source %s: its SHA-256 is %s, but its publisher names it by the prefix %s: the download is not the published file, and it is not pinned", ref.URL, sha, ref.SHA256Prefix)
+	}
 	f.SHA256 = sha
 	if info, err := os.Stat(path); err == nil {
 		f.Size = info.Size()

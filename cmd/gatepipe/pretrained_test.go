@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -167,5 +168,50 @@ func TestFeaturesFromATorchSaveCheckpoint(t *testing.T) {
 	r := gp(t, cache, "apply", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "dim = 512") || !strings.Contains(r.stderr, `"fc.bias","fc.weight"`) || !strings.Contains(r.stderr, "tensors=100") {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTorchvisionWeightsByName: weights = "torchvision:resnet18.IMAGENET1K_V1"
+// validates without the network (the preset and the transform come from
+// torchvision's table); apply downloads torchvision's URL (here through a
+// mirror) and refuses a file whose SHA-256 does not start with the prefix
+// in its name, as torchvision does, without pinning it.
+func TestTorchvisionWeightsByName(t *testing.T) {
+	needTorch(t)
+	dir := t.TempDir()
+	pth := filepath.Join(t.TempDir(), "resnet18.pth")
+	script := "import sys, torch, torchvision\ntorch.save(torchvision.models.resnet18().state_dict(), sys.argv[1])\n"
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, pth).CombinedOutput(); err != nil {
+		t.Fatalf("writing the checkpoint: %v\n%s", err, out)
+	}
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	data, _ := os.ReadFile(pth)
+	writeFile(t, filepath.Join(mirror, "download.pytorch.org", "models", "resnet18-f37072fd.pth"), string(data))
+	config := strings.NewReplacer(`  arch            = "resnet"
+  channels        = [4, 8]
+  blocks          = [2, 1]
+  stem            = "imagenet"
+  block           = "bottleneck"
+  groups          = 2
+  width_per_group = 32
+  weights         = "w.safetensors"
+  preprocess = {
+    size     = 16
+    channels = 3
+    mean     = [0.5, 0.5, 0.5]
+    std      = [0.25, 0.25, 0.25]
+  }`, `  weights = "torchvision:resnet18.IMAGENET1K_V1"`).Replace(pretrainedConfig)
+	writeFile(t, filepath.Join(dir, "main.hcl"), config)
+	cache := t.TempDir()
+	if r := gp(t, cache, "validate", dir); r.code != 0 {
+		t.Fatalf("validate: %d\n%s", r.code, r.stderr)
+	}
+	r := gpEnv(t, cache, []string{"GATEPIPE_MIRROR=" + mirror, "HOME=" + t.TempDir()}, "apply", dir)
+	msg := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
+	if r.code == 0 || !strings.Contains(msg, "publisher names it by the prefix f37072fd") {
+		t.Fatalf("apply with a file that is not torchvision's: %d\n%s", r.code, msg)
+	}
+	if lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl")); strings.Contains(lock, "resnet18-f37072fd") {
+		t.Errorf("the refused file was pinned:\n%s", lock)
 	}
 }

@@ -80,11 +80,11 @@ func Encoder() nodes.Kind {
 
 func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	cfgPath, wDiags := weightsConfig(v, decl)
+	cfgPath, fromTable, wDiags := weightsConfig(v, decl)
 	if diags = append(diags, wDiags...); wDiags.HasErrors() {
 		return diags
 	}
-	var fromConfig *imageops.Preprocess
+	fromConfig := fromTable
 	if cfgPath != "" && v["preprocess"].IsNull() {
 		decl.Reads.Add(cfgPath)
 		if _, err := os.Stat(cfgPath); err == nil {

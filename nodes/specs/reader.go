@@ -201,7 +201,7 @@ func (p Weights) Fingerprint(ctx context.Context, w io.Writer) error {
 	if p == "" {
 		return nil
 	}
-	if IsHubWeights(string(p)) {
+	if IsHubWeights(string(p)) || IsTorchvisionWeights(string(p)) {
 		_, err := fmt.Fprintf(w, "weights %s\n", p)
 		return err
 	}
@@ -237,10 +237,17 @@ func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, sh
 	return w, nil
 }
 
-// Downloads is the Hub model the weights name, if any: a block that loads
-// them declares it, so that its pin enters the block's action ID and plan,
+// Downloads is the Hub model or torchvision file the weights name, if
+// any: a block that loads them declares it, so that its pin enters the block's action ID and plan,
 // fetch, mirror and -offline see it.
 func (p Weights) Downloads() []sources.Ref {
+	if IsTorchvisionWeights(string(p)) {
+		tv, err := LookupTorchvision(string(p))
+		if err != nil {
+			return nil
+		}
+		return []sources.Ref{tv.Ref()}
+	}
 	if !IsHubWeights(string(p)) {
 		return nil
 	}
@@ -251,17 +258,15 @@ func (p Weights) Downloads() []sources.Ref {
 	return []sources.Ref{ref}
 }
 
-// local is the weights file to read: the file itself, or a Hub model's
-// model.safetensors, fetched (or found in the blob store or the Hugging
-// Face cache).
+// local is the weights file to read: the file itself, a Hub model's
+// model.safetensors or torchvision's .pth, fetched (or found in the blob
+// store or the Hugging Face cache).
 func (p Weights) local(env *nodes.Env) (string, error) {
-	if !IsHubWeights(string(p)) {
+	refs := p.Downloads()
+	if len(refs) == 0 {
 		return string(p), nil
 	}
-	ref, err := HubWeightsRef(string(p))
-	if err != nil {
-		return "", err
-	}
+	ref := refs[0]
 	if env.Sources == nil {
 		return "", fmt.Errorf("encoder weights %s: no source resolver (internal error)", p)
 	}
@@ -271,7 +276,7 @@ func (p Weights) local(env *nodes.Env) (string, error) {
 		return "", fmt.Errorf("encoder weights %s: %w", p, err)
 	}
 	for _, f := range pin.Files {
-		if f.Path == "model.safetensors" {
+		if f.Path == "model.safetensors" || ref.HF == "" {
 			return env.Sources.Fetch(ctx, ref, f, env.Progress)
 		}
 	}

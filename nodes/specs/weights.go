@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
@@ -37,22 +38,33 @@ func HubWeightsRef(w string) (sources.Ref, error) {
 // that describes them ("" when there is none to read yet): beside a
 // weights file (whose relative path it makes absolute), or a Hub model's,
 // when it is pinned and at hand (or, in apply and fetch, pinned and
-// fetched now: it is small).
-func weightsConfig(v map[string]cty.Value, decl nodes.Decl) (string, hcl.Diagnostics) {
+// fetched now: it is small). torchvision weights have no config.json:
+// their transform comes from the table, and their preset fills an empty
+// one.
+func weightsConfig(v map[string]cty.Value, decl nodes.Decl) (string, *imageops.Preprocess, hcl.Diagnostics) {
 	weights := v["weights"].AsString()
 	switch {
 	case weights == "":
-		return "", nil
+		return "", nil, nil
+	case IsTorchvisionWeights(weights):
+		tv, err := LookupTorchvision(weights)
+		if err != nil {
+			return "", nil, hcl.Diagnostics{decl.Errorf("weights", "Unknown torchvision weights", "%s.", err)}
+		}
+		if v["preset"].AsString() == "" && v["arch"].AsString() == "" {
+			v["preset"] = cty.StringVal(tv.Preset)
+		}
+		return "", &tv.Preprocess, nil
 	case IsHubWeights(weights):
 		ref, err := HubWeightsRef(weights)
 		if err != nil {
-			return "", hcl.Diagnostics{decl.Errorf("weights", "Invalid weights", "%s.", err)}
+			return "", nil, hcl.Diagnostics{decl.Errorf("weights", "Invalid weights", "%s.", err)}
 		}
 		p, err := hubConfig(decl.Sources, ref)
 		if err != nil {
-			return "", hcl.Diagnostics{decl.Errorf("weights", "Cannot read the model's config.json", "%s: %s.", weights, err)}
+			return "", nil, hcl.Diagnostics{decl.Errorf("weights", "Cannot read the model's config.json", "%s: %s.", weights, err)}
 		}
-		return p, nil
+		return p, nil, nil
 	}
 	// A relative weights path is relative to the encoder's module.
 	if !filepath.IsAbs(weights) {
@@ -67,10 +79,10 @@ func weightsConfig(v map[string]cty.Value, decl nodes.Decl) (string, hcl.Diagnos
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			why = err.Error()
 		}
-		return "", hcl.Diagnostics{decl.Errorf("weights", "Weights file not found",
+		return "", nil, hcl.Diagnostics{decl.Errorf("weights", "Weights file not found",
 			"%s %s. weights takes a safetensors file (a timm model.safetensors with its config.json beside it, or a torchvision state_dict saved as safetensors) or a Hub model, hf:OWNER/NAME.", weights, why)}
 	}
-	return filepath.Join(filepath.Dir(weights), "config.json"), nil
+	return filepath.Join(filepath.Dir(weights), "config.json"), nil, nil
 }
 
 // hubConfig returns a Hub model's config.json if it can be had without a
