@@ -117,10 +117,14 @@ func TestRefusesWhatAStateDictDoesNotHold(t *testing.T) {
 		{"os.system", rewrite(t, func(p []byte) []byte {
 			return bytes.Replace(p, []byte("ctorch._utils\n_rebuild_tensor_v2\n"), []byte("cos\nsystem\n"), 1)
 		}), "os.system"},
-		{"view beyond its storage", rewrite(t, func(p []byte) []byte {
+		{"more elements than its storage", rewrite(t, func(p []byte) []byte {
 			// conv1.weight's size (3, 2, 3, 3) becomes (9, 2, 3, 3).
 			return bytes.Replace(p, []byte("(K\x03K\x02K\x03K\x03t"), []byte("(K\x09K\x02K\x03K\x03t"), 1)
-		}), "beyond its storage"},
+		}), "more elements than its storage"},
+		{"view beyond its storage", rewrite(t, func(p []byte) []byte {
+			// conv1.weight's stride (18, 9, 3, 1) becomes (18, 9, 3, 2).
+			return bytes.Replace(p, []byte("(K\x12K\x09K\x03K\x01t"), []byte("(K\x12K\x09K\x03K\x02t"), 1)
+		}), "reaches beyond its storage"},
 		{"legacy format", []byte("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."), "legacy format"},
 	}
 	full, _ := os.ReadFile(filepath.Join("testdata", "state_dict.pth"))
