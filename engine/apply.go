@@ -34,6 +34,15 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 	defer unlock()
 
 	rec := NewRunRecord()
+	if !e.runStarted.IsZero() {
+		rec.Started = e.runStarted.UTC()
+	}
+	rec.Pipeline, rec.PID, rec.Outcome = e.runPipeline, os.Getpid(), OutcomeRunning
+	// Saved now too, so that an apply killed before its end leaves a
+	// record that runs shows as interrupted.
+	if err := rec.Save(e.cache, e.opts.KeepRuns); err != nil {
+		e.log.Warn().Err(err).Msg("could not write run record")
+	}
 	g, items := e.instanceGraph()
 	total := 0
 	for _, it := range items {
@@ -122,6 +131,9 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 		}
 	}
 	rec.finish(e)
+	if ctx.Err() != nil {
+		rec.Outcome = OutcomeInterrupted
+	}
 	if err := rec.Save(e.cache, e.opts.KeepRuns); err != nil {
 		e.log.Warn().Err(err).Msg("could not write run record")
 	}

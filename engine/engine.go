@@ -75,6 +75,9 @@ type Engine struct {
 	cache  *cache.Cache // nil when only validating
 	log    zerolog.Logger
 	opts   Options
+	// runStarted and runPipeline go into the run record (SetRunInfo).
+	runStarted  time.Time
+	runPipeline string
 	// hold, when set, holds instances back (SetHold).
 	hold func(addr string) bool
 
@@ -155,6 +158,12 @@ func (e *Engine) DOT(w io.Writer) error { return e.graph.g.DOT(w) }
 // and their dependents are not run (status held / not run), and nothing
 // fails (apply -budget).
 func (e *Engine) SetHold(hold func(addr string) bool) { e.hold = hold }
+
+// SetRunInfo says when the apply began (the command, not its planning)
+// and which pipeline it applies, for the run record.
+func (e *Engine) SetRunInfo(started time.Time, pipeline string) {
+	e.runStarted, e.runPipeline = started, pipeline
+}
 
 // SetSpawner installs process isolation after construction (the CLI needs
 // the loaded session to build the child's command line).

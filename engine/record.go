@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"os"
 	"strconv"
 	"time"
 
@@ -20,6 +21,45 @@ type RunRecord struct {
 	Errors   []string       `json:"errors,omitempty"`
 	// Submitted counts the batch jobs submitted (Slurm executor).
 	Submitted int `json:"submitted,omitempty"`
+	// Pipeline is the applied pipeline's path; Outcome how the apply
+	// ended (OutcomeRunning while it runs, so that one killed stays so);
+	// PID the process that applied.
+	Pipeline string `json:"pipeline,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+}
+
+// Run outcomes (RunRecord.Outcome).
+const (
+	OutcomeRunning     = "running"
+	OutcomeOK          = "ok"
+	OutcomeFailed      = "failed"
+	OutcomeInterrupted = "interrupted"
+)
+
+// DisplayOutcome is the outcome to show: a record still "running" whose
+// process is gone was interrupted (killed, or its machine stopped); a
+// record from before outcomes were kept is judged by its counts.
+func (r *RunRecord) DisplayOutcome() string {
+	switch {
+	case r.Outcome == OutcomeRunning && !processAlive(r.PID):
+		return OutcomeInterrupted
+	case r.Outcome != "":
+		return r.Outcome
+	case r.Failed():
+		return OutcomeFailed
+	}
+	return OutcomeOK
+}
+
+// processAlive reports whether pid runs on this machine (0: unknown, taken
+// as gone).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // NodeRecord is one instance in a run record.
@@ -46,6 +86,12 @@ func NewRunRecord() *RunRecord {
 
 func (r *RunRecord) finish(e *Engine) {
 	r.Finished = time.Now().UTC()
+	defer func() {
+		r.Outcome = OutcomeOK
+		if r.Failed() {
+			r.Outcome = OutcomeFailed
+		}
+	}()
 	for _, v := range e.orderedVertices() {
 		for _, in := range v.instances {
 			n := NodeRecord{Addr: in.key(), Kind: v.nodeKind.Name(), Status: in.run, CacheHit: in.run == RunCached,

@@ -111,6 +111,11 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		}
 		view.setLogger(s.log)
 		abs, _ := filepath.Abs(path)
+		runStart := begun
+		if round > 1 {
+			runStart = time.Now()
+		}
+		s.engine.SetRunInfo(runStart, abs)
 		switch *executor {
 		case "local":
 			if isolate != nil {

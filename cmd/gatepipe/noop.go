@@ -26,6 +26,7 @@ import (
 // planned.
 type noopApply struct {
 	key, dir string
+	pipeline string // absolute, for the run record
 	reads    *readset.Set
 	log      zerolog.Logger
 }
@@ -104,7 +105,7 @@ func (c *cli) newNoopApply(path string, f *runFlags, eligible bool) *noopApply {
 	}
 	sort.Strings(env)
 	parts = append(parts, env...)
-	return &noopApply{key: noop.Key(parts...), dir: dir, reads: readset.New(),
+	return &noopApply{key: noop.Key(parts...), dir: dir, pipeline: abs, reads: readset.New(),
 		log: c.newLogger(&f.configFlags, nil)}
 }
 
@@ -134,6 +135,7 @@ func (c *cli) answerNoop(ctx context.Context, n *noopApply, start time.Time) (co
 	}
 	n.log.Debug().Int("instances", len(r.Nodes)).Int("files", len(r.Reads)).Msg("no-op record stands: nothing the plan read and no cache entry changed; not planning")
 	rec := r.RunRecord()
+	rec.Started, rec.Pipeline, rec.PID, rec.Outcome = start.UTC(), n.pipeline, os.Getpid(), engine.OutcomeOK
 	if err := rec.Save(cc, r.KeepRuns); err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe: writing run record:", err)
 		return exitRunFailure, true

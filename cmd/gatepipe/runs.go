@@ -81,7 +81,7 @@ output, error); RUN-ID is an ID, a unique prefix of one, or "last". With
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTARTED\tDURATION\tRAN\tCACHED\tFAILED\tSKIPPED")
+	fmt.Fprintln(tw, "RUN\tSTARTED\tDURATION\tOUTCOME\tRAN\tCACHED\tFAILED\tSKIPPED\tPIPELINE")
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -91,8 +91,16 @@ output, error); RUN-ID is an ID, a unique prefix of one, or "last". With
 		if json.Unmarshal(data, &r) != nil {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.ID, r.Started.Local().Format(time.DateTime),
-			formatDuration(r.Finished.Sub(r.Started)), r.Counts["ran"], r.Counts["cached"], r.Counts["failed"], r.Counts["skipped"])
+		took := "-"
+		if !r.Finished.IsZero() {
+			took = formatDuration(r.Finished.Sub(r.Started))
+		}
+		pipeline := r.Pipeline
+		if pipeline == "" {
+			pipeline = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Started.Local().Format(time.DateTime),
+			took, r.DisplayOutcome(), r.Counts["ran"], r.Counts["cached"], r.Counts["failed"], r.Counts["skipped"], pipeline)
 	}
 	tw.Flush()
 	return exitOK
@@ -100,8 +108,12 @@ output, error); RUN-ID is an ID, a unique prefix of one, or "last". With
 
 // writeRunTable prints one run: its totals, then a row per node.
 func writeRunTable(w io.Writer, r *engine.RunRecord) {
-	fmt.Fprintf(w, "Run %s, started %s, took %s: %d ran, %d cached, %d failed, %d skipped.\n\n",
-		r.ID, r.Started.Local().Format(time.DateTime), formatDuration(r.Finished.Sub(r.Started)),
+	took := "unfinished"
+	if !r.Finished.IsZero() {
+		took = formatDuration(r.Finished.Sub(r.Started))
+	}
+	fmt.Fprintf(w, "Run %s of %s, started %s, took %s, %s: %d ran, %d cached, %d failed, %d skipped.\n\n",
+		r.ID, orDash(r.Pipeline), r.Started.Local().Format(time.DateTime), took, r.DisplayOutcome(),
 		r.Counts["ran"], r.Counts["cached"], r.Counts["failed"], r.Counts["skipped"])
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tKIND\tSTATUS\tDURATION\tDEVICE\tOUTPUT\tERROR")
@@ -127,4 +139,11 @@ func writeRunTable(w io.Writer, r *engine.RunRecord) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr, n.Kind, n.Status, dur, dev, out, errText)
 	}
 	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

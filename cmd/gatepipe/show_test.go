@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,7 +63,8 @@ func TestShowAndRunsShowGolden(t *testing.T) {
 	if runs.code != 0 {
 		t.Fatalf("runs show: %d %s", runs.code, runs.stderr)
 	}
-	checkGolden(t, "runs_show.txt", normalize(runs.stdout, cache))
+	abs, _ := filepath.Abs(pipeline)
+	checkGolden(t, "runs_show.txt", strings.ReplaceAll(normalize(runs.stdout, cache), abs, "<pipeline>"))
 
 	open := gp(t, cache, "open", "command.prepare", pipeline)
 	if open.code != 0 || !strings.HasPrefix(open.stdout, cache+"/objects/") {
