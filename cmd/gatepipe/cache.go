@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
+	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/pipelines"
 )
@@ -13,7 +17,7 @@ import (
 func runCache(ctx context.Context, c *cli, args []string) int {
 	usage := `cache <ls|du|verify|gc> [flags]
 
-  ls       list cached outputs, newest first
+  ls       list cached outputs, oldest first (as runs), with the node and pipeline that made each
   du       show disk usage per area
   verify   re-hash every output and download; -repair removes damaged entries
   gc       remove entries unused for -older-than (default 720h), outputs no
@@ -42,10 +46,17 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
 			return exitRunFailure
 		}
+		// Oldest first, as runs lists the applies that made them.
+		slices.Reverse(entries)
+		made := madeBy(cc)
 		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ACTION\tOUTPUT\tFILES\tSIZE\tCREATED")
+		fmt.Fprintln(tw, "ACTION\tOUTPUT\tFILES\tSIZE\tCREATED\tNODE\tPIPELINE")
 		for _, e := range entries {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.Action.Short(), e.Output.Short(), e.Files, humanBytes(e.Size), e.Time.Format(time.DateTime))
+			m, ok := made[e.Action.String()]
+			if !ok {
+				m = maker{"-", "-"}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Action.Short(), e.Output.Short(), e.Files, humanBytes(e.Size), e.Time.Format(time.DateTime), m.addr, m.pipeline)
 		}
 		tw.Flush()
 		fmt.Fprintf(c.stdout, "%d entries in %s\n", len(entries), cc.Dir())
@@ -93,4 +104,34 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 		return exitConfigError
 	}
 	return exitOK
+}
+
+// maker is the node and pipeline a cache entry was last seen for.
+type maker struct{ addr, pipeline string }
+
+// madeBy maps action IDs to the node address and pipeline that the run
+// records name them under (the latest record wins; an entry whose records
+// were pruned is not in it).
+func madeBy(cc *cache.Cache) map[string]maker {
+	out := map[string]maker{}
+	paths, err := cc.Runs()
+	if err != nil {
+		return out
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var r engine.RunRecord
+		if json.Unmarshal(data, &r) != nil {
+			continue
+		}
+		for _, n := range r.Nodes {
+			if n.ActionID != "" {
+				out[n.ActionID] = maker{n.Addr, orDash(r.Pipeline)}
+			}
+		}
+	}
+	return out
 }

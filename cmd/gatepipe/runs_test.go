@@ -52,4 +52,14 @@ func TestRunsShowPipelineOutcomeAndWholeDurations(t *testing.T) {
 	if d := strings.Fields(lines[2])[3]; regexp.MustCompile(`µs$`).MatchString(d) {
 		t.Errorf("the cached apply is listed as %s", d)
 	}
+
+	// cache ls names the node and pipeline of each entry, oldest first.
+	ls := gp(t, cache, "cache", "ls")
+	rows := strings.Split(strings.TrimSpace(ls.stdout), "\n")
+	if len(rows) != 3 || !strings.Contains(rows[0], "NODE") {
+		t.Fatalf("cache ls:\n%s", ls.stdout)
+	}
+	if f := strings.Fields(rows[1]); f[len(f)-2] != "command.a" || f[len(f)-1] != ok {
+		t.Errorf("cache ls row %q, want command.a of %s", rows[1], ok)
+	}
 }
