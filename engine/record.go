@@ -4,8 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"os"
+	"errors"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
@@ -53,13 +54,13 @@ func (r *RunRecord) DisplayOutcome() string {
 }
 
 // processAlive reports whether pid runs on this machine (0: unknown, taken
-// as gone).
+// as gone): signal 0 checks that it exists without sending anything.
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return err == nil
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // NodeRecord is one instance in a run record.

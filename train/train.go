@@ -121,6 +121,14 @@ type Checkpoint struct {
 
 type float32s = []float32
 
+// SizedBy sizes the relational and retrieval heads by d's questions or
+// captions (their token count and vocabulary), as a model trained on d
+// has them: weights for such a model are matched against the same sizes.
+func (e EncoderSpec) SizedBy(d *Data) EncoderSpec {
+	e.Head.QLen, e.Head.Vocab = d.QLen, d.Vocab
+	return e
+}
+
 // Train fine-tunes enc (from init where it names a parameter, else from
 // the seed's initialisation) with a classification head on train, validating on
 // val and testing the top-k ensemble on test. log receives every log entry;
@@ -128,7 +136,7 @@ type float32s = []float32
 func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
 	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
-	enc.Head.QLen, enc.Head.Vocab = trainD.QLen, trainD.Vocab
+	enc = enc.SizedBy(trainD)
 	params, err := newParams(enc, trainD.task(), trainD.Shape, classes, rec.Seed)
 	if err != nil {
 		return nil, err

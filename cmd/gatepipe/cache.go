@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"text/tabwriter"
 	"time"
 
-	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/pipelines"
 )
@@ -118,15 +115,7 @@ func madeBy(cc *cache.Cache) map[string]maker {
 	if err != nil {
 		return out
 	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var r engine.RunRecord
-		if json.Unmarshal(data, &r) != nil {
-			continue
-		}
+	for _, r := range loadRuns(paths) {
 		for _, n := range r.Nodes {
 			if n.ActionID != "" {
 				out[n.ActionID] = maker{n.Addr, orDash(r.Pipeline)}

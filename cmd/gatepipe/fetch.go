@@ -149,6 +149,40 @@ func loadSourcesWith(ctx context.Context, c *cli, args []string, name, usage str
 	return s, pos[:lead], code
 }
 
+// pinnedFile is one file of a planned download.
+type pinnedFile struct {
+	d    engine.Download
+	file sources.File
+}
+
+// pinnedFiles plans the session, which pins every source whose block is
+// known, and lists the files of every pinned download, each URL once;
+// sources not pinned yet are named on stderr with what becomes of them
+// (later). It returns nil, with the exit code, when planning failed.
+func (c *cli) pinnedFiles(ctx context.Context, s *session, later string) ([]pinnedFile, int) {
+	_, diags := s.engine.Plan(ctx)
+	s.view.Diagnostics(append(s.warnings, diags...))
+	c.hintIfUnreachable(diags)
+	if diags.HasErrors() {
+		return nil, exitConfigError
+	}
+	out := []pinnedFile{}
+	seen := map[string]bool{}
+	for _, d := range s.engine.Downloads() {
+		if !d.Pinned {
+			fmt.Fprintf(c.stderr, "gatepipe: %s: %s is not pinned (its block waits on others); %s\n", d.Addr, d.Ref.Key(), later)
+			continue
+		}
+		for _, f := range d.Pin.Files {
+			if !seen[f.URL] {
+				seen[f.URL] = true
+				out = append(out, pinnedFile{d, f})
+			}
+		}
+	}
+	return out, exitOK
+}
+
 func runFetch(ctx context.Context, c *cli, args []string) int {
 	var toHF bool
 	s, _, code := loadSourcesWith(ctx, c, args, "fetch", "fetch [flags] [PATH]\n\nDownloads every remote source the pipeline declares into the cache and pins\nits checksums in "+sources.LockFileName+", without running anything: run it on\na login node, then `apply -offline` on a compute node that shares the cache.\nWith -hf-cache, Hub files also go into the Hugging Face cache, as\nhuggingface_hub lays it out, for Python tools to share.", sourcesResolve, 0,
@@ -162,45 +196,38 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 	if toHF {
 		hf = sources.HFCache{Root: sources.HFCacheRoot(c.env, c.env("HOME"))}
 	}
-	_, diags := s.engine.Plan(ctx) // pins every source whose block is known
-	s.view.Diagnostics(append(s.warnings, diags...))
-	c.hintIfUnreachable(diags)
-	if diags.HasErrors() {
-		return exitConfigError
+	pinned, code := c.pinnedFiles(ctx, s, "apply will fetch it")
+	if pinned == nil {
+		return code
 	}
 	r := s.engine.Options().Sources
 	var files, fetched int
 	var bytes int64
 	seen := map[string]bool{}
-	for _, d := range s.engine.Downloads() {
-		if !d.Pinned {
-			fmt.Fprintf(c.stderr, "gatepipe: %s: %s is not pinned (its block waits on others); apply will fetch it\n", d.Addr, d.Ref.Key())
+	for _, pf := range pinned {
+		d, file := pf.d, pf.file
+		if seen[file.SHA256] {
 			continue
 		}
-		for _, file := range d.Pin.Files {
-			if seen[file.SHA256] {
-				continue
+		seen[file.SHA256] = true
+		files++
+		have := r.Has(file)
+		if !have {
+			fmt.Fprintf(c.stdout, "fetching %s (%s)\n", file.URL, humanBytes(file.Size))
+		}
+		if !have || (!hf.IsZero() && d.Ref.HF != "") {
+			p, err := r.Fetch(ctx, d.Ref, file, nil)
+			if err == nil && !hf.IsZero() && d.Ref.HF != "" {
+				err = hf.Store(d.Ref, d.Pin.Commit, file, p)
 			}
-			seen[file.SHA256] = true
-			files++
-			have := r.Has(file)
-			if !have {
-				fmt.Fprintf(c.stdout, "fetching %s (%s)\n", file.URL, humanBytes(file.Size))
+			if err != nil {
+				fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
+				return exitRunFailure
 			}
-			if !have || (!hf.IsZero() && d.Ref.HF != "") {
-				p, err := r.Fetch(ctx, d.Ref, file, nil)
-				if err == nil && !hf.IsZero() && d.Ref.HF != "" {
-					err = hf.Store(d.Ref, d.Pin.Commit, file, p)
-				}
-				if err != nil {
-					fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
-					return exitRunFailure
-				}
-			}
-			if !have {
-				fetched++
-				bytes += file.Size
-			}
+		}
+		if !have {
+			fetched++
+			bytes += file.Size
 		}
 	}
 	if !hf.IsZero() {

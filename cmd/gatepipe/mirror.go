@@ -30,50 +30,37 @@ func runMirror(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe mirror:", err)
 		return exitConfigError
 	}
-	_, diags := s.engine.Plan(ctx) // pins every source whose block is known
-	s.view.Diagnostics(append(s.warnings, diags...))
-	c.hintIfUnreachable(diags)
-	if diags.HasErrors() {
-		return exitConfigError
+	pinned, code := c.pinnedFiles(ctx, s, "it is not in the mirror")
+	if pinned == nil {
+		return code
 	}
 	r := s.engine.Options().Sources
-	var files, written int
+	var written int
 	var bytes int64
-	seen := map[string]bool{}
-	for _, d := range s.engine.Downloads() {
-		if !d.Pinned {
-			fmt.Fprintf(c.stderr, "gatepipe mirror: %s: %s is not pinned (its block waits on others); it is not in the mirror\n", d.Addr, d.Ref.Key())
+	for _, pf := range pinned {
+		d, file := pf.d, pf.file
+		dest, err := mirrorPath(dir, file.URL)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
+			return exitRunFailure
+		}
+		if sameFile(dest, file) {
 			continue
 		}
-		for _, file := range d.Pin.Files {
-			if seen[file.URL] {
-				continue
-			}
-			seen[file.URL] = true
-			files++
-			dest, err := mirrorPath(dir, file.URL)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
-				return exitRunFailure
-			}
-			if sameFile(dest, file) {
-				continue
-			}
-			src, err := r.Fetch(ctx, d.Ref, file, nil)
-			if err == nil {
-				err = placeFile(src, dest)
-			}
-			if err != nil {
-				fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
-				return exitRunFailure
-			}
-			fmt.Fprintf(c.stdout, "mirrored %s (%s)\n", file.URL, humanBytes(file.Size))
-			written++
-			bytes += file.Size
+		src, err := r.Fetch(ctx, d.Ref, file, nil)
+		if err == nil {
+			err = placeFile(src, dest)
 		}
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
+			return exitRunFailure
+		}
+		fmt.Fprintf(c.stdout, "mirrored %s (%s)\n", file.URL, humanBytes(file.Size))
+		written++
+		bytes += file.Size
 	}
 	fmt.Fprintf(c.stdout, "%d file(s) in the mirror %s, %d written now (%s). Apply elsewhere with -mirror %s, or serve the directory over HTTP and use -mirror URL.\n",
-		files, dir, written, humanBytes(bytes), dir)
+		len(pinned), dir, written, humanBytes(bytes), dir)
 	return exitOK
 }
 

@@ -82,15 +82,7 @@ output, error); RUN-ID is an ID, a unique prefix of one, or "last". With
 	}
 	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTARTED\tDURATION\tOUTCOME\tRAN\tCACHED\tFAILED\tSKIPPED\tPIPELINE")
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var r engine.RunRecord
-		if json.Unmarshal(data, &r) != nil {
-			continue
-		}
+	for _, r := range loadRuns(paths) {
 		took := "-"
 		if !r.Finished.IsZero() {
 			took = formatDuration(r.Finished.Sub(r.Started))
@@ -146,4 +138,21 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// loadRuns reads the run records at paths, in their order, leaving out
+// those that cannot be read.
+func loadRuns(paths []string) []engine.RunRecord {
+	var out []engine.RunRecord
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var r engine.RunRecord
+		if json.Unmarshal(data, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }

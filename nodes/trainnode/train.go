@@ -164,11 +164,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	defer lf.Close()
-	// Questions and captions size the relational and retrieval heads, as
-	// Train sizes them: the weights must be matched against the same model.
-	loadEnc := n.enc
-	loadEnc.Head.QLen, loadEnc.Head.Vocab = splits[0].QLen, splits[0].Vocab
-	init, err := n.weights.Load(env, loadEnc, n.task, splits[0].Shape, outputs)
+	init, err := n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, outputs)
 	if err != nil {
 		return cty.NilVal, err
 	}
