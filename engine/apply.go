@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/gatepipe/gatepipe/internal/bug"
@@ -358,6 +360,16 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 		Devices: dev, Log: log, Progress: nodeProgress{r: e.opts.Reporter, addr: in.key()},
 		ActionID: in.action.String(), Version: e.opts.Version,
 	}
+	resumeKey := ""
+	if r, ok := in.node.(nodes.Resumer); ok && r.Resumes() {
+		resumeKey = e.resumeKey(in)
+		dir, unlock, err := e.cache.ResumeDir(ctx, resumeKey)
+		if err != nil {
+			return cache.OutputID{}, a.fail(ctx, in, fmt.Errorf("checkpoint directory: %w", err))
+		}
+		defer unlock()
+		env.ResumeDir = dir
+	}
 	val, err := runNode(ctx, in.node, env)
 	in.duration = time.Since(in.start)
 	if err == nil {
@@ -373,6 +385,12 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 	if err == nil {
 		err = e.loadOutput(in, out)
 	}
+	if err == nil && resumeKey != "" {
+		// The output is stored: its checkpoints are no longer needed.
+		if derr := e.cache.DropResume(resumeKey); derr != nil {
+			log.Warn().Err(derr).Msg("could not remove the finished run's checkpoints")
+		}
+	}
 	if err != nil {
 		log.Debug().Err(err).Msg("node failed")
 		return cache.OutputID{}, a.fail(ctx, in, err)
@@ -381,6 +399,15 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 	e.opts.Reporter.NodeFinished(in.key(), RunRan, in.duration, nil)
 	log.Debug().Dur("duration", in.duration).Str("output", out.Short()).Msg("node finished")
 	return out, nil
+}
+
+// resumeKey names an instance's resume directory: its address within
+// its pipeline directory, so the checkpoints of a run outlive a change
+// of its configuration (and are then refused by what reads them, which
+// checks the action ID they were written for).
+func (e *Engine) resumeKey(in *instance) string {
+	h := sha256.Sum256([]byte(in.v.mod.Pipeline.Dir + "\x00" + in.key()))
+	return hex.EncodeToString(h[:16])
 }
 
 // storableValue converts a node's value to its kind's output type and

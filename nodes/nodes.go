@@ -146,6 +146,12 @@ type Downloader interface {
 	Downloads() []sources.Ref
 }
 
+// Resumer is a node that can go on from where an interrupted run of it
+// stopped (training checkpoints). The engine gives it Env.ResumeDir.
+type Resumer interface {
+	Resumes() bool
+}
+
 // ResourceDefaulter is implemented by nodes that need more than one CPU
 // slot when the block sets no resources.
 type ResourceDefaulter interface {
@@ -178,6 +184,12 @@ type Env struct {
 	Log zerolog.Logger
 	// Progress reports progress of long work; never nil.
 	Progress Progress
+	// ResumeDir, for a node that is a Resumer, is a directory kept
+	// across failed, cancelled and killed runs of this instance (removed
+	// once its output is stored): checkpoints go there. What a node reads
+	// back from it must match its ActionID, since the directory belongs to
+	// the block's address, not to one configuration. Empty otherwise.
+	ResumeDir string
 	// ActionID identifies this run's inputs in the cache (hex), and
 	// Version is the gatepipe version; nodes may record both in their
 	// outputs as run metadata.

@@ -98,7 +98,7 @@ func BenchmarkTrainAccuracy(b *testing.B) {
 		ours, torch = ours[:0], torch[:0]
 		for seed := uint64(1); seed <= seeds; seed++ {
 			rec := Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: batch, Iterations: iters, ValidateEvery: iters, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, Seed: seed}
-			res, err := Train(context.Background(), referenceConvNet, nil, 10, rec, trainD, val, test, nil, nil)
+			res, err := Train(context.Background(), referenceConvNet, nil, 10, rec, trainD, val, test, nil, nil, Resume{})
 			if err != nil {
 				b.Fatal(err)
 			}

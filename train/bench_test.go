@@ -91,7 +91,7 @@ func trainThroughput(b *testing.B, threads int) {
 	for i := 0; i < b.N; i++ {
 		ours, torch = ours[:0], torch[:0]
 		for r := range rounds {
-			res, err := Train(context.Background(), referenceConvNet, nil, 10, rec, trainD, small, small, nil, nil)
+			res, err := Train(context.Background(), referenceConvNet, nil, 10, rec, trainD, small, small, nil, nil, Resume{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -45,14 +45,14 @@ func bands(n int, seed uint64, task Task) *Data {
 func TestTasksLearn(t *testing.T) {
 	rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 150, ValidateEvery: 50, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}}
-	res, err := Train(context.Background(), enc, nil, 3, rec, bands(200, 1, MultiLabel), bands(60, 2, MultiLabel), bands(120, 3, MultiLabel), nil, nil)
+	res, err := Train(context.Background(), enc, nil, 3, rec, bands(200, 1, MultiLabel), bands(60, 2, MultiLabel), bands(120, 3, MultiLabel), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Metrics["aps"] < 95 || res.Metrics["auc"] < 95 || res.Metrics["brier"] > 0.05 || res.Metrics["aps/2"] == 0 {
 		t.Errorf("multi-label: %v", res.Metrics)
 	}
-	res, err = Train(context.Background(), enc, nil, 1, rec, bands(200, 1, Regression), bands(60, 2, Regression), bands(120, 3, Regression), nil, nil)
+	res, err = Train(context.Background(), enc, nil, 1, rec, bands(200, 1, Regression), bands(60, 2, Regression), bands(120, 3, Regression), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSegmentationLearns(t *testing.T) {
 	rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 120, ValidateEvery: 40, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 	for _, enc := range []EncoderSpec{{Arch: "convnet", Channels: []int{8}}, {Arch: "vit", Patch: 2, Dim: 16, Depth: 1, Heads: 2, MLPRatio: 2}} {
 		t.Run(enc.Arch, func(t *testing.T) {
-			res, err := Train(context.Background(), enc, nil, 2, rec, squares(200, 1), squares(40, 2), squares(80, 3), nil, nil)
+			res, err := Train(context.Background(), enc, nil, 2, rec, squares(200, 1), squares(40, 2), squares(80, 3), nil, nil, Resume{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func clips(n int, seed uint64) *Data {
 func TestVideoLearns(t *testing.T) {
 	rec := Recipe{LR: 0.003, WeightDecay: 0.01, BatchSize: 16, Iterations: 150, ValidateEvery: 50, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}, Head: HeadSpec{Layers: 1, Dim: 16, Heads: 2}}
-	res, err := Train(context.Background(), enc, nil, 2, rec, clips(200, 1), clips(40, 2), clips(80, 3), nil, nil)
+	res, err := Train(context.Background(), enc, nil, 2, rec, clips(200, 1), clips(40, 2), clips(80, 3), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func askBands(n int, seed uint64) *Data {
 func TestRelationalLearns(t *testing.T) {
 	rec := Recipe{LR: 0.003, WeightDecay: 0.01, BatchSize: 16, Iterations: 300, ValidateEvery: 100, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}, Head: HeadSpec{Layers: 1, Dim: 16, Heads: 2}}
-	res, err := Train(context.Background(), enc, nil, 2, rec, askBands(300, 1), askBands(60, 2), askBands(120, 3), nil, nil)
+	res, err := Train(context.Background(), enc, nil, 2, rec, askBands(300, 1), askBands(60, 2), askBands(120, 3), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func pairs(n int, seed uint64) *Data {
 func TestRetrievalLearns(t *testing.T) {
 	rec := Recipe{LR: 0.003, WeightDecay: 0.01, BatchSize: 16, Iterations: 300, ValidateEvery: 100, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}, Hidden: []int{16}, Head: HeadSpec{Dim: 16}}
-	res, err := Train(context.Background(), enc, nil, 0, rec, pairs(300, 1), pairs(60, 2), pairs(120, 3), nil, nil)
+	res, err := Train(context.Background(), enc, nil, 0, rec, pairs(300, 1), pairs(60, 2), pairs(120, 3), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestFewShotGeneralisesToHeldOutClasses(t *testing.T) {
 	enc := EncoderSpec{Arch: "convnet", Channels: []int{8}, Hidden: []int{16}, Head: HeadSpec{Ways: 3, Shots: 3, Queries: 3}}
 	trainD := cells(300, 1, []int{0, 1, 2, 3, 4, 5})
 	val, test := cells(60, 2, []int{6, 7, 8}), cells(90, 3, []int{6, 7, 8})
-	res, err := Train(context.Background(), enc, nil, 9, rec, trainD, val, test, nil, nil)
+	res, err := Train(context.Background(), enc, nil, 9, rec, trainD, val, test, nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestFewShotGeneralisesToHeldOutClasses(t *testing.T) {
 	}
 	// Too few classes for the episode's ways is an error, not a panic.
 	enc.Head.Ways = 7
-	if _, err := Train(context.Background(), enc, nil, 9, rec, trainD, val, test, nil, nil); err == nil {
+	if _, err := Train(context.Background(), enc, nil, 9, rec, trainD, val, test, nil, nil, Resume{}); err == nil {
 		t.Error("7-way episodes from 6 classes: no error")
 	}
 }
@@ -398,7 +398,7 @@ func TestModalityStem(t *testing.T) {
 		"vector": {vectors(blobs(120, 1)), vectors(blobs(60, 2)), vectors(blobs(90, 3))},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := Train(context.Background(), enc, nil, 3, rec, data[0], data[1], data[2], nil, nil)
+			res, err := Train(context.Background(), enc, nil, 3, rec, data[0], data[1], data[2], nil, nil, Resume{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -133,7 +133,9 @@ func (e EncoderSpec) SizedBy(d *Data) EncoderSpec {
 // the seed's initialisation) with a classification head on train, validating on
 // val and testing the top-k ensemble on test. log receives every log entry;
 // progress the iteration count.
-func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64)) (*Result, error) {
+// resume saves the run's state as it asks and may start it from a saved
+// one.
+func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64), resume Resume) (*Result, error) {
 	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
 	enc = enc.SizedBy(trainD)
@@ -183,7 +185,8 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	vm := G.NewTapeMachine(m.g, G.BindDualValues(nodes...))
 	defer vm.Close()
 	opt := newAdamW(learn, rec)
-	rng := rand.New(rand.NewPCG(rec.Seed, trainSamplingStream))
+	src := rand.NewPCG(rec.Seed, trainSamplingStream)
+	rng := rand.New(src)
 	size := trainD.exampleSize()
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
 	yb, qb := newTargets(m), newQuestions(m)
@@ -194,7 +197,23 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	lastLog, seen := time.Now(), 0
 	var stepTime time.Duration
 	timed := 0 // steps in stepTime
-	for it := 1; it <= rec.Iterations; it++ {
+	first := 1
+	if from := resume.From; from != nil {
+		if err := from.fits(m, opt, rec.Iterations); err != nil {
+			if resume.Refused != nil {
+				resume.Refused(err)
+			}
+		} else {
+			if err := from.restore(m, opt, src); err != nil {
+				return nil, err
+			}
+			lr, best, bad, kept, first = from.LR, from.Best, from.Bad, from.Kept, from.Iteration+1
+			if resume.Resumed != nil {
+				resume.Resumed(from.Iteration, rec.Iterations)
+			}
+		}
+	}
+	for it := first; it <= rec.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -255,6 +274,15 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		}
 		if log != nil && (entry.Val != nil || entry.GradNorms != nil || it%20 == 0) {
 			log(entry)
+		}
+		if resume.due(it, rec.Iterations) {
+			st, err := capture(it, m, opt, src, lr, best, bad, kept)
+			if err == nil {
+				err = resume.Save(st)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint at iteration %d: %w", it, err)
+			}
 		}
 	}
 	var sets []map[string][]float32

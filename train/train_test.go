@@ -38,7 +38,7 @@ func TestEncodersLearn(t *testing.T) {
 		t.Run(enc.Arch, func(t *testing.T) {
 			rec := Recipe{LR: 0.01, WeightDecay: 0.01, BatchSize: 16, Iterations: 60, ValidateEvery: 20, TopK: 2, PlateauFactor: 0.5, PlateauPatience: 3, PlateauThreshold: 1e-4}
 			var logged int
-			res, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), func(LogEntry) { logged++ }, nil)
+			res, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), func(LogEntry) { logged++ }, nil, Resume{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,11 +52,11 @@ func TestEncodersLearn(t *testing.T) {
 func TestSeedsMakeRunsReproducible(t *testing.T) {
 	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
 	rec := Recipe{LR: 0.01, BatchSize: 8, Iterations: 20, ValidateEvery: 10, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3, Seed: 7}
-	a, err := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	a, err := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	b, _ := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil, Resume{})
 	if a.Metrics["loss"] != b.Metrics["loss"] {
 		t.Fatalf("same seed, different results: %v vs %v", a.Metrics, b.Metrics)
 	}
@@ -65,7 +65,7 @@ func TestSeedsMakeRunsReproducible(t *testing.T) {
 func TestDivergenceNamesTheIteration(t *testing.T) {
 	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
 	rec := Recipe{LR: 1e30, BatchSize: 8, Iterations: 50, ValidateEvery: 100, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
-	_, err := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil)
+	_, err := Train(context.Background(), enc, nil, 3, rec, blobs(60, 1), blobs(30, 2), blobs(30, 3), nil, nil, Resume{})
 	if err == nil || !contains(err.Error(), "diverged") || !contains(err.Error(), "iteration") {
 		t.Fatalf("err = %v", err)
 	}
@@ -91,7 +91,7 @@ func indexOf(s, sub string) int {
 func TestCheckpointsReload(t *testing.T) {
 	enc := EncoderSpec{Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}
 	rec := Recipe{LR: 0.01, BatchSize: 16, Iterations: 40, ValidateEvery: 20, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
-	res, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), nil, nil)
+	res, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestCheckpointsReload(t *testing.T) {
 func TestLinearProbeFreezesTheEncoder(t *testing.T) {
 	enc := EncoderSpec{Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}
 	rec := Recipe{LR: 0.01, BatchSize: 16, Iterations: 40, ValidateEvery: 20, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
-	pre, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), nil, nil)
+	pre, err := Train(context.Background(), enc, nil, 3, rec, blobs(120, 1), blobs(60, 2), blobs(90, 3), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestLinearProbeFreezesTheEncoder(t *testing.T) {
 		}
 	}
 	rec.LinearProbe, rec.Seed = true, 5
-	probe, err := Train(context.Background(), enc, init, 3, rec, blobs(120, 4), blobs(60, 5), blobs(90, 6), nil, nil)
+	probe, err := Train(context.Background(), enc, init, 3, rec, blobs(120, 4), blobs(60, 5), blobs(90, 6), nil, nil, Resume{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 		for _, row := range []struct {
 			name string
 			n    int64
-		}{{"outputs", u.Objects}, {"downloads", u.Blobs}, {"partial downloads", u.Partial}, {"work dirs", u.Tmp}, {"run records", u.Runs}, {"total", u.Total}} {
+		}{{"outputs", u.Objects}, {"downloads", u.Blobs}, {"partial downloads", u.Partial}, {"training checkpoints", u.Resume}, {"work dirs", u.Tmp}, {"run records", u.Runs}, {"total", u.Total}} {
 			fmt.Fprintf(tw, "%s\t%s\n", row.name, humanBytes(row.n))
 		}
 		tw.Flush()

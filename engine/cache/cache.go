@@ -39,7 +39,7 @@ func Open(dir string) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sub := range []string{"actions", "objects", "blobs", "partial", "locks", "tmp", "runs"} {
+	for _, sub := range []string{"actions", "objects", "blobs", "partial", "resume", "locks", "tmp", "runs"} {
 		if err := os.MkdirAll(filepath.Join(abs, sub), 0o777); err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}

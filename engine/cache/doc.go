@@ -14,6 +14,7 @@
 //	objects/cd/<outputid>/       the output files
 //	blobs/ef/<sha256>            downloaded files, keyed by their SHA-256
 //	partial/                     interrupted downloads, resumed later
+//	resume/<key>/                checkpoints of interrupted training, by node
 //	locks/                       per-action lock files
 //	tmp/                         work directories of running nodes
 //	runs/                        run records

@@ -64,7 +64,7 @@ func (c *Cache) walkActions(fn func(a ActionID, path string, info fs.FileInfo)) 
 
 // Usage is the disk usage of each area of the cache, in bytes.
 type Usage struct {
-	Objects, Blobs, Partial, Tmp, Runs, Total int64
+	Objects, Blobs, Partial, Resume, Tmp, Runs, Total int64
 }
 
 // DiskUsage measures the cache.
@@ -73,7 +73,7 @@ func (c *Cache) DiskUsage() (Usage, error) {
 	for _, area := range []struct {
 		name string
 		dst  *int64
-	}{{"objects", &u.Objects}, {"blobs", &u.Blobs}, {"partial", &u.Partial}, {"tmp", &u.Tmp}, {"runs", &u.Runs}} {
+	}{{"objects", &u.Objects}, {"blobs", &u.Blobs}, {"partial", &u.Partial}, {"resume", &u.Resume}, {"tmp", &u.Tmp}, {"runs", &u.Runs}} {
 		n, err := dirSize(filepath.Join(c.dir, area.name))
 		if err != nil {
 			return u, err
@@ -254,13 +254,18 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 			}
 		}
 	}
-	entries, _ := os.ReadDir(filepath.Join(c.dir, "partial"))
-	for _, ent := range entries {
-		p := filepath.Join(c.dir, "partial", ent.Name())
-		if info, err := ent.Info(); err == nil && info.ModTime().Before(cutoff) {
-			if os.Remove(p) == nil {
-				st.Other++
-				st.Bytes += info.Size()
+	// Interrupted downloads and training checkpoints are kept for the
+	// next attempt, unless nobody came back for them within the age.
+	for _, area := range []string{"partial", "resume"} {
+		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
+		for _, ent := range entries {
+			p := filepath.Join(c.dir, area, ent.Name())
+			if info, err := ent.Info(); err == nil && info.ModTime().Before(cutoff) {
+				n, _ := dirSize(p)
+				if os.RemoveAll(p) == nil {
+					st.Other++
+					st.Bytes += n
+				}
 			}
 		}
 	}

@@ -114,7 +114,7 @@ func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnosti
 var wholeAttrs = map[string][]string{
 	"encoder": {"depth", "dim", "heads", "mlp_ratio", "patch", "blocks", "channels", "hidden", "input_shape", "groups", "width_per_group", "version"},
 	"adapter": {"dim", "heads", "layers", "queries", "shots", "ways"},
-	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed"},
+	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed", "checkpoint_every"},
 }
 
 // checkWhole refuses fractional values (or list elements) of names.
@@ -198,9 +198,17 @@ func Recipe() nodes.Kind {
 		"plateau_factor":    {ty: cty.Number, def: num(0.5)},
 		"plateau_patience":  {ty: cty.Number, def: num(3)},
 		"plateau_threshold": {ty: cty.Number, def: num(1e-4)},
+		// checkpoint_every: iterations between resumable checkpoints; null
+		// (the default) checkpoints at validations at most once a minute,
+		// 0 never. Like every recipe attribute it is part of the
+		// configuration: changing it re-runs the training.
+		"checkpoint_every": {ty: cty.Number, def: cty.NullVal(cty.Number)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		diags := oneOf(decl, "optimizer", v["optimizer"].AsString(), "adamw")
 		diags = append(diags, oneOf(decl, "mode", v["mode"].AsString(), "finetune", "linear_probe")...)
+		if c := v["checkpoint_every"]; !c.IsNull() && c.LessThan(cty.Zero).True() {
+			diags = append(diags, decl.Errorf("checkpoint_every", "Invalid value", "checkpoint_every must be 0 (never) or a number of iterations, not %s.", c.AsBigFloat().String()))
+		}
 		return append(diags, positive(decl, v, "lr", "batch_size", "iterations", "validate_every", "top_k")...)
 	}}
 }

@@ -74,6 +74,8 @@ type Node struct {
 	dataset    string
 	benchmark  string
 	category   string
+	// checkpointEvery is the recipe's checkpoint_every (nil: unset).
+	checkpointEvery *int
 }
 
 // references lists, for each reference of a train block, an attribute
@@ -105,6 +107,10 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		Seed: uint64(r.Float("recipe", "seed")), PlateauFactor: r.Float("recipe", "plateau_factor"),
 		PlateauPatience: r.Int("recipe", "plateau_patience"), PlateauThreshold: r.Float("recipe", "plateau_threshold"),
 		LinearProbe: r.Str("recipe", "mode") == "linear_probe",
+	}
+	if c := r.Get("recipe", "checkpoint_every"); c != cty.NilVal && !c.IsNull() {
+		every, _ := c.AsBigFloat().Int64()
+		n.checkpointEvery = new(int(every))
 	}
 	if n.recipe.LR <= 0 {
 		n.recipe.LR = train.DefaultLR(n.enc.Arch, n.task)
@@ -159,7 +165,8 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 	}
 	logPath := filepath.Join(env.OutDir, command.TrainerLogFile)
-	lf, err := os.Create(logPath)
+	resume := n.resumer(env, logPath) // may restore the log up to its checkpoint
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -183,7 +190,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 				ev.Float64("lr", e.LR).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
 			}
 		},
-		func(done, total int64) { env.Progress.Update(done, total, "iterations") })
+		func(done, total int64) { env.Progress.Update(done, total, "iterations") }, resume)
 	if err != nil {
 		return cty.NilVal, err
 	}
