@@ -152,7 +152,7 @@ func TestFeaturesFromATorchSaveCheckpoint(t *testing.T) {
 	needTorch(t)
 	cache, dir := t.TempDir(), t.TempDir()
 	script := "import sys, torch, torchvision\ntorch.manual_seed(0)\ntorch.save(torchvision.models.resnet18().state_dict(), sys.argv[1])\n"
-	if out, err := exec.Command("/usr/bin/python3", "-c", script, filepath.Join(dir, "resnet18.pth")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(torchPython(), "-c", script, filepath.Join(dir, "resnet18.pth")).CombinedOutput(); err != nil {
 		t.Fatalf("writing the checkpoint: %v\n%s", err, out)
 	}
 	config := strings.NewReplacer(`  arch            = "resnet"
@@ -181,7 +181,7 @@ func TestTorchvisionWeightsByName(t *testing.T) {
 	dir := t.TempDir()
 	pth := filepath.Join(t.TempDir(), "resnet18.pth")
 	script := "import sys, torch, torchvision\ntorch.save(torchvision.models.resnet18().state_dict(), sys.argv[1])\n"
-	if out, err := exec.Command("/usr/bin/python3", "-c", script, pth).CombinedOutput(); err != nil {
+	if out, err := exec.Command(torchPython(), "-c", script, pth).CombinedOutput(); err != nil {
 		t.Fatalf("writing the checkpoint: %v\n%s", err, out)
 	}
 	mirror := filepath.Join(t.TempDir(), "mirror")

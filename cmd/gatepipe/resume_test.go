@@ -202,3 +202,82 @@ func sameOutputs(t *testing.T, a, b string) {
 var varyingRE = regexp.MustCompile(`,?"(images_per_sec|energy_joules)":[^,}]*`)
 
 func stripVarying(b []byte) []byte { return varyingRE.ReplaceAll(b, nil) }
+
+// torchResumePipeline trains the stdlib PyTorch trainer's small CNN for
+// a few seconds, checkpointing every 50 iterations.
+const torchResumePipeline = `
+dataset "gen" {
+  format   = "generated"
+  generator {
+    task  = "shape"
+    train = 200
+    test  = 40
+    size  = 16
+    seed  = 3
+  }
+  val_fraction = 0.2
+}
+benchmark "gen" {
+  dataset = dataset.gen.path
+  id      = "shape"
+}
+module "torch" {
+  source           = "stdlib/trainers/torch"
+  benchmark        = benchmark.gen
+  arch             = "convnet"
+  python           = "@PYTHON@"
+  lr               = 0.001
+  batch_size       = 16
+  iterations       = 500
+  validate_every   = 50
+  checkpoint_every = 50
+}
+output "dir" {
+  value = module.torch.out_dir
+}
+`
+
+// TestKilledTorchTrainResumes: the PyTorch trainer, killed with its
+// apply, goes on from its last checkpoint on the next apply (gatepipe
+// says where) and ends with the metrics and model of a run that never
+// stopped (CPU torch is deterministic); a checkpoint of a changed
+// configuration is refused with a warning.
+func TestKilledTorchTrainResumes(t *testing.T) {
+	needTorch(t)
+	resumed := regexp.MustCompile(`resumed at iteration (\d+) of 500`)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(torchResumePipeline))
+	ref := gp(t, t.TempDir(), "apply", dir)
+	if ref.code != 0 {
+		t.Fatalf("uninterrupted apply: %d\n%s", ref.code, ref.stderr)
+	}
+	cache := t.TempDir()
+	killAfterCheckpoint(t, cache, dir, "torch_state.pt")
+	r := gp(t, cache, "apply", dir)
+	if m := resumed.FindStringSubmatch(r.stderr); r.code != 0 || m == nil || m[1] == "0" {
+		t.Fatalf("apply after kill -9: exit %d, no 'resumed at iteration N of 500':\n%s", r.code, r.stderr)
+	}
+	a, b := outputDir(t, ref.stdout), outputDir(t, r.stdout)
+	if ma, mb := readFile(filepath.Join(a, "metrics.json")), readFile(filepath.Join(b, "metrics.json")); ma != mb {
+		t.Errorf("metrics differ from the uninterrupted run's:\n%s\nvs\n%s", ma, mb)
+	}
+	fa, errA := safetensors.ReadFile(filepath.Join(a, "model.safetensors"))
+	fb, errB := safetensors.ReadFile(filepath.Join(b, "model.safetensors"))
+	if errA != nil || errB != nil {
+		t.Fatalf("models: %v %v", errA, errB)
+	}
+	for name, ta := range fa.Tensors {
+		if tb := fb.Tensors[name]; tb == nil || !bytes.Equal(ta.Data, tb.Data) {
+			t.Errorf("model tensor %s differs from the uninterrupted run's", name)
+		}
+	}
+
+	changed := strings.Replace(torchResumePipeline, "lr               = 0.001", "lr               = 0.003", 1)
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(changed))
+	killAfterCheckpoint(t, cache, dir, "torch_state.pt")
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(changed, "0.003", "0.002", 1)))
+	r = gp(t, cache, "apply", dir)
+	if r.code != 0 || resumed.MatchString(r.stderr) || !strings.Contains(r.stderr, "was written by another configuration of this block") {
+		t.Fatalf("changed configuration: exit %d, want a warning and no resume:\n%s", r.code, r.stderr)
+	}
+}

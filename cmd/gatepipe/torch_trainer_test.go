@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,18 +11,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	commandnode "github.com/gatepipe/gatepipe/nodes/command"
 )
+
+// torchPython is the Python with PyTorch the torch tests run:
+// $GATEPIPE_TEST_PYTHON (a GPU machine's), else Debian's.
+func torchPython() string {
+	if p := os.Getenv("GATEPIPE_TEST_PYTHON"); p != "" {
+		return p
+	}
+	return "/usr/bin/python3"
+}
+
+// withPython puts torchPython into a pipeline's @PYTHON@ placeholders.
+func withPython(hcl string) string { return strings.ReplaceAll(hcl, "@PYTHON@", torchPython()) }
 
 // needTorch skips the test (fails it in CI, where make test installs
 // Debian's python3-torch and python3-torchvision) without PyTorch.
 func needTorch(t *testing.T) {
 	t.Helper()
-	if exec.Command("/usr/bin/python3", "-c", "import torch, torchvision").Run() != nil {
+	if exec.Command(torchPython(), "-c", "import torch, torchvision").Run() != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("/usr/bin/python3 with torch and torchvision is needed (python3-torch, python3-torchvision)")
+			t.Fatalf("%s with torch and torchvision is needed (python3-torch, python3-torchvision)", torchPython())
 		}
-		t.Skip("/usr/bin/python3 has no torch/torchvision")
+		t.Skipf("%s has no torch/torchvision (set GATEPIPE_TEST_PYTHON)", torchPython())
 	}
 }
 
@@ -52,7 +66,7 @@ module "torch_mini" {
   source         = "stdlib/trainers/torch"
   benchmark      = benchmark.mini
   arch           = "resnet18"
-  python         = "/usr/bin/python3"
+  python         = "@PYTHON@"
   batch_size     = 16
   iterations     = 6
   validate_every = 3
@@ -62,7 +76,7 @@ module "torch_ade20k" {
   source         = "stdlib/trainers/torch"
   benchmark      = benchmark.ade20k
   arch           = "convnet"
-  python         = "/usr/bin/python3"
+  python         = "@PYTHON@"
   batch_size     = 8
   iterations     = 4
   validate_every = 2
@@ -74,6 +88,7 @@ results "torch" {
 
 output "table" { value = results.torch.table }
 output "log"   { value = "${module.torch_mini.out_dir}/log.jsonl" }
+output "seg"   { value = "${module.torch_ade20k.out_dir}/model.safetensors" }
 `
 
 // TestStdlibTorchTrainer runs the stdlib PyTorch trainer with Debian's
@@ -86,7 +101,7 @@ func TestStdlibTorchTrainer(t *testing.T) {
 	needTorch(t)
 	_, srv := newTierHub(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), torchPipeline)
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(torchPipeline))
 	cache := filepath.Join(t.TempDir(), "c")
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
 	r := gpEnv(t, cache, env, "apply", dir)
@@ -121,6 +136,22 @@ func TestStdlibTorchTrainer(t *testing.T) {
 	if !validated {
 		t.Errorf("the log has no validation line:\n%s", data)
 	}
+	// The convnet's segmentation head holds the encoder as a submodule:
+	// its convolutions are in the saved model (they were left out, and
+	// so never trained, when the head kept a bound forward_features).
+	seg := regexp.MustCompile(`seg = "([^"]+)"`).FindStringSubmatch(r.stdout)
+	if seg == nil {
+		t.Fatalf("no seg output:\n%s", r.stdout)
+	}
+	model, err := safetensors.ReadFile(seg[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"features.0.weight", "features.0.bias", "features.3.weight", "features.3.bias", "head.weight"} {
+		if model.Tensors[name] == nil {
+			t.Errorf("the segmentation model lacks %s: the encoder is not part of what trains", name)
+		}
+	}
 	r = gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "nothing ran") {
 		t.Fatalf("second apply: %d\n%s", r.code, r.stderr)
@@ -136,10 +167,10 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 	hub, srv := newTierHub(t)
 	hub.token = "hf_tier"
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, `scale   = "test"`,
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(tierPipeline, `scale   = "test"`,
 		`scale   = "test"
   trainer = "torch"
-  python  = "/usr/bin/python3"`, 1))
+  python  = "@PYTHON@"`, 1)))
 	cache := filepath.Join(t.TempDir(), "c")
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
 	r := gpEnv(t, cache, env, "apply", dir)
@@ -192,10 +223,10 @@ func TestTorchTrainerResNetOnGreyImagesWithEncoderWeights(t *testing.T) {
 	_, srv := newTierHub(t)
 	dir := t.TempDir()
 	weights := filepath.Join(dir, "resnet18.safetensors")
-	if out, err := exec.Command("/usr/bin/python3", "-c", writeResNetWeights, weights).CombinedOutput(); err != nil {
+	if out, err := exec.Command(torchPython(), "-c", writeResNetWeights, weights).CombinedOutput(); err != nil {
 		t.Fatalf("writing the weights: %v\n%s", err, out)
 	}
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(`
 module "acdc" {
   source     = "stdlib/datasets/acdc"
   image_size = [32, 32]
@@ -212,7 +243,7 @@ module "torch_acdc" {
   benchmark      = benchmark.acdc
   arch           = "resnet18"
   weights        = abspath("resnet18.safetensors")
-  python         = "/usr/bin/python3"
+  python         = "@PYTHON@"
   batch_size     = 8
   iterations     = 2
   validate_every = 2
@@ -223,7 +254,7 @@ output "dir"   { value = module.torch_acdc.out_dir }
 results "t" {
   metrics = [module.torch_acdc.metrics]
 }
-`)
+`))
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
 	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code != 0 {
@@ -250,14 +281,57 @@ results "t" {
 	if strings.Contains(log, "Warning") {
 		t.Errorf("the trainer warned:\n%s", log)
 	}
+	encoderIsTrained(t, weights, filepath.Join(out[1], "model.safetensors"))
 
 	// One NaN in the weights: refused when they are loaded, naming the
 	// tensor and the count, instead of a run that trains around it.
-	if out, err := exec.Command("/usr/bin/python3", "-c", writeResNetWeights, weights, "layer2.0.conv1.weight").CombinedOutput(); err != nil {
+	if out, err := exec.Command(torchPython(), "-c", writeResNetWeights, weights, "layer2.0.conv1.weight").CombinedOutput(); err != nil {
 		t.Fatalf("writing the weights: %v\n%s", err, out)
 	}
 	r = gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "layer2.0.conv1.weight holds 1 NaN and 0 infinite of 73728 values") {
 		t.Fatalf("apply with a NaN in the weights: %d\n%s", r.code, r.stderr)
+	}
+}
+
+// encoderIsTrained checks that the model a torch segmentation run saved
+// holds every float tensor of the encoder it started from (under the
+// head's features.* names: the encoder is a submodule of the head, so it
+// moves to the GPU and the optimiser trains it) and that fine-tuning
+// changed them.
+func encoderIsTrained(t *testing.T, initPath, modelPath string) {
+	t.Helper()
+	init, err := safetensors.ReadFile(initPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := safetensors.ReadFile(modelPath)
+	if err != nil {
+		t.Fatalf("the trainer saved no model: %v", err)
+	}
+	var encoder, changed int
+	for name, tensor := range model.Tensors {
+		if !strings.HasPrefix(name, "features.") || tensor.DType != safetensors.F32 {
+			continue
+		}
+		encoder++
+		// features.4.0.conv1.weight is layer1.0.conv1.weight: the
+		// ResNet body is its children before the pool and fc.
+		if name == "features.4.0.conv1.weight" {
+			before := init.Tensors["encoder.layer1.0.conv1.weight"]
+			if before == nil || bytes.Equal(before.Data, tensor.Data) {
+				t.Errorf("layer1.0.conv1.weight did not change in training (or is missing from the weights)")
+			}
+			changed++
+		}
+	}
+	want := 0
+	for name := range init.Tensors {
+		if !strings.HasPrefix(name, "encoder.fc.") {
+			want++
+		}
+	}
+	if encoder != want || changed != 1 {
+		t.Fatalf("the saved model holds %d float encoder tensors, want %d (every one but fc); layer1.0.conv1 found: %v", encoder, want, changed == 1)
 	}
 }

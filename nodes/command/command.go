@@ -251,8 +251,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			return cty.NilVal, err
 		}
 		fctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go followLog(fctx, env)
+		followed := make(chan struct{})
+		go followLog(fctx, env, followed)
+		defer func() { stop(); <-followed }()
 		env.Log.Debug().Str("experiment", p).Msg("trainer protocol")
 	}
 	cmd.Env = append(os.Environ(), "GATEPIPE_OUT_DIR="+env.OutDir, "GATEPIPE_NODE="+env.Addr.String(),

@@ -33,6 +33,14 @@ type Experiment struct {
 	Config  any     `json:"config"`
 	OutDir  string  `json:"out_dir"`
 	Devices Devices `json:"devices"`
+	// ResumeDir is a directory kept across failed and killed runs of
+	// this node (removed once its output is stored): a trainer may keep
+	// checkpoints there and go on from the last one, if it was written
+	// for the same Action (the directory belongs to the block, so a
+	// changed configuration finds the old run's files).
+	ResumeDir string `json:"resume_dir,omitempty"`
+	// Action is the node's action ID: what a checkpoint must match.
+	Action string `json:"action"`
 }
 
 // Devices is the assignment a trainer must use.
@@ -63,9 +71,16 @@ type Metric struct {
 
 // LogLine is one line of log.jsonl; fields other than step and total are
 // free (loss, accuracy, lr...).
+//
+// Two fields are read as messages for the user: "resumed": true says the
+// trainer went on from a checkpoint at step (gatepipe logs "resumed at
+// iteration STEP of TOTAL"), and "warning" is logged as a warning (a
+// checkpoint that could not be used, say).
 type LogLine struct {
-	Step  int64 `json:"step"`
-	Total int64 `json:"total"`
+	Step    int64  `json:"step"`
+	Total   int64  `json:"total"`
+	Resumed bool   `json:"resumed,omitempty"`
+	Warning string `json:"warning,omitempty"`
 }
 
 func writeExperiment(env *nodes.Env, config any) (string, error) {
@@ -76,7 +91,8 @@ func writeExperiment(env *nodes.Env, config any) (string, error) {
 	if dev.GPUs == nil {
 		dev.GPUs = []string{}
 	}
-	exp := Experiment{Protocol: "gatepipe-trainer/1", Node: env.Addr.String(), Config: config, OutDir: env.OutDir, Devices: dev}
+	exp := Experiment{Protocol: "gatepipe-trainer/1", Node: env.Addr.String(), Config: config, OutDir: env.OutDir, Devices: dev,
+		ResumeDir: env.ResumeDir, Action: env.ActionID}
 	data, err := json.MarshalIndent(exp, "", "  ")
 	if err != nil {
 		return "", err
@@ -85,16 +101,22 @@ func writeExperiment(env *nodes.Env, config any) (string, error) {
 	return p, os.WriteFile(p, data, 0o644)
 }
 
-// followLog streams log.jsonl as progress until ctx ends.
-func followLog(ctx context.Context, env *nodes.Env) {
+// Resumes: a trainer gets a resume directory for its checkpoints.
+func (n *Node) Resumes() bool { return n.experiment != nil }
+
+// followLog streams log.jsonl as progress (and its messages as log
+// lines) until ctx ends, reads what was written up to then, and closes
+// done.
+func followLog(ctx context.Context, env *nodes.Env, done chan<- struct{}) {
+	defer close(done)
 	p := filepath.Join(env.OutDir, TrainerLogFile)
 	var offset int64
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for final := false; !final; {
 		select {
 		case <-ctx.Done():
-			return
+			final = true
 		case <-tick.C:
 		}
 		f, err := os.Open(p)
@@ -103,13 +125,25 @@ func followLog(ctx context.Context, env *nodes.Env) {
 		}
 		f.Seek(offset, 0)
 		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		var last LogLine
 		got := false
 		for sc.Scan() {
-			offset += int64(len(sc.Bytes())) + 1
+			line := sc.Bytes()
+			if len(line) == 0 || line[len(line)-1] != '}' {
+				break // a line still being written: read it next time
+			}
+			offset += int64(len(line)) + 1
 			var l LogLine
-			if json.Unmarshal(sc.Bytes(), &l) == nil {
-				last, got = l, true
+			if json.Unmarshal(line, &l) != nil {
+				continue
+			}
+			last, got = l, true
+			if l.Warning != "" {
+				env.Log.Warn().Msg(l.Warning)
+			}
+			if l.Resumed {
+				env.Log.Info().Msgf("resumed at iteration %d of %d", l.Step, l.Total)
 			}
 		}
 		f.Close()

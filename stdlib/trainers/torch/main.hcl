@@ -65,6 +65,11 @@ variable "seed" {
   default = 0
 }
 
+variable "checkpoint_every" {
+  description = "Iterations between resumable checkpoints (null: at validations, at most once a minute; 0: never). After a kill or a preemption the next apply goes on from the last one."
+  default     = null
+}
+
 variable "cpus" {
   description = "CPU slots (and torch threads) for the node."
   default     = 1
@@ -79,18 +84,19 @@ command "train" {
   run    = [var.python, "-c", file("trainer.py")]
   inputs = var.weights == null ? [] : [var.weights]
   experiment = {
-    model          = coalesce(var.model, var.arch)
-    arch           = var.arch
-    benchmark      = var.benchmark.id != "" ? var.benchmark.id : var.benchmark.name
-    category       = var.benchmark.category
-    dataset        = var.benchmark.dataset
-    weights        = var.weights
-    lr             = var.lr
-    weight_decay   = var.weight_decay
-    batch_size     = var.batch_size
-    iterations     = var.iterations
-    validate_every = var.validate_every
-    seed           = var.seed
+    model            = coalesce(var.model, var.arch)
+    arch             = var.arch
+    benchmark        = var.benchmark.id != "" ? var.benchmark.id : var.benchmark.name
+    category         = var.benchmark.category
+    dataset          = var.benchmark.dataset
+    weights          = var.weights
+    lr               = var.lr
+    weight_decay     = var.weight_decay
+    batch_size       = var.batch_size
+    iterations       = var.iterations
+    validate_every   = var.validate_every
+    seed             = var.seed
+    checkpoint_every = var.checkpoint_every
   }
   resources {
     cpus = var.cpus

@@ -6,17 +6,22 @@ the recipe), the output directory and the assigned devices. It trains a
 torchvision (or, when installed, timm) model with AdamW on the store's
 train split, validates every validate_every steps, keeps the best
 checkpoint by the validation score, tests it, appends progress to
-log.jsonl and writes metrics.json with GATE's metric names. One GPU when
+log.jsonl, writes metrics.json with GATE's metric names and the kept
+model as model.safetensors (the model's own tensor names). One GPU when
 gatepipe assigned one (CUDA_VISIBLE_DEVICES), else the CPU share it gave.
 
 Tasks: classification (Acc@1, Acc@5, Loss) and segmentation (mIoU, Mean
 Acc@, Overall Acc@, Dice Score, CE Loss: a 1x1 convolution on the
 encoder's last feature map, upsampled bilinearly, as gatepipe's built-in
-head). Standard library + torch (+ torchvision / timm for their models).
+head). With resume_dir in experiment.json it checkpoints every
+checkpoint_every iterations (unset: at validations, at most once a
+minute; 0: never) and goes on from the last checkpoint of the same
+action after a kill. Standard library + torch (+ torchvision / timm for their models).
 """
 import json
 import math
 import os
+import shutil
 import struct
 import sys
 import time
@@ -45,6 +50,28 @@ def read_safetensors(path):
         t = torch.frombuffer(data[b:e], dtype=dtype) if e > b else torch.empty(0, dtype=dtype)
         out[name] = t.reshape(h["shape"])
     return out
+
+
+def write_safetensors(path, tensors, metadata):
+    """Writes tensors (name -> tensor) as a safetensors file, through a
+    temporary file and a rename."""
+    names = {v: k for k, v in SAFETENSORS_DTYPES.items()}
+    header, blobs, off = {"__metadata__": {k: str(v) for k, v in metadata.items()}}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().to("cpu").contiguous()
+        if t.dtype not in names:
+            raise SystemExit("tensor %s: dtype %s cannot be saved" % (name, t.dtype))
+        b = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path + ".tmp", "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for b in blobs:
+            f.write(b)
+    os.replace(path + ".tmp", path)
 
 
 def load_split(store, split, meta, task):
@@ -83,15 +110,28 @@ class ConvNet(torch.nn.Module):
         return self.fc(self.forward_features(x).mean(dim=(2, 3)))
 
 
+class FeatureMap(torch.nn.Module):
+    """A model's forward_features as a module, so that a head built on it
+    holds the model as a submodule: moved to the GPU, optimised and saved
+    with the head (a bound method would leave the encoder out)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model.forward_features(x)
+
+
 def build_model(arch, in_ch, classes):
-    """The model and a function giving its last feature map [N, C, h, w]."""
+    """The model and a module giving its last feature map [N, C, h, w]."""
     if arch == "convnet":
         m = ConvNet(in_ch, classes)
-        return m, m.forward_features, m.width
+        return m, m.features, m.width
     if arch.startswith("timm:"):
         import timm
         m = timm.create_model(arch[5:], pretrained=False, num_classes=classes, in_chans=in_ch)
-        return m, m.forward_features, m.num_features
+        return m, FeatureMap(m), m.num_features
     import torchvision
     if not hasattr(torchvision.models, arch):
         raise SystemExit("model %r: not a torchvision model (torchvision %s); use convnet, a torchvision name "
@@ -191,18 +231,151 @@ def evaluate(model, x, y, task, classes, batch, dev):
             "Dice Score": (100.0 * float(dice.mean()), True), "CE Loss": (losses / n, False)}
 
 
+STATE_FILE = "torch_state.pt"
+AUTO_CHECKPOINT_GAP = 60.0  # seconds between checkpoints when checkpoint_every is unset
+
+
+def pack_state(state):
+    """A training state as a flat dict of tensors, which torch.load reads
+    back with weights_only=True on every torch version: the scalars and
+    the optimiser's settings go as JSON bytes in a uint8 tensor."""
+    flat, meta = {}, {}
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor):
+            flat[key] = value
+        elif key in ("model", "best_state"):
+            for k, v in value.items():
+                flat["%s/%s" % (key, k)] = v
+        elif key == "opt":
+            meta["opt_groups"] = value["param_groups"]
+            scalars = {}
+            for idx, slots in value["state"].items():
+                for name, v in slots.items():
+                    if isinstance(v, torch.Tensor):
+                        flat["opt/%d/%s" % (idx, name)] = v
+                    else:
+                        scalars["%d/%s" % (idx, name)] = v
+            meta["opt_scalars"] = scalars
+        else:
+            meta[key] = value
+    flat["meta"] = torch.tensor(list(json.dumps(meta).encode()), dtype=torch.uint8)
+    return flat
+
+
+def unpack_state(flat):
+    """The training state pack_state packed."""
+    state = json.loads(bytes(flat["meta"].tolist()).decode())
+    state["model"], state["best_state"] = {}, {}
+    opt = {"state": {}, "param_groups": state.pop("opt_groups")}
+    for key, v in flat.items():
+        if key == "meta":
+            continue
+        head, _, rest = key.partition("/")
+        if head in ("model", "best_state") and rest:
+            state[head][rest] = v
+        elif head == "opt" and rest:
+            idx, _, name = rest.partition("/")
+            opt["state"].setdefault(int(idx), {})[name] = v
+        else:
+            state[key] = v
+    for key, v in state.pop("opt_scalars").items():
+        idx, _, name = key.partition("/")
+        opt["state"].setdefault(int(idx), {})[name] = v
+    state["opt"] = opt
+    return state
+
+
+class Checkpoints:
+    """The run's checkpoints in the resume directory gatepipe gives
+    (experiment.json resume_dir): the whole training state and the log up
+    to it, written through a temporary file and a rename. A checkpoint
+    that is damaged or written for another action is reported and
+    removed, and training starts over."""
+
+    def __init__(self, exp, every, validate_every, log_path, warn):
+        self.dir = exp.get("resume_dir") or ""
+        self.action = exp.get("action", "")
+        self.every, self.validate_every = every, validate_every
+        self.log_path, self.warn = log_path, warn
+        self.last = time.time()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def load(self):
+        """The saved state for this action, or None; restores the log up to it."""
+        p = self.path(STATE_FILE)
+        if not self.dir or not os.path.exists(p):
+            return None
+        try:
+            st = unpack_state(torch.load(p, map_location="cpu", weights_only=True))
+            step = int(st["step"])
+        except Exception as e:  # a truncated or foreign file
+            self.warn("the checkpoint %s is damaged (%s): not used, training starts over" % (p, str(e).splitlines()[0][:200]))
+            os.remove(p)
+            return None
+        if st.get("action") != self.action:
+            self.warn("the checkpoint at iteration %d was written by another configuration of this block "
+                      "(action %s, now %s): not used, training starts over" % (step, str(st.get("action"))[:12], self.action[:12]))
+            os.remove(p)
+            return None
+        try:
+            with open(self.path("log.jsonl")) as src, open(self.log_path, "a") as dst:
+                for line in src:
+                    try:
+                        if int(json.loads(line).get("step", 0)) <= step:
+                            dst.write(line)
+                    except ValueError:
+                        pass
+        except OSError:
+            pass
+        return st
+
+    def due(self, step, total):
+        if not self.dir or step >= total or self.every == 0:
+            return False
+        if self.every is not None:
+            return step % self.every == 0
+        if step % self.validate_every != 0 or time.time() - self.last < AUTO_CHECKPOINT_GAP:
+            return False
+        return True
+
+    def save(self, state):
+        self.last = time.time()
+        state["action"] = self.action
+        # The log first: a kill between the two leaves a log ahead of the
+        # state, which load() trims.
+        shutil.copyfile(self.log_path, self.path("log.jsonl.tmp"))
+        os.replace(self.path("log.jsonl.tmp"), self.path("log.jsonl"))
+        tmp = self.path(STATE_FILE + ".tmp")
+        torch.save(pack_state(state), tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path(STATE_FILE))
+
+
 def main():
     with open(os.environ["GATEPIPE_EXPERIMENT"]) as f:
         exp = json.load(f)
     cfg, out_dir = exp["config"], exp["out_dir"]
-    logf = open(os.path.join(out_dir, "log.jsonl"), "a")
+    log_path = os.path.join(out_dir, "log.jsonl")
+
+    def say(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    def warn(msg):
+        say("warning: " + msg)
+        with open(log_path, "a") as f:
+            f.write(json.dumps({"step": 0, "total": 0, "warning": msg}) + "\n")
+
+    every = cfg.get("checkpoint_every")
+    ckpts = Checkpoints(exp, None if every is None else int(every), int(cfg.get("validate_every", 200)), log_path, warn)
+    resume = ckpts.load()
+    logf = open(log_path, "a")
 
     def progress(step, total, **fields):
         logf.write(json.dumps(dict(step=step, total=total, **fields)) + "\n")
         logf.flush()
-
-    def say(msg):
-        print(msg, file=sys.stderr, flush=True)
 
     cuda = exp["devices"].get("device") == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -239,8 +412,20 @@ def main():
     primary = "Acc@1" if task == "classification" else "mIoU"
     gen = torch.Generator().manual_seed(seed)
     best, best_state = -math.inf, None
+    first = 1
+    if resume is not None:
+        model.load_state_dict(resume["model"])
+        opt.load_state_dict(resume["opt"])
+        gen.set_state(resume["gen"])
+        torch.set_rng_state(resume["cpu_rng"])
+        if cuda and "cuda_rng" in resume:
+            torch.cuda.set_rng_state(resume["cuda_rng"])
+        best, best_state = resume["best"], resume["best_state"] or None
+        first = int(resume["step"]) + 1
+        progress(first - 1, iters, resumed=True)
+        say("resumed at iteration %d of %d" % (first - 1, iters))
     start = time.time()
-    for step in range(1, iters + 1):
+    for step in range(first, iters + 1):
         idx = torch.randint(0, x.shape[0], (min(batch, x.shape[0]),), generator=gen)
         loss = F.cross_entropy(model(x[idx].to(dev)), y[idx].to(dev))
         if not torch.isfinite(loss):
@@ -258,7 +443,16 @@ def main():
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         elif step % 10 == 0:
             progress(step, iters, loss=loss.item())
+        if ckpts.due(step, iters):
+            state = {"step": step, "model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
+                     "cpu_rng": torch.get_rng_state(), "best": best, "best_state": best_state or {}}
+            if cuda:
+                state["cuda_rng"] = torch.cuda.get_rng_state()
+            ckpts.save(state)
     model.load_state_dict(best_state)
+    # The kept model, encoder included, in its own (torch) tensor names.
+    write_safetensors(os.path.join(out_dir, "model.safetensors"), best_state,
+                      {"arch": cfg.get("arch", "resnet18"), "task": task, "val_score": best})
     test = evaluate(model, xt, yt, task, classes, batch, dev)
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
         json.dump({"model": cfg["model"], "benchmark": cfg["benchmark"], "category": cfg.get("category", "Img Class"),
