@@ -17,25 +17,37 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 FUZZTIME  ?=
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-# Training multiplies matrices with OpenBLAS (cgo) when Debian's
-# libopenblas-dev is installed (deps-blas installs it as root), else with
-# gonum's Go BLAS. Evaluated when used, so after deps-blas has run.
+# Training and features multiply matrices with OpenBLAS (cgo), from
+# Debian's libopenblas-dev (deps-blas installs it as root). Without it
+# `make build` stops and says how to install it: the portable Go BLAS is
+# about 10x slower, so it is built only when asked for, with PORTABLE=1.
+# Evaluated when used, so after deps-blas has run.
 TAGS       = $(shell echo '\#include <cblas.h>' | $(CC) -E - >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q libopenblas && echo openblas)
+PORTABLE  ?=
+# The build's prerequisite that installs OpenBLAS (tests set it empty).
+DEPS_BLAS ?= deps-blas
 
 .PHONY: build demo test unit fuzz bench deps-blas deps-demo deps-test deps-bench clean
 
-build:
+build: $(DEPS_BLAS)
+	@if [ -z "$(TAGS)" ] && [ -z "$(PORTABLE)" ]; then \
+		echo "make build: OpenBLAS (cblas.h and libopenblas) was not found, and without it training and" >&2; \
+		echo "features run about 10x slower. Install it:  sudo apt-get install libopenblas-dev" >&2; \
+		echo "or build the portable version on purpose:   make build PORTABLE=1" >&2; \
+		exit 1; \
+	fi
+	@if [ -z "$(TAGS)" ]; then echo "Building the portable version (PORTABLE=1): Go BLAS, about 10x slower than OpenBLAS." >&2; fi
 	$(GO) build -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatepipe
-	$(GO) build -o bin/gatepipe-supervisor ./cmd/gatepipe-supervisor
+	$(GO) build -o $(dir $(BIN))gatepipe-supervisor ./cmd/gatepipe-supervisor
 
 deps-blas:
-	@if [ -z "$(TAGS)" ]; then \
+	@if [ -z "$(TAGS)" ] && [ -z "$(PORTABLE)" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "Installing libopenblas-dev (training's matrix products)..."; \
+			echo "Installing libopenblas-dev (training's and features' matrix products)..."; \
 			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev >/dev/null) || \
-				echo "libopenblas-dev could not be installed: training uses gonum's Go BLAS"; \
+				echo "libopenblas-dev could not be installed"; \
 		else \
-			echo "libopenblas-dev is missing and we are not root: training uses gonum's Go BLAS"; \
+			echo "libopenblas-dev is missing and we are not root to install it"; \
 		fi; \
 	fi
 
