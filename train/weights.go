@@ -278,7 +278,9 @@ func featuresBatched(enc EncoderSpec, w Weights, d *Data, batch int) ([]float32,
 // extractor is a built frozen encoder graph: run computes the pooled
 // features of a Data's examples a graph batch at a time.
 type extractor struct {
-	vm    G.VM
+	// direct, when set, computes the features without a graph (a ViT).
+	direct *vitForward
+	vm     G.VM
 	in    *G.Node
 	val   G.Value
 	batch int
@@ -292,6 +294,18 @@ func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extracto
 	if err != nil {
 		return nil, err
 	}
+	if canRunViTDirect(enc, shape) {
+		f, err := newViTForward(enc, ps, w, shape)
+		if err != nil {
+			return nil, err
+		}
+		return &extractor{direct: f, batch: max(1, batch), shape: slices.Clone(shape), dim: f.outDim}, nil
+	}
+	return newGraphExtractor(enc, ps, w, shape, batch)
+}
+
+// newGraphExtractor builds the encoder's graph: every architecture.
+func newGraphExtractor(enc EncoderSpec, ps []*param, w Weights, shape []int, batch int) (*extractor, error) {
 	size := 1
 	for _, s := range shape {
 		size *= s
@@ -313,7 +327,7 @@ func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extracto
 	}
 	x := &extractor{batch: batch, shape: slices.Clone(shape)}
 	var feat *G.Node
-	err = b.try(func() {
+	err := b.try(func() {
 		b.g = G.NewGraph()
 		xshape := append([]int{batch}, shape...)
 		x.in = G.NewTensor(b.g, tensor.Float32, len(xshape), G.WithShape(xshape...), G.WithName("x"))
@@ -327,12 +341,21 @@ func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extracto
 	return x, nil
 }
 
-func (x *extractor) close() { x.vm.Close() }
+func (x *extractor) close() {
+	if x.vm != nil {
+		x.vm.Close()
+	}
+}
 
 func (x *extractor) run(d *Data) ([]float32, error) {
 	size, n := d.exampleSize(), d.Len()
 	if !slices.Equal(d.Shape, x.shape) {
 		return nil, fmt.Errorf("features: examples of shape %v for an encoder built for %v", d.Shape, x.shape)
+	}
+	if x.direct != nil {
+		out := make([]float32, n*x.dim)
+		x.direct.run(d.X[:n*size], n, out)
+		return out, nil
 	}
 	out := make([]float32, 0, n*x.dim)
 	xb := tensor.New(tensor.WithShape(append([]int{x.batch}, d.Shape...)...), tensor.Of(tensor.Float32))

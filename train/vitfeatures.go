@@ -1,0 +1,371 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gatepipe/gatepipe/train/cblas"
+	"gonum.org/v1/gonum/blas"
+)
+
+// vitForward is a frozen ViT's feature pass written directly over the
+// matrix product, without a graph: the same layers, names and numerics
+// as vitTokens and vitFeatures (which training uses and which parity
+// tests hold to PyTorch's), for frozen features only. A graph's tape
+// keeps every intermediate value of a chunk of images (gigabytes for a
+// ViT-B); this keeps one image's activations per worker, and runs one
+// image per worker at a time with a one-thread product, so the workers
+// never wait on each other.
+type vitForward struct {
+	e                    EncoderSpec
+	c, size, patch, grid int // input channels, image side, patch side, patches per side
+	n, t, d, heads, mlp  int // patches, tokens, width, heads, MLP width
+	pre                  int // tokens before the patches
+	eps                  float64
+	gemm                 cblas.Sgemmer
+	outDim               int
+	patchW, posW, clsW   []float32
+	blocks               []vitLayer
+	normW, normB         []float32 // final norm (token pooling) or fc_norm (avg)
+	preW, preB           []float32 // norm_pre, when NormPre
+	hidden               []denseLayer
+	patchBias            []float32
+	work                 sync.Pool
+	activation           func([]float32)
+}
+
+type vitLayer struct {
+	n1w, n1b, qkvW, qkvB, projW, projB, ls1 []float32
+	n2w, n2b, fc1W, fc1B, fc2W, fc2B, ls2   []float32
+}
+
+type denseLayer struct {
+	w, b    []float32
+	in, out int
+}
+
+// vitWork is one worker's buffers for one image.
+type vitWork struct {
+	patches, x, h, qkv, s, o, m, tmp, pooled []float32
+}
+
+// canRunViTDirect reports whether the direct pass computes enc's features
+// for images of shape: a ViT without a stem.
+func canRunViTDirect(enc EncoderSpec, shape []int) bool {
+	return enc.Arch == "vit" && len(shape) == 3 && shape[1] == shape[2] &&
+		(len(enc.InputShape) == 0 || slicesEqual(enc.InputShape, shape)) && enc.checkViT(shape) == nil
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// newViTForward reads the ViT's parameters (w where it names one, else
+// the initialisation of ps) for images of shape [C, S, S].
+func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitForward, error) {
+	byName := map[string]*param{}
+	for _, p := range ps {
+		byName[p.name] = p
+	}
+	var missing error
+	val := func(name string, n int) []float32 {
+		p, ok := byName[name]
+		if !ok {
+			if missing == nil {
+				missing = fmt.Errorf("vit: parameter %s is not declared", name)
+			}
+			return make([]float32, n)
+		}
+		v := p.init
+		if wv, ok := w[name]; ok {
+			v = wv
+		}
+		if len(v) != n && missing == nil {
+			missing = fmt.Errorf("vit: parameter %s has %d values, the layer needs %d", name, len(v), n)
+		}
+		return v
+	}
+	ratio := enc.MLPRatio
+	if ratio <= 0 {
+		ratio = 4
+	}
+	f := &vitForward{e: enc, c: shape[0], size: shape[1], patch: enc.Patch, d: enc.Dim, heads: enc.Heads,
+		eps: enc.lnEps(), pre: enc.prefixTokens(), gemm: cblas.Serial()}
+	f.grid = f.size / f.patch
+	f.n = f.grid * f.grid
+	f.t = f.n + f.pre
+	f.mlp = f.d * ratio
+	d, k := f.d, f.c*f.patch*f.patch
+	f.patchW = val("encoder.patch_embed.proj.weight", d*k)
+	if !enc.NoPatchBias {
+		f.patchBias = val("encoder.patch_embed.proj.bias", d)
+	}
+	f.posW = val("encoder.pos_embed", enc.posEmbedTokens(shape)*d)
+	if !enc.NoClassToken {
+		f.clsW = val("encoder.cls_token", d)
+	}
+	if enc.NormPre {
+		f.preW, f.preB = val("encoder.norm_pre.weight", d), val("encoder.norm_pre.bias", d)
+	}
+	ls := func(name string) []float32 {
+		if !enc.LayerScale {
+			return nil
+		}
+		return val(name, d)
+	}
+	for i := range enc.Depth {
+		p := fmt.Sprintf("encoder.blocks.%d", i)
+		f.blocks = append(f.blocks, vitLayer{
+			n1w: val(p+".norm1.weight", d), n1b: val(p+".norm1.bias", d),
+			qkvW: val(p+".attn.qkv.weight", 3*d*d), qkvB: val(p+".attn.qkv.bias", 3*d),
+			projW: val(p+".attn.proj.weight", d*d), projB: val(p+".attn.proj.bias", d), ls1: ls(p + ".ls1.gamma"),
+			n2w: val(p+".norm2.weight", d), n2b: val(p+".norm2.bias", d),
+			fc1W: val(p+".mlp.fc1.weight", f.mlp*d), fc1B: val(p+".mlp.fc1.bias", f.mlp),
+			fc2W: val(p+".mlp.fc2.weight", d*f.mlp), fc2B: val(p+".mlp.fc2.bias", d), ls2: ls(p + ".ls2.gamma"),
+		})
+	}
+	norm := "encoder.norm"
+	if enc.Pool == "avg" {
+		norm = "encoder.fc_norm"
+	}
+	f.normW, f.normB = val(norm+".weight", d), val(norm+".bias", d)
+	f.outDim = d
+	widest := d
+	for i, out := range enc.Hidden {
+		widest = max(widest, out)
+		name := fmt.Sprintf("encoder.fcs.%d", i)
+		f.hidden = append(f.hidden, denseLayer{w: val(name+".weight", out*f.outDim), b: val(name+".bias", out), in: f.outDim, out: out})
+		f.outDim = out
+	}
+	switch enc.Act {
+	case GELUErf, "":
+		f.activation = geluErfInPlace
+	case GELUTanh:
+		f.activation = geluTanhInPlace
+	case QuickGELU:
+		f.activation = quickGELUInPlace
+	default:
+		return nil, fmt.Errorf("vit: activation %q is not one of %v", enc.Act, Activations)
+	}
+	if missing != nil {
+		return nil, missing
+	}
+	f.work.New = func() any {
+		return &vitWork{patches: make([]float32, f.n*k), x: make([]float32, f.t*d), h: make([]float32, f.t*d),
+			qkv: make([]float32, f.t*3*d), s: make([]float32, f.t*f.t), o: make([]float32, f.t*d),
+			m: make([]float32, f.t*f.mlp), tmp: make([]float32, max(f.t*d, widest)), pooled: make([]float32, max(d, widest))}
+	}
+	return f, nil
+}
+
+// run computes the features of n images x (each C*S*S values) into out
+// (n*outDim values), one image per worker at a time on GOMAXPROCS
+// workers.
+func (f *vitForward) run(x []float32, n int, out []float32) {
+	size := f.c * f.size * f.size
+	workers := max(1, min(runtime.GOMAXPROCS(0), n))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			wk := f.work.Get().(*vitWork)
+			defer f.work.Put(wk)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f.image(wk, x[i*size:(i+1)*size], out[i*f.outDim:(i+1)*f.outDim])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// linear computes dst[rows, out] = src[rows, in] W^T + b (W [out, in]).
+func (f *vitForward) linear(dst, src []float32, rows, in, out int, w, b []float32) {
+	for r := range rows {
+		copy(dst[r*out:(r+1)*out], b)
+	}
+	f.gemm.Sgemm(blas.NoTrans, blas.Trans, rows, out, in, 1, src, in, w, in, 1, dst, out)
+}
+
+// image computes one image's features into out.
+func (f *vitForward) image(wk *vitWork, img, out []float32) {
+	d, t := f.d, f.t
+	p, g, k := f.patch, f.grid, f.c*f.patch*f.patch
+	// Patches as rows in the convolution weight's (c, y, x) order.
+	for gy := range g {
+		for gx := range g {
+			row := wk.patches[(gy*g+gx)*k:]
+			for c := range f.c {
+				for y := range p {
+					src := img[c*f.size*f.size+(gy*p+y)*f.size+gx*p:]
+					copy(row[(c*p+y)*p:(c*p+y+1)*p], src[:p])
+				}
+			}
+		}
+	}
+	x := wk.x
+	emb := x[f.pre*d:]
+	if f.patchBias != nil {
+		f.linear(emb, wk.patches, f.n, k, d, f.patchW, f.patchBias)
+	} else {
+		clear(emb[:f.n*d])
+		f.gemm.Sgemm(blas.NoTrans, blas.Trans, f.n, d, k, 1, wk.patches, k, f.patchW, k, 0, emb, d)
+	}
+	if f.e.NoEmbedClass {
+		addInto(emb[:f.n*d], f.posW[:f.n*d])
+	}
+	if f.pre > 0 {
+		copy(x[:d], f.clsW)
+	}
+	if !f.e.NoEmbedClass {
+		addInto(x[:t*d], f.posW[:t*d])
+	}
+	if f.preW != nil {
+		layerNormRows(x, x, t, d, f.preW, f.preB, f.eps)
+	}
+	for i := range f.blocks {
+		f.block(wk, &f.blocks[i])
+	}
+	pooled := wk.pooled[:d]
+	if f.e.Pool == "avg" {
+		clear(pooled)
+		for r := f.pre; r < t; r++ {
+			addInto(pooled, x[r*d:(r+1)*d])
+		}
+		for j := range pooled {
+			pooled[j] /= float32(t - f.pre)
+		}
+		layerNormRows(pooled, pooled, 1, d, f.normW, f.normB, f.eps)
+	} else {
+		layerNormRows(pooled, x[:d], 1, d, f.normW, f.normB, f.eps) // the class token
+	}
+	cur := pooled
+	for _, l := range f.hidden {
+		next := wk.tmp[:l.out]
+		f.linear(next, cur, 1, l.in, l.out, l.w, l.b)
+		for j, v := range next {
+			next[j] = max(v, 0)
+		}
+		copy(wk.pooled[:l.out], next)
+		cur = wk.pooled[:l.out]
+	}
+	copy(out, cur)
+}
+
+// block is one pre-norm transformer block on wk.x in place.
+func (f *vitForward) block(wk *vitWork, b *vitLayer) {
+	d, t, dh := f.d, f.t, f.d/f.heads
+	layerNormRows(wk.h, wk.x, t, d, b.n1w, b.n1b, f.eps)
+	f.linear(wk.qkv, wk.h, t, d, 3*d, b.qkvW, b.qkvB)
+	scale := float32(1 / math.Sqrt(float64(dh)))
+	for hd := range f.heads {
+		q, kk, v := wk.qkv[hd*dh:], wk.qkv[d+hd*dh:], wk.qkv[2*d+hd*dh:]
+		f.gemm.Sgemm(blas.NoTrans, blas.Trans, t, t, dh, 1, q, 3*d, kk, 3*d, 0, wk.s, t)
+		for r := range t {
+			softmaxRow(wk.s[r*t:(r+1)*t], scale)
+		}
+		f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, t, dh, t, 1, wk.s, t, v, 3*d, 0, wk.o[hd*dh:], d)
+	}
+	f.linear(wk.tmp, wk.o, t, d, d, b.projW, b.projB)
+	residual(wk.x, wk.tmp, b.ls1)
+	layerNormRows(wk.h, wk.x, t, d, b.n2w, b.n2b, f.eps)
+	f.linear(wk.m, wk.h, t, d, f.mlp, b.fc1W, b.fc1B)
+	f.activation(wk.m)
+	f.linear(wk.tmp, wk.m, t, f.mlp, d, b.fc2W, b.fc2B)
+	residual(wk.x, wk.tmp, b.ls2)
+}
+
+// residual adds h (scaled per channel by gamma, when LayerScale) to x.
+func residual(x, h, gamma []float32) {
+	if gamma == nil {
+		addInto(x, h)
+		return
+	}
+	d := len(gamma)
+	for i := range x {
+		x[i] += h[i] * gamma[i%d]
+	}
+}
+
+func addInto(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// layerNormRows normalises rows of src into dst (which may be src) as
+// layerNormOp does: statistics in float64.
+func layerNormRows(dst, src []float32, rows, d int, gamma, beta []float32, eps float64) {
+	for r := range rows {
+		row, out := src[r*d:(r+1)*d], dst[r*d:(r+1)*d]
+		var mean float64
+		for _, v := range row {
+			mean += float64(v)
+		}
+		mean /= float64(d)
+		var v2 float64
+		for _, v := range row {
+			c := float64(v) - mean
+			v2 += c * c
+		}
+		rstd := 1 / math.Sqrt(v2/float64(d)+eps)
+		for j, v := range row {
+			out[j] = float32((float64(v)-mean)*rstd)*gamma[j] + beta[j]
+		}
+	}
+}
+
+// softmaxRow is softmaxOp.row in place.
+func softmaxRow(x []float32, scale float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v*scale)
+	}
+	var sum float64
+	for j, v := range x {
+		e := math.Exp(float64(v*scale - mx))
+		x[j] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	for j := range x {
+		x[j] *= inv
+	}
+}
+
+func geluErfInPlace(x []float32) {
+	for i, v32 := range x {
+		v := float64(v32)
+		cdf := 0.5 * (1 + math.Erf(v/math.Sqrt2))
+		x[i] = float32(v * cdf)
+	}
+}
+
+func geluTanhInPlace(x []float32) {
+	c := float32(math.Sqrt(2 / math.Pi))
+	for i, v := range x {
+		inner := (v + v*v*v*0.044715) * c
+		x[i] = v * (float32(math.Tanh(float64(inner))) + 1) * 0.5
+	}
+}
+
+func quickGELUInPlace(x []float32) {
+	for i, v := range x {
+		x[i] = v * float32(1/(1+math.Exp(-float64(v*1.702))))
+	}
+}
