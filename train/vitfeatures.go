@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gatepipe/gatepipe/internal/vec"
 	"github.com/gatepipe/gatepipe/train/cblas"
 	"gonum.org/v1/gonum/blas"
 )
@@ -150,7 +151,7 @@ func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitFo
 	}
 	switch enc.Act {
 	case GELUErf, "":
-		f.activation = geluErfInPlace
+		f.activation = vec.GELUInPlace
 	case GELUTanh:
 		f.activation = geluTanhInPlace
 	case QuickGELU:
@@ -238,7 +239,14 @@ func (f *vitForward) image(wk *vitWork, img, out []float32) {
 		layerNormRows(x, x, t, d, f.preW, f.preB, f.eps)
 	}
 	for i := range f.blocks {
-		f.block(wk, &f.blocks[i])
+		rows := t
+		if i == len(f.blocks)-1 && f.e.Pool != "avg" {
+			// Token pooling reads only the class token (row 0) of the
+			// last block: its queries, projection and MLP need no other
+			// row (every row is still a key and a value).
+			rows = 1
+		}
+		f.block(wk, &f.blocks[i], rows)
 	}
 	pooled := wk.pooled[:d]
 	if f.e.Pool == "avg" {
@@ -266,27 +274,27 @@ func (f *vitForward) image(wk *vitWork, img, out []float32) {
 	copy(out, cur)
 }
 
-// block is one pre-norm transformer block on wk.x in place.
-func (f *vitForward) block(wk *vitWork, b *vitLayer) {
+// block is one pre-norm transformer block on wk.x in place, for the
+// first rows tokens (all tokens are keys and values).
+func (f *vitForward) block(wk *vitWork, b *vitLayer, rows int) {
 	d, t, dh := f.d, f.t, f.d/f.heads
 	layerNormRows(wk.h, wk.x, t, d, b.n1w, b.n1b, f.eps)
 	f.linear(wk.qkv, wk.h, t, d, 3*d, b.qkvW, b.qkvB)
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	for hd := range f.heads {
 		q, kk, v := wk.qkv[hd*dh:], wk.qkv[d+hd*dh:], wk.qkv[2*d+hd*dh:]
-		f.gemm.Sgemm(blas.NoTrans, blas.Trans, t, t, dh, 1, q, 3*d, kk, 3*d, 0, wk.s, t)
-		for r := range t {
-			softmaxRow(wk.s[r*t:(r+1)*t], scale)
-		}
-		f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, t, dh, t, 1, wk.s, t, v, 3*d, 0, wk.o[hd*dh:], d)
+		f.gemm.Sgemm(blas.NoTrans, blas.Trans, rows, t, dh, 1, q, 3*d, kk, 3*d, 0, wk.s, t)
+		vec.SoftmaxRows(wk.s[:rows*t], t, scale)
+		f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, rows, dh, t, 1, wk.s, t, v, 3*d, 0, wk.o[hd*dh:], d)
 	}
-	f.linear(wk.tmp, wk.o, t, d, d, b.projW, b.projB)
-	residual(wk.x, wk.tmp, b.ls1)
-	layerNormRows(wk.h, wk.x, t, d, b.n2w, b.n2b, f.eps)
-	f.linear(wk.m, wk.h, t, d, f.mlp, b.fc1W, b.fc1B)
-	f.activation(wk.m)
-	f.linear(wk.tmp, wk.m, t, f.mlp, d, b.fc2W, b.fc2B)
-	residual(wk.x, wk.tmp, b.ls2)
+	x, tmp := wk.x[:rows*d], wk.tmp[:rows*d]
+	f.linear(tmp, wk.o, rows, d, d, b.projW, b.projB)
+	residual(x, tmp, b.ls1)
+	layerNormRows(wk.h, x, rows, d, b.n2w, b.n2b, f.eps)
+	f.linear(wk.m, wk.h, rows, d, f.mlp, b.fc1W, b.fc1B)
+	f.activation(wk.m[:rows*f.mlp])
+	f.linear(tmp, wk.m, rows, f.mlp, d, b.fc2W, b.fc2B)
+	residual(x, tmp, b.ls2)
 }
 
 // residual adds h (scaled per channel by gamma, when LayerScale) to x.
@@ -301,12 +309,7 @@ func residual(x, h, gamma []float32) {
 	}
 }
 
-func addInto(dst, src []float32) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
-	}
-}
+func addInto(dst, src []float32) { vec.Add(dst, src) }
 
 // layerNormRows normalises rows of src into dst (which may be src) as
 // layerNormOp does: statistics in float64.
@@ -327,32 +330,6 @@ func layerNormRows(dst, src []float32, rows, d int, gamma, beta []float32, eps f
 		for j, v := range row {
 			out[j] = float32((float64(v)-mean)*rstd)*gamma[j] + beta[j]
 		}
-	}
-}
-
-// softmaxRow is softmaxOp.row in place.
-func softmaxRow(x []float32, scale float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v*scale)
-	}
-	var sum float64
-	for j, v := range x {
-		e := math.Exp(float64(v*scale - mx))
-		x[j] = float32(e)
-		sum += e
-	}
-	inv := float32(1 / sum)
-	for j := range x {
-		x[j] *= inv
-	}
-}
-
-func geluErfInPlace(x []float32) {
-	for i, v32 := range x {
-		v := float64(v32)
-		cdf := 0.5 * (1 + math.Erf(v/math.Sqrt2))
-		x[i] = float32(v * cdf)
 	}
 }
 
