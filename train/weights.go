@@ -281,11 +281,11 @@ type extractor struct {
 	// direct, when set, computes the features without a graph (a ViT).
 	direct *vitForward
 	vm     G.VM
-	in    *G.Node
-	val   G.Value
-	batch int
-	shape []int
-	dim   int
+	in     *G.Node
+	val    G.Value
+	batch  int
+	shape  []int
+	dim    int
 }
 
 func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extractor, error) {
