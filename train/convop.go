@@ -282,22 +282,29 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 		}
 		forImages(op.batch, workers, func(wk, i int) {
 			col := op.scratch[wk]
-			if op.keepCols {
+			switch {
+			case op.keepCols:
 				col = op.cols[i*rows*cols:][:rows*cols]
+				op.im2col(a[i*inSize:(i+1)*inSize], col)
+			case op.pointwise():
+				col = a[i*inSize : (i+1)*inSize] // the image is its own im2col matrix
+			default:
+				op.im2col(a[i*inSize:(i+1)*inSize], col)
 			}
-			op.im2col(a[i*inSize:(i+1)*inSize], col)
 			y := res[i*outSize : (i+1)*outSize]
 			for g := range op.groups {
 				impl.Sgemm(blas.NoTrans, blas.NoTrans, og, cols, rg, 1, bv[g*og*rg:], rg, col[g*rg*cols:], cols, 0, y[g*og*cols:], cols)
 			}
-			for c, bc := range bias {
-				vec.AddConst(y[c*cols:(c+1)*cols], bc)
-			}
-			if op.relu {
-				for j, v := range y {
-					if v < 0 {
-						y[j] = 0
-					}
+			switch {
+			case op.relu && bias != nil:
+				for c, bc := range bias {
+					vec.AddConstReLU(y[c*cols:(c+1)*cols], bc)
+				}
+			case op.relu:
+				vec.AddConstReLU(y, 0)
+			default:
+				for c, bc := range bias {
+					vec.AddConst(y[c*cols:(c+1)*cols], bc)
 				}
 			}
 		})
@@ -460,6 +467,10 @@ func (op *convOp) eachTap(img, col []float32, fn func(plane, row []float32, ki, 
 
 // im2col lays one image [Cin, H, W] out as [Cin*k*k, outH*outW]: row
 // (c, ki, kj), column (oy, ox) holds the input under that kernel tap.
+// pointwise reports a 1x1 convolution with stride 1 and no padding,
+// whose im2col matrix is the image itself ([Cin, H*W]).
+func (op *convOp) pointwise() bool { return op.k == 1 && op.stride == 1 && op.pad == 0 }
+
 func (op *convOp) im2col(img, col []float32) {
 	if op.same() {
 		op.eachTap(img, col, func(plane, row []float32, ki, kj int) {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/gatepipe/gatepipe/internal/vec"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -98,14 +99,6 @@ func (op *addReLUOp) Do(inputs ...G.Value) (G.Value, error) {
 	}
 	out := op.out.get(len(a))
 	c = c[:len(a)]
-	inParts(len(a), 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if s := a[i] + c[i]; s > 0 {
-				out[i] = s
-			} else {
-				out[i] = 0
-			}
-		}
-	})
+	inParts(len(a), 1, func(lo, hi int) { vec.AddReLU(out[lo:hi], a[lo:hi], c[lo:hi]) })
 	return tensor.New(tensor.WithShape(inputs[0].Shape().Clone()...), tensor.WithBacking(out)), nil
 }

@@ -69,3 +69,23 @@ func TestGELUAndSoftmaxKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestReLUKernels: the fused bias/residual ReLUs, tails included.
+func TestReLUKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{1, 7, 8, 9, 31} {
+		a, b := make([]float32, n), make([]float32, n)
+		for i := range a {
+			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		d := append([]float32(nil), a...)
+		AddConstReLU(d, 0.3)
+		s := make([]float32, n)
+		AddReLU(s, a, b)
+		for i := range a {
+			if d[i] != max(a[i]+0.3, 0) || s[i] != max(a[i]+b[i], 0) {
+				t.Fatalf("n %d, %d: AddConstReLU %v, AddReLU %v for a %v b %v", n, i, d[i], s[i], a[i], b[i])
+			}
+		}
+	}
+}
