@@ -275,11 +275,17 @@ func featuresBatched(enc EncoderSpec, w Weights, d *Data, batch int) ([]float32,
 	return out, x.dim, err
 }
 
+// directPass computes n images' features into out without a graph.
+type directPass interface {
+	run(x []float32, n int, out []float32)
+}
+
 // extractor is a built frozen encoder graph: run computes the pooled
 // features of a Data's examples a graph batch at a time.
 type extractor struct {
-	// direct, when set, computes the features without a graph (a ViT).
-	direct *vitForward
+	// direct, when set, computes the features without a graph (a ViT,
+	// a ResNet).
+	direct directPass
 	vm     G.VM
 	in     *G.Node
 	val    G.Value
@@ -294,12 +300,24 @@ func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extracto
 	if err != nil {
 		return nil, err
 	}
-	if canRunViTDirect(enc, shape) {
+	var direct directPass
+	var dim int
+	switch {
+	case canRunViTDirect(enc, shape):
 		f, err := newViTForward(enc, ps, w, shape)
 		if err != nil {
 			return nil, err
 		}
-		return &extractor{direct: f, batch: max(1, batch), shape: slices.Clone(shape), dim: f.outDim}, nil
+		direct, dim = f, f.outDim
+	case canRunResNetDirect(enc, shape):
+		f, err := newResNetForward(enc, ps, w, shape)
+		if err != nil {
+			return nil, err
+		}
+		direct, dim = f, f.outDim
+	}
+	if direct != nil {
+		return &extractor{direct: direct, batch: max(1, batch), shape: slices.Clone(shape), dim: dim}, nil
 	}
 	return newGraphExtractor(enc, ps, w, shape, batch)
 }

@@ -1,0 +1,274 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gatepipe/gatepipe/internal/vec"
+	"github.com/gatepipe/gatepipe/train/cblas"
+	"gonum.org/v1/gonum/blas"
+)
+
+// resnetForward is a frozen ResNet's (or ResNeXt's) feature pass written
+// directly over the matrix product, without a graph: the layers of
+// resnetTrunk with each batch norm folded into its convolution as the
+// frozen graph folds it (foldBN), the ReLUs in the convolutions' output
+// pass and the residual add. Each worker takes its own images through the
+// whole network with one-thread products, so workers never wait on each
+// other at a layer boundary as the graph's per-layer image split does,
+// and it keeps one image's activations per worker, not a chunk's tape.
+type resnetForward struct {
+	c, size int // input channels and side
+	layers  []resnetStep
+	// act and col are the largest activation and im2col matrix, in values.
+	act, col int
+	outDim   int
+	gemm     cblas.Sgemmer
+	work     sync.Pool
+}
+
+// resnetStep is one step on an image's activations: a convolution (with
+// its folded weight and bias) from buffer in to buffer out, a max pool,
+// or the residual add and ReLU of out and in into out. Buffers are
+// numbered 0-4 in a worker's resnetWork.
+type resnetStep struct {
+	op      *convOp // a convolution's geometry (batch 1)
+	w, b    []float32
+	relu    bool
+	pool    bool // max pool k, stride, pad of op's geometry
+	residue bool // out = max(out + in, 0)
+	in, out int
+}
+
+type resnetWork struct {
+	bufs [5][]float32
+	col  []float32
+}
+
+// canRunResNetDirect reports whether the direct pass computes enc's
+// features for images of shape: a ResNet without a stem or dense layers.
+func canRunResNetDirect(enc EncoderSpec, shape []int) bool {
+	return enc.Arch == "resnet" && len(shape) == 3 && len(enc.Hidden) == 0 &&
+		(len(enc.InputShape) == 0 || slicesEqual(enc.InputShape, shape))
+}
+
+// newResNetForward reads the ResNet's parameters (w where it names one,
+// else the initialisation of ps) for images of shape [C, H, W] (square
+// or not) and plans its steps.
+func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*resnetForward, error) {
+	byName := map[string]*param{}
+	for _, p := range ps {
+		byName[p.name] = p
+	}
+	f := &resnetForward{c: shape[0], size: shape[1] * shape[2], gemm: cblas.Serial()}
+	var err error
+	value := func(name string, n int) []float32 {
+		p, ok := byName[name]
+		v := []float32(nil)
+		if ok {
+			v = p.init
+			if wv, ok := w[name]; ok {
+				v = wv
+			}
+		}
+		if len(v) != n && err == nil {
+			err = fmt.Errorf("resnet: parameter %s has %d values, the layer needs %d", name, len(v), n)
+		}
+		return v
+	}
+	h, wd := shape[1], shape[2]
+	f.act = shape[0] * h * wd
+	conv := func(conv, bn string, in, out, k, stride, pad, groups int, relu bool, from, to int) {
+		op := newConvOp(convForward, 1, in, h, wd, out, k, stride, pad, groups)
+		wt := value(conv+".weight", out*(in/groups)*k*k)
+		g, bt := value(bn+".weight", out), value(bn+".bias", out)
+		mean, variance := value(bn+".running_mean", out), value(bn+".running_var", out)
+		if err != nil {
+			return
+		}
+		fw, fb := foldBN(wt, g, bt, mean, variance, out)
+		f.layers = append(f.layers, resnetStep{op: op, w: fw, b: fb, relu: relu, in: from, out: to})
+		f.act = max(f.act, out*op.outH*op.outW)
+		if !op.pointwise() {
+			f.col = max(f.col, in*k*k*op.outH*op.outW)
+		}
+	}
+	// Buffer 0 holds the block's input (and output), 1-3 the branch, 4
+	// the downsampled shortcut.
+	c := enc.Channels[0]
+	if enc.Stem == "imagenet" {
+		conv("encoder.conv1", "encoder.bn1", shape[0], c, 7, 2, 3, 1, true, 0, 1)
+		h, wd = f.layers[0].op.outH, f.layers[0].op.outW
+		pool := newConvOp(convForward, 1, c, h, wd, c, 3, 2, 1, 1)
+		f.layers = append(f.layers, resnetStep{op: pool, pool: true, in: 1, out: 0})
+		h, wd = pool.outH, pool.outW
+	} else {
+		conv("encoder.conv1", "encoder.bn1", shape[0], c, 3, 1, 1, 1, true, 0, 1)
+		f.layers = append(f.layers, resnetStep{op: nil, in: 1, out: 0}) // a copy
+		h, wd = f.layers[0].op.outH, f.layers[0].op.outW
+	}
+	for s, planes := range enc.Channels {
+		for j := 0; j < enc.Blocks[s]; j++ {
+			if err != nil {
+				return nil, err
+			}
+			stride := 1
+			if s > 0 && j == 0 {
+				stride = 2
+			}
+			p := fmt.Sprintf("encoder.layer%d.%d", s+1, j)
+			inH, inW := h, wd
+			var width int
+			if enc.Block == "bottleneck" {
+				mid := enc.bottleneckWidth(planes)
+				width = planes * bottleneckExpansion
+				conv(p+".conv1", p+".bn1", c, mid, 1, 1, 0, 1, true, 0, 1)
+				conv(p+".conv2", p+".bn2", mid, mid, 3, stride, 1, max(enc.Groups, 1), true, 1, 2)
+				h, wd = f.layers[len(f.layers)-1].op.outH, f.layers[len(f.layers)-1].op.outW
+				conv(p+".conv3", p+".bn3", mid, width, 1, 1, 0, 1, false, 2, 3)
+			} else {
+				width = planes
+				conv(p+".conv1", p+".bn1", c, width, 3, stride, 1, 1, true, 0, 1)
+				h, wd = f.layers[len(f.layers)-1].op.outH, f.layers[len(f.layers)-1].op.outW
+				conv(p+".conv2", p+".bn2", width, width, 3, 1, 1, 1, false, 1, 3)
+			}
+			short := 0
+			if stride != 1 || c != width {
+				oh, ow := h, wd
+				h, wd = inH, inW
+				conv(p+".downsample.0", p+".downsample.1", c, width, 1, stride, 0, 1, false, 0, 4)
+				h, wd = oh, ow
+				short = 4
+			}
+			f.layers = append(f.layers, resnetStep{residue: true, in: short, out: 3})
+			f.layers = append(f.layers, resnetStep{in: 3, out: 0}) // the block's output becomes the next input
+			c = width
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.outDim = c
+	f.work.New = func() any {
+		wk := &resnetWork{col: make([]float32, f.col)}
+		for i := range wk.bufs {
+			wk.bufs[i] = make([]float32, f.act)
+		}
+		return wk
+	}
+	return f, nil
+}
+
+// foldBN folds an evaluation-mode batch norm into the convolution before
+// it: weights scaled by gamma/sqrt(var + eps), bias beta - mean · that
+// (as convBN does for the frozen graph).
+func foldBN(w, gamma, beta, mean, variance []float32, out int) (fw, fb []float32) {
+	const eps = 1e-5
+	fw, fb = make([]float32, len(w)), make([]float32, out)
+	per := len(w) / out
+	for o := range out {
+		s := float64(gamma[o]) / math.Sqrt(float64(variance[o])+eps)
+		for j := o * per; j < (o+1)*per; j++ {
+			fw[j] = float32(float64(w[j]) * s)
+		}
+		fb[o] = float32(float64(beta[o]) - float64(mean[o])*s)
+	}
+	return fw, fb
+}
+
+// run computes the features of n images x into out (n*outDim values),
+// one image per worker at a time on GOMAXPROCS workers.
+func (f *resnetForward) run(x []float32, n int, out []float32) {
+	size := f.c * f.size
+	workers := max(1, min(runtime.GOMAXPROCS(0), n))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			wk := f.work.Get().(*resnetWork)
+			defer f.work.Put(wk)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f.image(wk, x[i*size:(i+1)*size], out[i*f.outDim:(i+1)*f.outDim])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// image runs the steps on one image and average-pools the last map.
+func (f *resnetForward) image(wk *resnetWork, img, out []float32) {
+	copy(wk.bufs[0], img)
+	last := len(img)
+	for _, st := range f.layers {
+		in, dst := wk.bufs[st.in], wk.bufs[st.out]
+		switch {
+		case st.residue:
+			vec.AddReLU(dst[:last], dst[:last], in[:last])
+		case st.op == nil: // a copy (the block's output to its input buffer)
+			copy(dst[:last], in[:last])
+		case st.pool:
+			last = maxPoolImage(st.op, in, dst)
+		default:
+			last = f.conv(wk, st, in, dst)
+		}
+	}
+	cols := last / f.outDim
+	for c := range f.outDim {
+		out[c] = vec.Sum(wk.bufs[0][c*cols:(c+1)*cols]) / float32(cols)
+	}
+}
+
+// conv is one folded convolution on one image, as convOp's forward pass
+// computes it; it returns the output's size.
+func (f *resnetForward) conv(wk *resnetWork, st resnetStep, in, dst []float32) int {
+	op := st.op
+	rows, cols := op.cin*op.k*op.k, op.outH*op.outW
+	col := in[:op.cin*op.h*op.w]
+	if !op.pointwise() {
+		col = wk.col[:rows*cols]
+		op.im2col(in[:op.cin*op.h*op.w], col)
+	}
+	og, rg := op.cout/op.groups, rows/op.groups
+	y := dst[:op.cout*cols]
+	for g := range op.groups {
+		f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, og, cols, rg, 1, st.w[g*og*rg:], rg, col[g*rg*cols:], cols, 0, y[g*og*cols:], cols)
+	}
+	for c, bc := range st.b {
+		if st.relu {
+			vec.AddConstReLU(y[c*cols:(c+1)*cols], bc)
+		} else {
+			vec.AddConst(y[c*cols:(c+1)*cols], bc)
+		}
+	}
+	return len(y)
+}
+
+// maxPoolImage is MaxPool2d with op's kernel, stride and padding on one
+// image's [C, H, W] map; it returns the output's size.
+func maxPoolImage(op *convOp, in, out []float32) int {
+	for c := range op.cin {
+		plane := in[c*op.h*op.w : (c+1)*op.h*op.w]
+		o := out[c*op.outH*op.outW:]
+		for oy := range op.outH {
+			y0, y1 := max(oy*op.stride-op.pad, 0), min(oy*op.stride-op.pad+op.k, op.h)
+			for ox := range op.outW {
+				x0, x1 := max(ox*op.stride-op.pad, 0), min(ox*op.stride-op.pad+op.k, op.w)
+				best := float32(math.Inf(-1))
+				for y := y0; y < y1; y++ {
+					for _, v := range plane[y*op.w+x0 : y*op.w+x1] {
+						best = max(best, v)
+					}
+				}
+				o[oy*op.outW+ox] = best
+			}
+		}
+	}
+	return op.cin * op.outH * op.outW
+}
