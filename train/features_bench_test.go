@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +30,18 @@ func pytorchFeatures(b *testing.B, model string, threads int) (float64, float64)
 	return ips, rss
 }
 
-// peakRSSMB is this process's peak resident set so far (VmHWM), in MB.
+// resetPeakRSS returns the heap's free memory to the system and resets
+// the process's peak resident set (VmHWM) to what it holds now (Linux's
+// clear_refs 5), so that each benchmark reports its own peak, not the
+// largest of those before it.
+func resetPeakRSS() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSSMB is this process's peak resident set since resetPeakRSS
+// (VmHWM), in MB.
 func peakRSSMB() float64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -45,19 +57,24 @@ func peakRSSMB() float64 {
 }
 
 // BenchmarkFrozenFeatures measures frozen feature extraction (eval mode,
-// batch 32, 224x224, random weights and inputs; the graph runs it in
-// chunks of 8, see graphChunk) of resnet50 and vit_b_16
-// with 1 and 2 threads (GOMAXPROCS) against torchvision's models on
-// PyTorch with as many threads, best-configured, alternating three rounds of one batch
-// each and reporting the medians. The peak RSS is the process's so far
-// (it includes earlier benchmarks of this process); PyTorch's is its own.
+// batch 32, 224x224, random weights and inputs; both models run the
+// direct passes, resnetForward and vitForward) of resnet50 and vit_b_16
+// with 1 and 2 threads (GOMAXPROCS), and 8 and 16 where the machine has
+// them, against torchvision's models on PyTorch with as many threads,
+// best-configured, alternating three rounds of one batch each and
+// reporting the medians. The peak RSS is this benchmark's own (reset
+// before it starts, model and weights included); PyTorch's is its
+// process's.
 func BenchmarkFrozenFeatures(b *testing.B) {
 	haveTorch := peer.HasTorchvision()
 	if !haveTorch {
 		b.Log("python3-torchvision is not installed: no PyTorch comparison (make deps-bench)")
 	}
 	for _, model := range []string{"resnet50", "vit_b_16"} {
-		for _, threads := range []int{1, 2} {
+		for _, threads := range []int{1, 2, 8, 16} {
+			if threads > 2 && threads > runtime.NumCPU() {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/threads=%d", model, threads), func(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
 				frozenFeatures(b, model, threads, haveTorch)
@@ -69,6 +86,7 @@ func BenchmarkFrozenFeatures(b *testing.B) {
 // frozenFeatures is one model and thread count of BenchmarkFrozenFeatures.
 func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
 	const batch, rounds = 32, 3
+	resetPeakRSS()
 	blas := bestBLAS()
 	enc, err := Preset(model)
 	if err != nil {
@@ -112,7 +130,9 @@ func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
 		t := median(torch)
 		b.ReportMetric(t, "pytorch-images/s")
 		b.ReportMetric(ips/t, "x-pytorch")
-		fmt.Printf("frozen features %s, batch %d, 224x224, %d threads, median of %d alternating rounds: gatepipe %.2f images/s (%s, peak RSS %.0f MB), PyTorch %.2f images/s (peak RSS %.0f MB; %s %s), ratio %.2f\n",
-			model, batch, threads, rounds, ips, blas, peakRSSMB(), t, median(torchRSS), peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t)
+		rss, trss := peakRSSMB(), median(torchRSS)
+		b.ReportMetric(rss/trss, "x-pytorch-rss")
+		fmt.Printf("frozen features %s, batch %d, 224x224, %d threads, median of %d alternating rounds: gatepipe %.2f images/s (%s, peak RSS %.0f MB), PyTorch %.2f images/s (peak RSS %.0f MB; %s %s), ratio %.2f, memory %.2fx\n",
+			model, batch, threads, rounds, ips, blas, rss, t, trss, peer.Describe(peer.TorchEnv(threads)), torchVersion(), ips/t, rss/trss)
 	}
 }
