@@ -44,7 +44,13 @@ func classificationMetrics(d *Data, probs [][]float32) map[string]float64 {
 		loss -= math.Log(float64(p[y]) + 1e-7)
 	}
 	n := float64(len(probs))
-	return map[string]float64{"acc1": 100 * acc1 / n, "acc5": 100 * acc5 / n, "loss": loss / n}
+	m := map[string]float64{"acc1": 100 * acc1 / n, "loss": loss / n}
+	// Top-5 accuracy says something only with more than 5 classes (it is
+	// 100 otherwise).
+	if len(probs) > 0 && len(probs[0]) > 5 {
+		m["acc5"] = 100 * acc5 / n
+	}
+	return m
 }
 
 func regressionMetrics(d *Data, pred [][]float32) map[string]float64 {

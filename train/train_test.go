@@ -156,3 +156,17 @@ func TestLinearProbeFreezesTheEncoder(t *testing.T) {
 		t.Errorf("probe %v", probe.Metrics)
 	}
 }
+
+// TestTopFiveOnlyWithMoreThanFiveClasses: Acc@5 is reported only where it
+// can be below 100.
+func TestTopFiveOnlyWithMoreThanFiveClasses(t *testing.T) {
+	for _, classes := range []int{2, 5, 6} {
+		d := &Data{Y: []int64{0, 1}}
+		probs := [][]float32{make([]float32, classes), make([]float32, classes)}
+		probs[0][0], probs[1][0] = 1, 1
+		_, has := classificationMetrics(d, probs)["acc5"]
+		if has != (classes > 5) {
+			t.Errorf("%d classes: acc5 reported %v", classes, has)
+		}
+	}
+}

@@ -264,3 +264,63 @@ output "dim" {
 		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestForEachEncodersAreNamedByKey: the instances of an encoder block
+// with for_each are told apart in results (enc[small], enc[wide]), where
+// they were all named after the block.
+func TestForEachEncodersAreNamedByKey(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+dataset "gen" {
+  format = "generated"
+  generator {
+    task  = "shape"
+    train = 40
+    test  = 20
+    size  = 8
+  }
+  val_fraction = 0.2
+}
+locals {
+  widths = { small = [4], wide = [8] }
+}
+encoder "enc" {
+  for_each = local.widths
+  arch     = "mlp"
+  hidden   = each.value
+}
+adapter "cls" {}
+recipe "quick" {
+  batch_size     = 8
+  iterations     = 2
+  validate_every = 2
+  top_k          = 1
+}
+benchmark "gen" {
+  dataset = dataset.gen.path
+  id      = "shape"
+}
+train "t" {
+  for_each  = local.widths
+  encoder   = encoder.enc[each.key]
+  adapter   = adapter.cls
+  recipe    = recipe.quick
+  benchmark = benchmark.gen
+}
+results "all" {
+  metrics = [for k, t in train.t : t.metrics]
+}
+output "table" {
+  value = results.all.table
+}
+`)
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"enc[small]", "enc[wide]"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("results lack the model %s:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -7,10 +7,12 @@ package specs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/pipelines/addrs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -50,8 +52,23 @@ func (k kind) OutputType() cty.Type {
 
 type node struct{ value cty.Value }
 
+// InstanceName is a block instance's name as results and reports show it:
+// the block's name, with its for_each or count key when it has one
+// (pretrained[cnn], layer[2]), so that the instances of one block are
+// told apart.
+func InstanceName(decl nodes.Decl) string {
+	name := decl.Addr.Instance.Block.Name
+	switch k := decl.Addr.Instance.Key.(type) {
+	case addrs.StringKey:
+		return name + "[" + string(k) + "]"
+	case addrs.IntKey:
+		return fmt.Sprintf("%s[%d]", name, int(k))
+	}
+	return name
+}
+
 func (k kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	vals := map[string]cty.Value{"name": cty.StringVal(decl.Addr.Instance.Block.Name)}
+	vals := map[string]cty.Value{"name": cty.StringVal(InstanceName(decl))}
 	for n, a := range k.attrs {
 		val := v.GetAttr(n)
 		if val.IsNull() {

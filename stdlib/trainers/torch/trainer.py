@@ -10,7 +10,7 @@ log.jsonl, writes metrics.json with GATE's metric names and the kept
 model as model.safetensors (the model's own tensor names). One GPU when
 gatepipe assigned one (CUDA_VISIBLE_DEVICES), else the CPU share it gave.
 
-Tasks: classification (Acc@1, Acc@5, Loss) and segmentation (mIoU, Mean
+Tasks: classification (Acc@1, Acc@5 with more than 5 classes, Loss) and segmentation (mIoU, Mean
 Acc@, Overall Acc@, Dice Score, CE Loss: a 1x1 convolution on the
 encoder's last feature map, upsampled bilinearly, as gatepipe's built-in
 head). With resume_dir in experiment.json it checkpoints every
@@ -220,7 +220,10 @@ def evaluate(model, x, y, task, classes, batch, dev):
     model.train()
     if task == "classification":
         cnt = x.shape[0]
-        return {"Acc@1": (100.0 * correct1 / cnt, True), "Acc@5": (100.0 * correct5 / cnt, True), "Loss": (losses / n, False)}
+        out = {"Acc@1": (100.0 * correct1 / cnt, True), "Loss": (losses / n, False)}
+        if classes > 5:  # top-5 accuracy is 100 with 5 classes or fewer
+            out["Acc@5"] = (100.0 * correct5 / cnt, True)
+        return out
     union = truth + pred_n - inter
     present = union > 0
     iou = inter[present] / union[present]
