@@ -152,20 +152,11 @@ func (b *builder) convBN(x *G.Node, conv, bn string, in, out, k, stride, pad, gr
 		}
 		return b.batchNorm(y, bn, out)
 	}
-	const eps = 1e-5
 	wShape := []int{out, in / groups, k, k}
 	w := b.paramValue(conv+".weight", wShape)
 	gamma, beta := b.paramValue(bn+".weight", []int{out}), b.paramValue(bn+".bias", []int{out})
 	mean, variance := b.paramValue(bn+".running_mean", []int{out}), b.paramValue(bn+".running_var", []int{out})
-	fw, fb := make([]float32, len(w)), make([]float32, out)
-	per := len(w) / out
-	for o := range out {
-		s := float64(gamma[o]) / math.Sqrt(float64(variance[o])+eps)
-		for j := o * per; j < (o+1)*per; j++ {
-			fw[j] = float32(float64(w[j]) * s)
-		}
-		fb[o] = float32(float64(beta[o]) - float64(mean[o])*s)
-	}
+	fw, fb := foldBN(w, gamma, beta, mean, variance, out)
 	return b.conv2dReLU(x, b.fixed(conv+".weight", wShape, fw), b.fixed(conv+".bias", []int{out}, fb), k, stride, pad, groups, relu)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -52,7 +53,7 @@ type resnetWork struct {
 // features for images of shape: a ResNet without a stem or dense layers.
 func canRunResNetDirect(enc EncoderSpec, shape []int) bool {
 	return enc.Arch == "resnet" && len(shape) == 3 && len(enc.Hidden) == 0 &&
-		(len(enc.InputShape) == 0 || slicesEqual(enc.InputShape, shape))
+		(len(enc.InputShape) == 0 || slices.Equal(enc.InputShape, shape))
 }
 
 // newResNetForward reads the ResNet's parameters (w where it names one,
@@ -163,8 +164,8 @@ func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*re
 }
 
 // foldBN folds an evaluation-mode batch norm into the convolution before
-// it: weights scaled by gamma/sqrt(var + eps), bias beta - mean · that
-// (as convBN does for the frozen graph).
+// it: weights scaled by gamma/sqrt(var + eps), bias beta - mean · that.
+// The frozen graph (convBN) folds with it too.
 func foldBN(w, gamma, beta, mean, variance []float32, out int) (fw, fb []float32) {
 	const eps = 1e-5
 	fw, fb = make([]float32, len(w)), make([]float32, out)
@@ -183,19 +184,31 @@ func foldBN(w, gamma, beta, mean, variance []float32, out int) (fw, fb []float32
 // one image per worker at a time on GOMAXPROCS workers.
 func (f *resnetForward) run(x []float32, n int, out []float32) {
 	size := f.c * f.size
+	eachItem(n, func() (func(i int), func()) {
+		wk := f.work.Get().(*resnetWork)
+		return func(i int) { f.image(wk, x[i*size:(i+1)*size], out[i*f.outDim:(i+1)*f.outDim]) },
+			func() { f.work.Put(wk) }
+	})
+}
+
+// eachItem calls, on GOMAXPROCS workers (fewer with fewer items), each
+// worker's own item function for every item i < n, handing out items in
+// order as workers come free; worker returns a worker's item function
+// and what to call when it is done (returning its buffers).
+func eachItem(n int, worker func() (item func(i int), done func())) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), n))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			wk := f.work.Get().(*resnetWork)
-			defer f.work.Put(wk)
+			item, done := worker()
+			defer done()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
 					return
 				}
-				f.image(wk, x[i*size:(i+1)*size], out[i*f.outDim:(i+1)*f.outDim])
+				item(i)
 			}
 		})
 	}

@@ -1,9 +1,7 @@
 package train
 
 import (
-	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 )
 
@@ -42,43 +40,7 @@ func TestResNetDirectFeaturesMatchTheGraph(t *testing.T) {
 				}
 				w[p.name] = v
 			}
-			size := shape[0] * shape[1] * shape[2]
-			d := &Data{Shape: shape, X: make([]float32, 5*size), Y: make([]int64, 5)}
-			for i := range d.X {
-				d.X[i] = float32(r.NormFloat64())
-			}
-			g, err := newGraphExtractor(enc, ps, w, shape, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := g.run(d)
-			g.close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, workers := range []int{1, 2} {
-				prev := runtime.GOMAXPROCS(workers)
-				x, err := newExtractor(enc, w, shape, 5)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if x.direct == nil {
-					t.Fatal("newExtractor did not take the direct pass")
-				}
-				got, err := x.run(d)
-				runtime.GOMAXPROCS(prev)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got) != len(want) || x.dim != g.dim {
-					t.Fatalf("%d values (dim %d), want %d (dim %d)", len(got), x.dim, len(want), g.dim)
-				}
-				for i := range want {
-					if diff := math.Abs(float64(got[i] - want[i])); diff > 1e-5*(1+math.Abs(float64(want[i]))) {
-						t.Fatalf("%d workers: feature %d: %v, the graph gives %v", workers, i, got[i], want[i])
-					}
-				}
-			}
+			directMatchesGraph(t, enc, ps, w, shape, r)
 		})
 	}
 }

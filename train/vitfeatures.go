@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/gatepipe/gatepipe/internal/vec"
 	"github.com/gatepipe/gatepipe/train/cblas"
@@ -57,19 +57,7 @@ type vitWork struct {
 // for images of shape: a ViT without a stem.
 func canRunViTDirect(enc EncoderSpec, shape []int) bool {
 	return enc.Arch == "vit" && len(shape) == 3 && shape[1] == shape[2] &&
-		(len(enc.InputShape) == 0 || slicesEqual(enc.InputShape, shape)) && enc.checkViT(shape) == nil
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+		(len(enc.InputShape) == 0 || slices.Equal(enc.InputShape, shape)) && enc.checkViT(shape) == nil
 }
 
 // newViTForward reads the ViT's parameters (w where it names one, else
@@ -186,25 +174,14 @@ func (f *vitForward) run(x []float32, n int, out []float32) {
 	// Smaller groups when there are too few images to keep every worker
 	// busy with full ones.
 	per := max(1, min(vitGroup, (n+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0)))
-	groups := (n + per - 1) / per
-	workers := max(1, min(runtime.GOMAXPROCS(0), groups))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			wk := f.work.Get().(*vitWork)
-			defer f.work.Put(wk)
-			for {
-				g := int(next.Add(1)) - 1
-				if g >= groups {
-					return
-				}
+	eachItem((n+per-1)/per, func() (func(g int), func()) {
+		wk := f.work.Get().(*vitWork)
+		return func(g int) {
 				lo, hi := g*per, min(n, (g+1)*per)
 				f.group(wk, x[lo*size:hi*size], hi-lo, out[lo*f.outDim:hi*f.outDim])
-			}
-		})
-	}
-	wg.Wait()
+			},
+			func() { f.work.Put(wk) }
+	})
 }
 
 // linear computes dst[rows, out] = src[rows, in] W^T + b (W [out, in]).

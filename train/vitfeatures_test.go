@@ -49,42 +49,51 @@ func TestViTDirectFeaturesMatchTheGraph(t *testing.T) {
 				}
 				w[p.name] = v
 			}
-			d := &Data{Shape: shape, X: make([]float32, 5*3*16*16), Y: make([]int64, 5)}
-			for i := range d.X {
-				d.X[i] = float32(r.NormFloat64())
-			}
-			g, err := newGraphExtractor(enc, ps, w, shape, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := g.run(d)
-			g.close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, workers := range []int{1, 2} {
-				prev := runtime.GOMAXPROCS(workers)
-				x, err := newExtractor(enc, w, shape, 5)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if x.direct == nil {
-					t.Fatal("newExtractor did not take the direct pass")
-				}
-				got, err := x.run(d)
-				runtime.GOMAXPROCS(prev)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got) != len(want) || x.dim != g.dim {
-					t.Fatalf("%d values (dim %d), want %d (dim %d)", len(got), x.dim, len(want), g.dim)
-				}
-				for i := range want {
-					if diff := math.Abs(float64(got[i] - want[i])); diff > 1e-5*(1+math.Abs(float64(want[i]))) {
-						t.Fatalf("%d workers: feature %d: %v, the graph gives %v", workers, i, got[i], want[i])
-					}
-				}
-			}
+			directMatchesGraph(t, enc, ps, w, shape, r)
 		})
+	}
+}
+
+// directMatchesGraph checks that newExtractor takes a direct pass for enc
+// and that it gives the frozen graph's features (1e-5 relative) for five
+// random images, with one and two workers.
+func directMatchesGraph(t *testing.T, enc EncoderSpec, ps []*param, w Weights, shape []int, r *rand.Rand) {
+	t.Helper()
+	size := shape[0] * shape[1] * shape[2]
+	d := &Data{Shape: shape, X: make([]float32, 5*size), Y: make([]int64, 5)}
+	for i := range d.X {
+		d.X[i] = float32(r.NormFloat64())
+	}
+	g, err := newGraphExtractor(enc, ps, w, shape, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := g.run(d)
+	g.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 2} {
+		prev := runtime.GOMAXPROCS(workers)
+		x, err := newExtractor(enc, w, shape, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.direct == nil {
+			t.Fatal("newExtractor did not take the direct pass")
+		}
+		got, err := x.run(d)
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || x.dim != g.dim {
+			t.Fatalf("%d values (dim %d), want %d (dim %d)", len(got), x.dim, len(want), g.dim)
+		}
+		for i := range want {
+			if diff := math.Abs(float64(got[i] - want[i])); diff > 1e-5*(1+math.Abs(float64(want[i]))) {
+				t.Fatalf("%d workers: feature %d: %v, the graph gives %v", workers, i, got[i], want[i])
+			}
+		}
 	}
 }

@@ -14,9 +14,8 @@ import (
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 )
 
-// resumePipeline trains long enough (a few seconds) to be killed midway,
-// checkpointing every 50 iterations.
-const resumePipeline = `
+// shapesDataset is the generated benchmark both resume tests train on.
+const shapesDataset = `
 dataset "gen" {
   format   = "generated"
   generator {
@@ -28,6 +27,15 @@ dataset "gen" {
   }
   val_fraction = 0.2
 }
+benchmark "gen" {
+  dataset = dataset.gen.path
+  id      = "shape"
+}
+`
+
+// resumePipeline trains long enough (a few seconds) to be killed midway,
+// checkpointing every 50 iterations.
+const resumePipeline = shapesDataset + `
 encoder "cnn" {
   arch     = "convnet"
   channels = [8]
@@ -41,10 +49,6 @@ recipe "r" {
   validate_every   = 50
   checkpoint_every = 50
   top_k            = 2
-}
-benchmark "gen" {
-  dataset = dataset.gen.path
-  id      = "shape"
 }
 train "gen" {
   encoder   = encoder.cnn
@@ -205,22 +209,7 @@ func stripVarying(b []byte) []byte { return varyingRE.ReplaceAll(b, nil) }
 
 // torchResumePipeline trains the stdlib PyTorch trainer's small CNN for
 // a few seconds, checkpointing every 50 iterations.
-const torchResumePipeline = `
-dataset "gen" {
-  format   = "generated"
-  generator {
-    task  = "shape"
-    train = 200
-    test  = 40
-    size  = 16
-    seed  = 3
-  }
-  val_fraction = 0.2
-}
-benchmark "gen" {
-  dataset = dataset.gen.path
-  id      = "shape"
-}
+const torchResumePipeline = shapesDataset + `
 module "torch" {
   source           = "stdlib/trainers/torch"
   benchmark        = benchmark.gen
