@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,23 +94,27 @@ func markRow(r *Row) {
 	}
 	sort.Float64s(vals)
 	if r.HigherIsBetter {
-		for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
-			vals[i], vals[j] = vals[j], vals[i]
+		slices.Reverse(vals)
+	}
+	// Places go by the value as printed: cells that read the same share
+	// a place, and a row whose cells all read the same ranks nobody.
+	var distinct []string
+	for _, v := range vals {
+		if s := r.format(v); len(distinct) == 0 || distinct[len(distinct)-1] != s {
+			distinct = append(distinct, s)
 		}
 	}
-	var distinct []float64
-	for _, v := range vals {
-		if len(distinct) == 0 || distinct[len(distinct)-1] != v {
-			distinct = append(distinct, v)
-		}
+	if len(distinct) < 2 && len(vals) > 1 {
+		return
 	}
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		if c.Missing {
 			continue
 		}
+		s := r.format(c.Value)
 		for place := 0; place < min(3, len(distinct)); place++ {
-			if c.Value == distinct[place] {
+			if s == distinct[place] {
 				c.Mark = Mark(place + 1)
 			}
 		}

@@ -50,19 +50,23 @@ func TestBestPerRowMatchesTheMatrix(t *testing.T) {
 				}
 			}
 			best := math.Inf(-1)
+			printed := map[string]bool{}
 			for i := range m.Models {
 				v := m.Values[i][j]
+				printed[r.format(v)] = true
 				if !m.Columns[j].HigherIsBetter {
 					v = -v
 				}
 				best = math.Max(best, v)
 			}
+			if !m.Columns[j].HigherIsBetter {
+				best = -best
+			}
+			// Best is what prints as the best value; a row where every
+			// model prints alike marks nobody.
 			for i, c := range r.Cells {
-				v := m.Values[i][j]
-				if !m.Columns[j].HigherIsBetter {
-					v = -v
-				}
-				if (v == best) != (c.Mark == 1) {
+				isBest := r.format(m.Values[i][j]) == r.format(best) && len(printed) > 1
+				if isBest != (c.Mark == 1) {
 					t.Fatalf("%s: %s marked %d, value %g, best %g", r.Label, m.Models[i], c.Mark, m.Values[i][j], best)
 				}
 			}
@@ -159,5 +163,28 @@ func TestPredictedColumnIsToldApart(t *testing.T) {
 	tab.HTML(&page, "t")
 	if !strings.Contains(page.String(), `class="predicted">88.0 ±2.50*</td>`) && !strings.Contains(page.String(), `predicted">88.0 ±2.50*`) {
 		t.Errorf("HTML does not show the predicted cell with its spread:\n%s", page.String())
+	}
+}
+
+// TestTiesShareAPlaceAndAllTiedRanksNobody: cells that print alike share
+// their mark (99.98 and 100.0 both read 100.0), and a row where every
+// model ties (a loss of 0.000 for ten models) marks no best.
+func TestTiesShareAPlaceAndAllTiedRanksNobody(t *testing.T) {
+	r := Row{HigherIsBetter: true, Cells: []Cell{{Value: 99.98}, {Value: 100}, {Value: 90}, {Missing: true}}}
+	markRow(&r)
+	if r.Cells[0].Mark != 1 || r.Cells[1].Mark != 1 || r.Cells[2].Mark != 2 || r.Cells[3].Mark != 0 {
+		t.Errorf("marks %v %v %v %v, want 1 1 2 0", r.Cells[0].Mark, r.Cells[1].Mark, r.Cells[2].Mark, r.Cells[3].Mark)
+	}
+	tied := Row{Cells: []Cell{{Value: 0}, {Value: 0}, {Value: 0.00001}}}
+	markRow(&tied)
+	for i, c := range tied.Cells {
+		if c.Mark != 0 {
+			t.Errorf("cell %d of an all-tied row is marked %v", i, c.Mark)
+		}
+	}
+	one := Row{HigherIsBetter: true, Cells: []Cell{{Value: 3}}}
+	markRow(&one)
+	if one.Cells[0].Mark != 1 {
+		t.Errorf("a single model is not marked best")
 	}
 }
