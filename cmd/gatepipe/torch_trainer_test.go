@@ -340,3 +340,57 @@ func encoderIsTrained(t *testing.T, initPath, modelPath string) {
 		t.Fatalf("the saved model holds %d float encoder tensors, want %d (every one but fc); layer1.0.conv1 found: %v", encoder, want, changed == 1)
 	}
 }
+
+// TestTorchTrainerSaysWhatIsMissing: a Python without torch, and a timm:
+// model where timm is missing, fail the node with one line that names
+// the node, the interpreter and what to install, not a traceback.
+func TestTorchTrainerSaysWhatIsMissing(t *testing.T) {
+	needTorch(t)
+	dir := t.TempDir()
+	// The interpreter without its site packages: no torch.
+	bare := filepath.Join(dir, "bare-python")
+	writeFile(t, bare, "#!/bin/sh\nexec "+torchPython()+" -S \"$@\"\n")
+	os.Chmod(bare, 0o755)
+	pipeline := func(python, arch string) string {
+		return strings.NewReplacer("@PY@", python, "@ARCH@", arch).Replace(`
+dataset "gen" {
+  format = "generated"
+  generator {
+    task  = "shape"
+    train = 20
+    test  = 10
+    size  = 8
+  }
+  val_fraction = 0.2
+}
+benchmark "gen" {
+  dataset = dataset.gen.path
+  id      = "shape"
+}
+module "torch" {
+  source     = "stdlib/trainers/torch"
+  benchmark  = benchmark.gen
+  arch       = "@ARCH@"
+  python     = "@PY@"
+  iterations = 1
+}
+`)
+	}
+	writeFile(t, filepath.Join(dir, "main.hcl"), pipeline(bare, "convnet"))
+	r := gp(t, t.TempDir(), "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "module.torch.command.train") || !strings.Contains(r.stderr, "cannot import torch") ||
+		!strings.Contains(r.stderr, "python3-torch") {
+		t.Fatalf("no torch: exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "Traceback") {
+		t.Errorf("a traceback instead of one line:\n%s", r.stderr)
+	}
+	if exec.Command(torchPython(), "-c", "import timm").Run() == nil {
+		return // timm is there: the missing-timm message cannot be shown
+	}
+	writeFile(t, filepath.Join(dir, "main.hcl"), pipeline(torchPython(), "timm:resnet50"))
+	r = gp(t, t.TempDir(), "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "cannot import timm: pip install timm") {
+		t.Fatalf("no timm: exit %d\n%s", r.code, r.stderr)
+	}
+}

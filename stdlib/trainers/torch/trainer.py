@@ -26,8 +26,13 @@ import struct
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:
+    raise SystemExit("%s cannot import torch (%s): install PyTorch for it (Debian: apt-get install python3-torch "
+                     "python3-torchvision; else pip install torch torchvision), or set the module's python to an "
+                     "interpreter that has it" % (sys.executable, e))
 
 SAFETENSORS_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
                       "F64": torch.float64, "I64": torch.int64, "U8": torch.uint8, "I32": torch.int32}
@@ -129,8 +134,16 @@ def build_model(arch, in_ch, classes):
         m = ConvNet(in_ch, classes)
         return m, m.features, m.width
     if arch.startswith("timm:"):
-        import timm
-        m = timm.create_model(arch[5:], pretrained=False, num_classes=classes, in_chans=in_ch)
+        try:
+            import timm
+        except ImportError:
+            raise SystemExit("model %r: %s cannot import timm: pip install timm, or use a torchvision name" % (arch, sys.executable))
+        name = arch[5:]
+        if name not in timm.list_models():
+            close = timm.list_models("*%s*" % name.split("_")[0])[:8]
+            raise SystemExit("model %r: timm %s has no model %r%s" % (
+                arch, timm.__version__, name, "; close ones: " + ", ".join(close) if close else ""))
+        m = timm.create_model(name, pretrained=False, num_classes=classes, in_chans=in_ch)
         return m, FeatureMap(m), m.num_features
     import torchvision
     if not hasattr(torchvision.models, arch):
@@ -464,4 +477,15 @@ def main():
     say("%s on %s (%s, %d steps): %s %.2f" % (cfg["model"], cfg["benchmark"], dev, iters, primary, test[primary][0]))
 
 
-main()
+def out_of_memory(e):
+    """Whether e is PyTorch's out-of-memory error (any version)."""
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(e, oom)) or "out of memory" in str(e)
+
+
+try:
+    main()
+except RuntimeError as e:
+    if out_of_memory(e):
+        raise SystemExit("out of memory (%s): lower batch_size, or use a smaller image_size or model" % str(e).splitlines()[0][:200])
+    raise
