@@ -83,6 +83,14 @@ type Recipe struct {
 	LinearProbe bool `json:"linear_probe,omitempty"`
 }
 
+// The phases a training run reports its progress in: the iterations, a
+// validation, and the test of the kept parameter sets.
+const (
+	PhaseTraining   = "training"
+	PhaseValidating = "validating"
+	PhaseTesting    = "testing"
+)
+
 // LogEntry is one line of the training log.
 type LogEntry struct {
 	Iteration    int                `json:"iteration"`
@@ -135,7 +143,10 @@ func (e EncoderSpec) SizedBy(d *Data) EncoderSpec {
 // progress the iteration count.
 // resume saves the run's state as it asks and may start it from a saved
 // one.
-func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64), resume Resume) (*Result, error) {
+func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec Recipe, trainD, val, test *Data, log func(LogEntry), progress func(done, total int64, phase string), resume Resume) (*Result, error) {
+	if progress == nil {
+		progress = func(int64, int64, string) {}
+	}
 	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
 	enc = enc.SizedBy(trainD)
@@ -250,10 +261,9 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			timed++
 		}
 		seen += b
-		if progress != nil {
-			progress(int64(it), int64(rec.Iterations))
-		}
+		progress(int64(it), int64(rec.Iterations), PhaseTraining)
 		if it%rec.ValidateEvery == 0 || it == rec.Iterations {
+			progress(int64(it), int64(rec.Iterations), PhaseValidating)
 			entry.ImagesPerSec = float64(seen) / time.Since(lastLog).Seconds()
 			lastLog, seen = time.Now(), 0
 			vals := m.values()
@@ -289,6 +299,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	for _, c := range kept {
 		sets = append(sets, c.Values)
 	}
+	progress(int64(rec.Iterations), int64(rec.Iterations), PhaseTesting)
 	metrics, _, err := evaluate(enc, params, classes, test, sets, std)
 	if err != nil {
 		return nil, err

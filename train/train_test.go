@@ -170,3 +170,25 @@ func TestTopFiveOnlyWithMoreThanFiveClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressNamesItsPhase: progress says when a run validates and when
+// it tests its kept sets, not only how many iterations are done (a bar
+// used to sit at 250/250 while the test split was evaluated).
+func TestProgressNamesItsPhase(t *testing.T) {
+	enc := EncoderSpec{Arch: "mlp", Hidden: []int{8}}
+	rec := Recipe{LR: 0.01, BatchSize: 8, Iterations: 6, ValidateEvery: 3, TopK: 1, PlateauFactor: 0.5, PlateauPatience: 3}
+	var phases []string
+	_, err := Train(context.Background(), enc, nil, 3, rec, blobs(30, 1), blobs(15, 2), blobs(15, 3), nil,
+		func(done, total int64, phase string) {
+			if n := len(phases); n == 0 || phases[n-1] != phase {
+				phases = append(phases, phase)
+			}
+		}, Resume{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{PhaseTraining, PhaseValidating, PhaseTraining, PhaseValidating, PhaseTesting}
+	if strings.Join(phases, " ") != strings.Join(want, " ") {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
@@ -181,19 +182,20 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		func(e train.LogEntry) {
 			enc.Encode(e)
 			if e.Val != nil {
-				ev := env.Log.Info().Int("iteration", e.Iteration).Float64("loss", e.Loss)
+				ev := env.Log.Info().Int("iteration", e.Iteration).Float64("loss", fourDigits(e.Loss))
 				for _, k := range []string{"acc1", "aps", "auc", "mae"} {
 					if v, ok := e.Val[k]; ok {
-						ev = ev.Float64("val_"+k, v)
+						ev = ev.Float64("val_"+k, fourDigits(v))
 					}
 				}
-				ev.Float64("lr", e.LR).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
+				ev.Float64("lr", fourDigits(e.LR)).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
 			}
 		},
-		func(done, total int64) { env.Progress.Update(done, total, "iterations") }, resume)
+		func(done, total int64, phase string) { env.Progress.Update(done, total, "iterations · "+phase) }, resume)
 	if err != nil {
 		return cty.NilVal, err
 	}
+	env.Progress.Update(int64(n.recipe.Iterations), int64(n.recipe.Iterations), "iterations · writing")
 	var ckpts []cty.Value
 	for i, c := range res.Checkpoints {
 		var ts []safetensors.Tensor
@@ -238,7 +240,11 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if task == train.Classification {
 		acc1 = cty.NumberFloatVal(res.Metrics["acc1"])
 	}
-	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Interface("test", res.Metrics).Msg("trained")
+	rounded := map[string]float64{}
+	for k, v := range res.Metrics {
+		rounded[k] = fourDigits(v)
+	}
+	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Interface("test", rounded).Msg("trained")
 	ckptList := cty.ListValEmpty(cty.String)
 	if len(ckpts) > 0 {
 		ckptList = cty.ListVal(ckpts)
@@ -261,4 +267,14 @@ func (Kind) ExperimentCell(config cty.Value) (string, string, bool, bool) {
 		bench, okB = nodes.KnownString(config, "benchmark", "name")
 	}
 	return model, bench, ok && okB && model != "" && bench != "", true
+}
+
+// fourDigits rounds v to four significant digits, for log lines
+// (0.3909098207950592 reads 0.3909); files keep every digit.
+func fourDigits(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }
