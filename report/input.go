@@ -60,7 +60,7 @@ func PaperInput(std fs.FS) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
-	tiers := map[string][]string{}
+	tiers := map[string][]string{"Full": m.Benchmarks()}
 	for _, p := range pubs {
 		switch p.Source {
 		case "fig4a_small_gate_tier":
@@ -72,4 +72,19 @@ func PaperInput(std fs.FS) (Input, error) {
 		}
 	}
 	return Input{Matrix: m, PaperSummary: summary, Tiers: tiers}, nil
+}
+
+// GATEBenchmarks lists the benchmark IDs of GATE's matrix (the paper's
+// 31, from the stdlib's gate_table3.csv): the Full tier. A report's
+// GATE means average these only, never a user's own benchmarks.
+func GATEBenchmarks(std fs.FS) ([]string, error) {
+	data, err := fs.ReadFile(std, "data/gate_table3.csv")
+	if err != nil {
+		return nil, err
+	}
+	m, err := eevee.LoadCSV(bytes.NewReader(data), "gate_table3.csv")
+	if err != nil {
+		return nil, err
+	}
+	return m.Benchmarks(), nil
 }

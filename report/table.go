@@ -60,7 +60,8 @@ type Input struct {
 	// (category,row,model,value), shown beside computed rows.
 	PaperSummary []SummaryRow
 	// Tiers maps tier names ("Small", "Base", "Big") to benchmark IDs;
-	// "Full" (every benchmark) is always added.
+	// "Full" is always added: the benchmarks Tiers["Full"] lists (GATE's
+	// 31, which PaperInput and the report block set), else every one.
 	Tiers map[string][]string
 }
 
@@ -214,6 +215,9 @@ func TierTable(in Input) Table {
 			}
 			fams[c.Category] = append(fams[c.Category], j)
 		}
+		if len(order) == 0 {
+			continue // no benchmark of the tier is in the matrix (a user's own benchmarks)
+		}
 		mean := Row{Label: name + " GATE Mean", HigherIsBetter: true, Summary: true}
 		for i := range m.Models {
 			var total float64
@@ -287,7 +291,7 @@ func tierColumns(m *eevee.Matrix, name string, tiers map[string][]string) []int 
 	}
 	var cols []int
 	for j, c := range m.Columns {
-		if name == "Full" || in[c.Benchmark] {
+		if in[c.Benchmark] || (name == "Full" && len(tiers["Full"]) == 0) {
 			cols = append(cols, j)
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"github.com/gatepipe/gatepipe/eevee"
 	"math"
 	"os"
 	"strings"
@@ -186,5 +187,24 @@ func TestTiesShareAPlaceAndAllTiedRanksNobody(t *testing.T) {
 	markRow(&one)
 	if one.Cells[0].Mark != 1 {
 		t.Errorf("a single model is not marked best")
+	}
+}
+
+// TestFullGATEMeanAveragesGATEBenchmarksOnly: a user's own benchmark
+// (fashion-mnist) is never averaged into the Full GATE Mean; a matrix of
+// only such benchmarks has no GATE rows at all.
+func TestFullGATEMeanAveragesGATEBenchmarksOnly(t *testing.T) {
+	gate := []string{"cifar100", "imagenet1k"}
+	m := &eevee.Matrix{Models: []string{"a", "b"}, Columns: []eevee.Column{
+		{Category: "Img Class", Benchmark: "cifar100", Metric: "Acc@1", HigherIsBetter: true},
+		{Category: "Img Class", Benchmark: "fashion-mnist", Metric: "Acc@1", HigherIsBetter: true},
+	}, Values: [][]float64{{80, 10}, {70, 99}}}
+	tab := TierTable(Input{Matrix: m, Tiers: map[string][]string{"Full": gate}})
+	if len(tab.Rows) != 2 || tab.Rows[0].Label != "Full GATE Mean" || tab.Rows[0].Cells[0].Value != 80 || tab.Rows[0].Cells[1].Value != 70 {
+		t.Fatalf("rows %+v: want the Full GATE Mean of cifar100 alone (80, 70)", tab.Rows)
+	}
+	own := &eevee.Matrix{Models: m.Models, Columns: m.Columns[1:], Values: [][]float64{{10}, {99}}}
+	if tab := TierTable(Input{Matrix: own, Tiers: map[string][]string{"Full": gate}}); len(tab.Rows) != 0 {
+		t.Fatalf("a matrix without GATE benchmarks has GATE rows: %+v", tab.Rows)
 	}
 }

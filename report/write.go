@@ -69,7 +69,10 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 	if in.Matrix != nil {
 		tables = FamilyTables(in)
 		tiers = TierTable(in)
-		all = append(append([]Table(nil), tables...), tiers)
+		all = append([]Table(nil), tables...)
+		if len(tiers.Rows) > 0 {
+			all = append(all, tiers)
+		}
 	}
 	var md, tex bytes.Buffer
 	for _, t := range all {
@@ -251,7 +254,9 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 	evaluationsHTML(&b, o.Evaluations)
 	if in.Matrix != nil {
 		fmt.Fprintf(&b, "<h2 id=\"tiers-h\">GATE tiers</h2>\n")
-		if err := tiers.HTML(&b, "tiers"); err != nil {
+		if len(tiers.Rows) == 0 {
+			b.WriteString("<p id=\"tiers\">None of these benchmarks is one of GATE's 31, so no GATE mean is computed: GATE means average GATE's own benchmarks only.</p>\n")
+		} else if err := tiers.HTML(&b, "tiers"); err != nil {
 			return nil, err
 		}
 	}

@@ -201,6 +201,15 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 	if in.Tiers == nil {
 		in.Tiers = map[string][]string{}
 	}
+	if _, ok := in.Tiers["Full"]; !ok && n.std != nil {
+		// GATE means average GATE's benchmarks only: a fashion-mnist or
+		// procedural column is never part of the Full GATE Mean.
+		gate, err := report.GATEBenchmarks(n.std)
+		if err != nil {
+			return in, nil, err
+		}
+		in.Tiers["Full"] = gate
+	}
 	names := make([]string, 0, len(n.tiers))
 	for k := range n.tiers {
 		names = append(names, k)
