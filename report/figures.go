@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -13,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // okabeIto is the figures' colour-blind-safe palette.
@@ -30,6 +33,40 @@ func save(p *plot.Plot, dir, name string, w, h vg.Length) (Figure, error) {
 		return f, fmt.Errorf("figure %s: %w", name, err)
 	}
 	if err := p.Save(w, h, f.SVG); err != nil {
+		return f, fmt.Errorf("figure %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// saveStacked saves plots one above the other, aligned on their x axes,
+// as one PNG and one SVG; the figure's title is the first plot's.
+func saveStacked(plots []*plot.Plot, dir, name string, w, h vg.Length) (Figure, error) {
+	f := Figure{Name: name, Title: plots[0].Title.Text, PNG: filepath.Join(dir, name+".png"), SVG: filepath.Join(dir, name+".svg")}
+	rows := make([][]*plot.Plot, len(plots))
+	for i, p := range plots {
+		rows[i] = []*plot.Plot{p}
+	}
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 3, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	draw1 := func(c vg.CanvasWriterTo, path string) error {
+		dc := draw.New(c)
+		canvases := plot.Align(rows, tiles, dc)
+		for i, p := range plots {
+			p.Draw(canvases[i][0])
+		}
+		out, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if _, err := c.WriteTo(out); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	}
+	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, f.PNG); err != nil {
+		return f, fmt.Errorf("figure %s: %w", name, err)
+	}
+	if err := draw1(vgsvg.New(w, h), f.SVG); err != nil {
 		return f, fmt.Errorf("figure %s: %w", name, err)
 	}
 	return f, nil

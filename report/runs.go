@@ -119,60 +119,145 @@ func uniqueIDs(runs []Run) {
 	}
 }
 
-// Curves draws a run's training loss, validation loss and accuracy, and
-// learning rate against iterations.
+// valMetrics are the validation metrics a curve can show, by the log's
+// key, with the name the results use and whether it is a percentage.
+var valMetrics = []struct {
+	key, name string
+	percent   bool
+}{{"acc1", "Acc@1", true}, {"miou", "mIoU", true}, {"aps", "APS Macro", true}, {"auc", "AUC Macro", true},
+	{"mae", "MAE", false}, {"i2t_acc1", "Img2Txt Acc@1", true}}
+
+// Curves draws a run's training in stacked panels that share the
+// iteration axis, one quantity per panel: the training and validation
+// loss, the task's validation metric (the first the log has: Acc@1, mIoU,
+// APS Macro, AUC Macro, MAE, Img2Txt Acc@1; percentages on 0-100), and the
+// learning rate. A quantity the log does not hold gets no panel: nothing
+// is drawn as a flat line at zero.
 func Curves(r Run, dir string) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Training of %s on %s", r.Model, r.Benchmark)
-	p.X.Label.Text = "iteration"
-	p.Y.Label.Text = "loss / accuracy (fraction) / lr x1000"
-	var loss, vloss, vacc, lr plotter.XYs
+	var loss, vloss, vmetric, lr plotter.XYs
+	metric := -1
+	for _, l := range r.Log {
+		if metric < 0 && l.Val != nil {
+			for k, m := range valMetrics {
+				if _, ok := l.Val[m.key]; ok {
+					metric = k
+					break
+				}
+			}
+		}
+	}
 	for _, l := range r.Log {
 		x := float64(l.Iteration)
 		if l.Loss > 0 {
 			loss = append(loss, plotter.XY{X: x, Y: l.Loss})
 		}
-		lr = append(lr, plotter.XY{X: x, Y: l.LR * 1000})
-		if l.Val != nil {
-			vloss = append(vloss, plotter.XY{X: x, Y: l.Val["loss"]})
-			vacc = append(vacc, plotter.XY{X: x, Y: l.Val["acc1"] / 100})
+		if l.LR > 0 {
+			lr = append(lr, plotter.XY{X: x, Y: l.LR})
+		}
+		if l.Val == nil {
+			continue
+		}
+		if v, ok := l.Val["loss"]; ok {
+			vloss = append(vloss, plotter.XY{X: x, Y: v})
+		}
+		if metric >= 0 {
+			if v, ok := l.Val[valMetrics[metric].key]; ok {
+				vmetric = append(vmetric, plotter.XY{X: x, Y: v})
+			}
 		}
 	}
-	add := func(name string, xy plotter.XYs, c int, points bool) error {
-		if len(xy) == 0 {
-			return nil
+	title := fmt.Sprintf("Training of %s on %s", r.Model, r.Benchmark)
+	var panels []*plot.Plot
+	panel := func(ylabel string, series ...curveSeries) error {
+		p := plot.New()
+		p.Y.Label.Text = ylabel
+		for _, s := range series {
+			if err := s.addTo(p); err != nil {
+				return err
+			}
 		}
-		line, err := plotter.NewLine(xy)
+		p.Legend.Top = true
+		p.Add(plotter.NewGrid())
+		panels = append(panels, p)
+		return nil
+	}
+	var err error
+	if len(loss)+len(vloss) > 0 {
+		err = panel("loss", curveSeries{"train loss", loss, 4, false}, curveSeries{"val loss", vloss, 5, true})
+	}
+	if err == nil && len(vmetric) > 0 {
+		m := valMetrics[metric]
+		label := "val " + m.name
+		if m.percent {
+			label += " (%)"
+		}
+		title += ": loss, val " + m.name + ", learning rate"
+		err = panel(label, curveSeries{"val " + m.name, vmetric, 2, true})
+		if err == nil && m.percent {
+			panels[len(panels)-1].Y.Min, panels[len(panels)-1].Y.Max = 0, 100
+		}
+	}
+	if err == nil && len(lr) > 0 {
+		err = panel("learning rate", curveSeries{"lr", lr, 7, false})
+	}
+	if err != nil {
+		return Figure{}, err
+	}
+	if len(panels) == 0 {
+		return Figure{}, fmt.Errorf("run %s on %s: the log holds nothing to draw", r.Model, r.Benchmark)
+	}
+	// One iteration axis for every panel.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range panels {
+		lo, hi = min(lo, p.X.Min), max(hi, p.X.Max)
+	}
+	for _, p := range panels {
+		p.X.Min, p.X.Max = lo, hi
+	}
+	panels[0].Title.Text = title
+	panels[len(panels)-1].X.Label.Text = "iteration"
+	return saveStacked(panels, dir, "curves_"+r.id(), 6.5*vg.Inch, vg.Length(1.4+1.6*float64(len(panels)))*vg.Inch)
+}
+
+// hasCurves reports whether the run's log holds anything Curves draws.
+func (r Run) hasCurves() bool {
+	for _, l := range r.Log {
+		if l.Loss > 0 || l.LR > 0 || l.Val != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// curveSeries is one line of a curves panel (with points at validations).
+type curveSeries struct {
+	name   string
+	xy     plotter.XYs
+	colour int
+	points bool
+}
+
+func (s curveSeries) addTo(p *plot.Plot) error {
+	if len(s.xy) == 0 {
+		return nil
+	}
+	line, err := plotter.NewLine(s.xy)
+	if err != nil {
+		return err
+	}
+	line.Color = okabeIto[s.colour]
+	line.Width = vg.Points(1.5)
+	p.Add(line)
+	p.Legend.Add(s.name, line)
+	if s.points {
+		sc, err := plotter.NewScatter(s.xy)
 		if err != nil {
 			return err
 		}
-		line.Color = okabeIto[c]
-		line.Width = vg.Points(1.5)
-		p.Add(line)
-		p.Legend.Add(name, line)
-		if points {
-			sc, err := plotter.NewScatter(xy)
-			if err != nil {
-				return err
-			}
-			sc.Color = okabeIto[c]
-			p.Add(sc)
-		}
-		return nil
+		sc.Color = okabeIto[s.colour]
+		p.Add(sc)
 	}
-	for _, s := range []struct {
-		name   string
-		xy     plotter.XYs
-		c      int
-		points bool
-	}{{"train loss", loss, 4, false}, {"val loss", vloss, 5, true}, {"val acc@1", vacc, 2, true}, {"lr x1000", lr, 7, false}} {
-		if err := add(s.name, s.xy, s.c, s.points); err != nil {
-			return Figure{}, err
-		}
-	}
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	return save(p, dir, "curves_"+r.id(), 6.5*vg.Inch, 4*vg.Inch)
+	return nil
 }
 
 // Throughput draws each run's mean training throughput (images/s).

@@ -145,6 +145,9 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 	}
 	uniqueIDs(o.Runs)
 	for _, r := range o.Runs {
+		if !r.hasCurves() {
+			continue // an external trainer that logged no losses: nothing to draw
+		}
 		f, err := Curves(r, figDir)
 		caption := fmt.Sprintf("%s on %s.", r.Model, r.Benchmark)
 		if r.Primary != "" {

@@ -62,3 +62,40 @@ func TestExperimentsAndCurves(t *testing.T) {
 		}
 	}
 }
+
+// TestCurvesDrawOnlyWhatWasMeasured: a segmentation run's curves show its
+// mIoU (on 0-100) and no accuracy at zero, a classification run's its
+// Acc@1; each title names the metric, and the figure is written.
+func TestCurvesDrawOnlyWhatWasMeasured(t *testing.T) {
+	for _, tc := range []struct {
+		val, want, not string
+	}{
+		{`{"miou":41.5,"loss":0.9}`, "mIoU", "Acc@1"},
+		{`{"acc1":80,"acc5":98,"loss":0.7}`, "Acc@1", "mIoU"},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(dir+"/metrics.json", []byte(`{"model":"cnn","benchmark":"toy","category":"Img Seg","metrics":{"mIoU":{"value":41,"higher_is_better":true}}}`), 0o644)
+		os.WriteFile(dir+"/log.jsonl", []byte(`{"iteration":1,"loss":2.3,"lr":0.001}
+{"iteration":100,"loss":0.9,"lr":0.001,"val":`+tc.val+`}
+{"iteration":200,"loss":0.5,"lr":0.0005,"val":`+tc.val+`}
+`), 0o644)
+		run, err := LoadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Curves(run, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(f.Title, tc.want) || strings.Contains(f.Title, tc.not) {
+			t.Errorf("title %q: want %s, not %s", f.Title, tc.want, tc.not)
+		}
+		svg, err := os.ReadFile(f.SVG)
+		if err != nil || !strings.Contains(string(svg), "val "+tc.want) || strings.Contains(string(svg), "val "+tc.not) {
+			t.Errorf("figure %s: want a val %s panel and no val %s (%v)", f.SVG, tc.want, tc.not, err)
+		}
+		if info, err := os.Stat(f.PNG); err != nil || info.Size() == 0 {
+			t.Errorf("no PNG: %v", err)
+		}
+	}
+}
