@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,9 +51,15 @@ func TestReportInHeadlessChromium(t *testing.T) {
 			t.Errorf("console message: %s", line)
 		}
 	}
-	for _, want := range []string{`id="tiers"`, `id="img_class"`, `id="video_class"`, `<img alt="Model ranking per benchmark`, `class="best"`} {
+	for _, want := range []string{`id="tiers"`, `id="img_class"`, `id="video_class"`, `<img alt="Rank of each model per benchmark (1 = best)`, `class="best"`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	// Every figure has a title that names what it shows.
+	for _, alt := range regexp.MustCompile(`<img alt="([^"]*)"`).FindAllStringSubmatch(dom, -1) {
+		if !regexp.MustCompile(`(?i)rank|acc|miou|mae|loss|tau|score|images/s|%|metric`).MatchString(alt[1]) {
+			t.Errorf("figure title %q names no metric", alt[1])
 		}
 	}
 	if n := strings.Count(dom, `<table class="results"`); n != 12 {

@@ -451,7 +451,7 @@ func evaluationFigures(e Evaluations, dir string) ([]Figure, error) {
 // the seeds' std as error bars.
 func sampleEfficiency(ps []Probe, dir string) (Figure, error) {
 	p := plot.New()
-	p.Title.Text = "Sample efficiency of the linear probe"
+	p.Title.Text = "Linear-probe " + ps[0].Metric + " against training examples per class"
 	p.X.Label.Text = "training examples per class (full: every one, at the right)"
 	p.Y.Label.Text = ps[0].Metric
 	p.X.Scale = plot.LogScale{}

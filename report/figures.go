@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/internal/palette"
 	"gonum.org/v1/plot"
+	gonumpalette "gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -53,15 +55,7 @@ func saveStacked(plots []*plot.Plot, dir, name string, w, h vg.Length) (Figure, 
 		for i, p := range plots {
 			p.Draw(canvases[i][0])
 		}
-		out, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if _, err := c.WriteTo(out); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
+		return writeCanvas(c, path)
 	}
 	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, f.PNG); err != nil {
 		return f, fmt.Errorf("figure %s: %w", name, err)
@@ -150,15 +144,18 @@ func RankingHeatmap(m *eevee.Matrix, reference, dir string) (Figure, error) {
 		}
 		g.z = append(g.z, row)
 	}
-	cm := moreland.Kindlmann()
-	cm.SetMin(-float64(len(m.Models)))
-	cm.SetMax(-1)
+	// Ranks coloured from dark (last) to light (first), stopping short of
+	// white so that the best cell stays visible on the page whatever the
+	// number of models.
+	n := float64(len(m.Models))
+	cm := &cropped{ColorMap: moreland.Kindlmann(), upTo: 0.82}
+	cm.SetMin(-n - 0.5)
+	cm.SetMax(-0.5)
 	p := plot.New()
-	p.Title.Text = "Model ranking per benchmark (brighter = better)"
-	if ref >= 0 {
-		p.Title.Text += "; columns by correlation with " + reference
-	}
-	p.Add(plotter.NewHeatMap(g, cm.Palette(255)))
+	p.Title.Text = "Rank of each model per benchmark (1 = best)"
+	hm := plotter.NewHeatMap(g, cm.Palette(255))
+	hm.Min, hm.Max = cm.Min(), cm.Max()
+	p.Add(hm)
 	var xt, yt []plot.Tick
 	for c, b := range colOrder {
 		xt = append(xt, plot.Tick{Value: float64(c), Label: benches[b]})
@@ -171,9 +168,86 @@ func RankingHeatmap(m *eevee.Matrix, reference, dir string) (Figure, error) {
 	p.X.Tick.Label.Rotation = math.Pi / 2
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YCenter
+	p.X.Label.Text = "benchmark"
+	if ref >= 0 {
+		p.X.Label.Text = "benchmark (ordered by rank correlation with " + reference + ")"
+	}
+	p.Y.Label.Text = "model (by mean rank)"
 	p.X.Min, p.X.Max = -0.5, float64(len(benches))-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(len(m.Models))-0.5
-	return save(p, dir, "ranking_heatmap", vg.Length(len(benches))*0.32*vg.Inch+2.5*vg.Inch, vg.Length(len(m.Models))*0.25*vg.Inch+2.2*vg.Inch)
+
+	// The colour bar: ranks, 1 at the top.
+	bar := plot.New()
+	bar.Title.Text = "rank"
+	bar.HideX()
+	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+	var bt []plot.Tick
+	step := max(1, int(n)/8)
+	for r := 1; r <= int(n); r += step {
+		bt = append(bt, plot.Tick{Value: -float64(r), Label: fmt.Sprint(r)})
+	}
+	bar.Y.Tick.Marker = plot.ConstantTicks(bt)
+	w := vg.Length(len(benches))*0.32*vg.Inch + 3.4*vg.Inch
+	h := vg.Length(len(m.Models))*0.25*vg.Inch + 2.6*vg.Inch
+	return saveBeside(p, bar, 0.9*vg.Inch, dir, "ranking_heatmap", w, h)
+}
+
+// cropped is a colour map that uses only the first upTo of its
+// underlying map (Kindlmann's without its last, near-white stretch, so a
+// best cell is never white on the white page).
+type cropped struct {
+	gonumpalette.ColorMap
+	upTo float64
+}
+
+func (c *cropped) At(v float64) (color.Color, error) {
+	lo := c.ColorMap.Min()
+	return c.ColorMap.At(lo + (v-lo)*c.upTo)
+}
+
+func (c *cropped) Palette(n int) gonumpalette.Palette {
+	colors := make([]color.Color, n)
+	lo, hi := c.ColorMap.Min(), c.ColorMap.Max()
+	for i := range colors {
+		v := lo + (hi-lo)*float64(i)/float64(max(n-1, 1))
+		colors[i], _ = c.At(v)
+	}
+	return plainPalette(colors)
+}
+
+type plainPalette []color.Color
+
+func (p plainPalette) Colors() []color.Color { return p }
+
+// saveBeside saves main with side drawn in a strip of the given width on
+// its right, as one PNG and one SVG; the figure's title is main's.
+func saveBeside(main, side *plot.Plot, strip vg.Length, dir, name string, w, h vg.Length) (Figure, error) {
+	f := Figure{Name: name, Title: main.Title.Text, PNG: filepath.Join(dir, name+".png"), SVG: filepath.Join(dir, name+".svg")}
+	draw1 := func(c vg.CanvasWriterTo, path string) error {
+		dc := draw.New(c)
+		main.Draw(draw.Crop(dc, 0, -strip, 0, 0))
+		side.Draw(draw.Crop(dc, w-strip, 0, h*0.3, -h*0.1))
+		return writeCanvas(c, path)
+	}
+	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, f.PNG); err != nil {
+		return f, fmt.Errorf("figure %s: %w", name, err)
+	}
+	if err := draw1(vgsvg.New(w, h), f.SVG); err != nil {
+		return f, fmt.Errorf("figure %s: %w", name, err)
+	}
+	return f, nil
+}
+
+func writeCanvas(c vg.CanvasWriterTo, path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func spearmanOf(a, b []float64) float64 {
@@ -283,8 +357,8 @@ func TopScoresByK(results []eevee.KResult, dir string) (Figure, error) {
 // given models (paper Figs. 12-15).
 func FamilyComparison(tables []Table, models []string, dir, name string) (Figure, error) {
 	p := plot.New()
-	p.Title.Text = "Task Mean per family"
-	p.Y.Label.Text = "Task Mean"
+	p.Title.Text = "Task Mean per family (mean of higher-is-better metrics, %)"
+	p.Y.Label.Text = "Task Mean (%)"
 	var fams []string
 	idx := map[string]int{}
 	var with []Table // families that have a Task Mean
@@ -331,7 +405,11 @@ func FamilyComparison(tables []Table, models []string, dir, name string) (Figure
 		p.Legend.Add(model, bars)
 	}
 	p.Legend.Top = true
-	p.Y.Min, p.Y.Max = 0, top*1.35 // headroom keeps the legend off the bars
+	p.Y.Min, p.Y.Max = 0, 100 // percentages on their own scale
+	if top > 100 {
+		p.Y.Max = top * 1.05
+	}
+	p.Legend.YOffs = vg.Points(14) // above the plot area, off the bars
 	p.NominalX(fams...)
 	p.X.Tick.Label.Rotation = math.Pi / 6
 	p.X.Tick.Label.XAlign = draw.XRight

@@ -280,7 +280,7 @@ func Throughput(runs []Run, dir string) (Figure, error) {
 			vals = append(vals, 0)
 		}
 	}
-	return horizontalBars("Training throughput per experiment", "images per second", labels, vals, dir, "throughput")
+	return horizontalBars("Training throughput per experiment (images/s)", "images per second", labels, vals, dir, "throughput")
 }
 
 // energy returns the run's energy reading, or nil.
