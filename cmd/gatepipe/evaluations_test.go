@@ -186,7 +186,7 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 		}
 	}
 	page := read(dirs.Report)
-	for _, want := range []string{`id="transferability"`, `id="probes"`, `id="episodes"`, "Sample efficiency", "Group means over sources"} {
+	for _, want := range []string{`id="transferability"`, `id="probes"`, `id="episodes"`, "against training examples per class", "Group means over sources"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -139,7 +140,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			text := ""
 			if ok {
 				cell.Value = &v
-				text = strconv.FormatFloat(v, 'g', -1, 64)
+				text = strconv.FormatFloat(v, 'g', 6, 64) // 98.3667, not 98.36666666666667
 			} else {
 				missing++
 			}
@@ -211,10 +212,24 @@ func markdownTable(cells []Cell, models []string) string {
 			if cell.Value == nil {
 				b.WriteString(" – |")
 			} else {
-				fmt.Fprintf(&b, " %.4g |", *cell.Value)
+				b.WriteString(" " + formatCell(*cell.Value) + " |")
 			}
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// formatCell prints a value as the paper prints results, at one precision
+// per magnitude: 90.0, 4.50, 0.009 (not 90.02, 4.499 and 0.009343 side
+// by side).
+func formatCell(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
 }
