@@ -339,12 +339,17 @@ func (r Run) arrow(metric string) string {
 // otherMetrics lists the metrics besides the primary one, "–" when none.
 func (r Run) otherMetrics() string {
 	names := make([]string, 0, len(r.Metrics))
+	perClass := 0
 	for k := range r.Metrics {
-		if k != r.Primary {
+		switch {
+		case k == r.Primary:
+		case k != "" && k[0] >= '0' && k[0] <= '9': // "3 APS": per class, in the run's metrics.json
+			perClass++
+		default:
 			names = append(names, k)
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && perClass == 0 {
 		return "–"
 	}
 	sort.Strings(names)
@@ -352,7 +357,10 @@ func (r Run) otherMetrics() string {
 	for i, k := range names {
 		parts[i] = fmt.Sprintf("%s %s %s", html.EscapeString(k), r.arrow(k), formatMetric(r.Metrics[k]))
 	}
-	return strings.Join(parts, " · ")
+	if perClass > 0 {
+		parts = append(parts, fmt.Sprintf("%d per-class values in metrics.json", perClass))
+	}
+	return strings.Join(parts, "<br>") // one per line, not one run-on line
 }
 
 // formatMetric prints a metric with the digits its size needs.
