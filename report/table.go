@@ -267,6 +267,37 @@ func TierTable(in Input) Table {
 	return t
 }
 
+// TierCoverage says what each computed GATE Mean averages: how many of
+// the tier's benchmarks the matrix has, over how many models, and, with
+// the paper's rows beside them, why the two can differ.
+func TierCoverage(in Input) string {
+	m := in.Matrix
+	have := map[string]bool{}
+	for _, b := range m.Benchmarks() {
+		have[b] = true
+	}
+	var parts []string
+	for _, name := range tierNames(in.Tiers) {
+		want := in.Tiers[name]
+		if len(want) == 0 {
+			continue
+		}
+		n := 0
+		for _, b := range want {
+			if have[b] {
+				n++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d of its %d benchmarks", name, n, len(want)))
+	}
+	s := fmt.Sprintf("Computed GATE means average the task families' higher-is-better means over the tier's benchmarks this matrix holds (%s), for its %d models.",
+		strings.Join(parts, "; "), len(m.Models))
+	if len(in.PaperSummary) > 0 {
+		s += " The rows marked (paper) are the published values, from the paper's own formula, which it does not state, over its 31 benchmarks and 21 models; a computed mean differs from them where the matrix or the formula does."
+	}
+	return s
+}
+
 func tierNames(tiers map[string][]string) []string {
 	names := []string{"Full"}
 	for _, n := range []string{"Big", "Base", "Small"} {

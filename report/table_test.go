@@ -208,3 +208,16 @@ func TestFullGATEMeanAveragesGATEBenchmarksOnly(t *testing.T) {
 		t.Fatalf("a matrix without GATE benchmarks has GATE rows: %+v", tab.Rows)
 	}
 }
+
+// TestTierCoverageExplainsThePaperComparison: the tiers section says how
+// many of each tier's benchmarks and which models a computed mean covers,
+// and why it can differ from the paper's published rows.
+func TestTierCoverageExplainsThePaperComparison(t *testing.T) {
+	in := paper(t)
+	s := TierCoverage(in)
+	for _, want := range []string{"Full: 31 of its 31 benchmarks", "Small: 8 of its 8", "21 models", "(paper)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("coverage %q lacks %q", s, want)
+		}
+	}
+}

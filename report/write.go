@@ -259,8 +259,11 @@ func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input)
 		fmt.Fprintf(&b, "<h2 id=\"tiers-h\">GATE tiers</h2>\n")
 		if len(tiers.Rows) == 0 {
 			b.WriteString("<p id=\"tiers\">None of these benchmarks is one of GATE's 31, so no GATE mean is computed: GATE means average GATE's own benchmarks only.</p>\n")
-		} else if err := tiers.HTML(&b, "tiers"); err != nil {
-			return nil, err
+		} else {
+			b.WriteString("<p>" + html.EscapeString(TierCoverage(in)) + "</p>\n")
+			if err := tiers.HTML(&b, "tiers"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, t := range tables {
