@@ -43,25 +43,31 @@ func save(p *plot.Plot, dir, name string, w, h vg.Length) (Figure, error) {
 // saveStacked saves plots one above the other, aligned on their x axes,
 // as one PNG and one SVG; the figure's title is the first plot's.
 func saveStacked(plots []*plot.Plot, dir, name string, w, h vg.Length) (Figure, error) {
-	f := Figure{Name: name, Title: plots[0].Title.Text, PNG: filepath.Join(dir, name+".png"), SVG: filepath.Join(dir, name+".svg")}
 	rows := make([][]*plot.Plot, len(plots))
 	for i, p := range plots {
 		rows[i] = []*plot.Plot{p}
 	}
 	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 3, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	draw1 := func(c vg.CanvasWriterTo, path string) error {
-		dc := draw.New(c)
+	return saveDrawn(dir, name, plots[0].Title.Text, w, h, func(dc draw.Canvas) {
 		canvases := plot.Align(rows, tiles, dc)
 		for i, p := range plots {
 			p.Draw(canvases[i][0])
 		}
-		return writeCanvas(c, path)
-	}
-	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, f.PNG); err != nil {
-		return f, fmt.Errorf("figure %s: %w", name, err)
-	}
-	if err := draw1(vgsvg.New(w, h), f.SVG); err != nil {
-		return f, fmt.Errorf("figure %s: %w", name, err)
+	})
+}
+
+// saveDrawn saves what paint draws on a w x h canvas as name.png and
+// name.svg in dir.
+func saveDrawn(dir, name, title string, w, h vg.Length, paint func(draw.Canvas)) (Figure, error) {
+	f := Figure{Name: name, Title: title, PNG: filepath.Join(dir, name+".png"), SVG: filepath.Join(dir, name+".svg")}
+	for _, out := range []struct {
+		c    vg.CanvasWriterTo
+		path string
+	}{{vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, f.PNG}, {vgsvg.New(w, h), f.SVG}} {
+		paint(draw.New(out.c))
+		if err := writeCanvas(out.c, out.path); err != nil {
+			return f, fmt.Errorf("figure %s: %w", name, err)
+		}
 	}
 	return f, nil
 }
@@ -222,20 +228,10 @@ func (p plainPalette) Colors() []color.Color { return p }
 // saveBeside saves main with side drawn in a strip of the given width on
 // its right, as one PNG and one SVG; the figure's title is main's.
 func saveBeside(main, side *plot.Plot, strip vg.Length, dir, name string, w, h vg.Length) (Figure, error) {
-	f := Figure{Name: name, Title: main.Title.Text, PNG: filepath.Join(dir, name+".png"), SVG: filepath.Join(dir, name+".svg")}
-	draw1 := func(c vg.CanvasWriterTo, path string) error {
-		dc := draw.New(c)
+	return saveDrawn(dir, name, main.Title.Text, w, h, func(dc draw.Canvas) {
 		main.Draw(draw.Crop(dc, 0, -strip, 0, 0))
 		side.Draw(draw.Crop(dc, w-strip, 0, h*0.3, -h*0.1))
-		return writeCanvas(c, path)
-	}
-	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, f.PNG); err != nil {
-		return f, fmt.Errorf("figure %s: %w", name, err)
-	}
-	if err := draw1(vgsvg.New(w, h), f.SVG); err != nil {
-		return f, fmt.Errorf("figure %s: %w", name, err)
-	}
-	return f, nil
+	})
 }
 
 func writeCanvas(c vg.CanvasWriterTo, path string) error {
