@@ -52,6 +52,7 @@ func newProgressViewWith(out io.Writer, tty bool, o barOptions) (*progressView, 
 		return p, out
 	}
 	p.bars = newBarView(out, o)
+	p.bars.eta = p.overallETA
 	return p, logRouter{p}
 }
 
@@ -213,4 +214,33 @@ func firstLine(err error) string {
 		return s[:i] + " (see the run record for the full error)"
 	}
 	return s
+}
+
+// overallETA is the apply's ETA as far as it can be told: the longest ETA
+// of the running nodes, which is when the apply ends once no node waits to
+// start, and a lower bound ("ETA ≥") while some still wait; "" while a
+// running node cannot tell its own.
+func (p *progressView) overallETA(now time.Time) string {
+	p.mu.Lock()
+	waiting := p.total - p.finished - len(p.running)
+	states := make([]*nodeState, 0, len(p.running))
+	for _, st := range p.running {
+		states = append(states, st)
+	}
+	p.mu.Unlock()
+	if len(states) == 0 {
+		return ""
+	}
+	var longest time.Duration
+	for _, st := range states {
+		eta, ok := st.eta(now)
+		if !ok {
+			return ""
+		}
+		longest = max(longest, eta)
+	}
+	if waiting > 0 {
+		return "ETA ≥ " + shortDuration(longest)
+	}
+	return "ETA " + shortDuration(longest)
 }

@@ -31,6 +31,8 @@ type barView struct {
 	dropping sync.WaitGroup
 	total    int
 	done     int
+	// eta, when set, gives the overall bar's ETA text ("" when unknown).
+	eta func(now time.Time) string
 }
 
 // barOptions set what tests need fixed: the width, the clock and when the
@@ -75,7 +77,14 @@ func (v *barView) begin(total int) {
 			return fmt.Sprintf("%-*s", v.nameWidth(), fmt.Sprintf("apply: %d of %d nodes", v.done, v.total))
 		})),
 		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
-			return "elapsed " + shortDuration(v.now().Sub(v.start))
+			now := v.now()
+			s := "elapsed " + shortDuration(now.Sub(v.start))
+			if v.eta != nil {
+				if eta := v.eta(now); eta != "" {
+					s += "  " + eta
+				}
+			}
+			return s
 		})),
 	)
 }
@@ -165,11 +174,22 @@ func (st *nodeState) describe(now time.Time) string {
 	if unit == "B" && elapsed > 0 {
 		s += fmt.Sprintf("  %s/s", humanBytes(int64(float64(done)/elapsed.Seconds())))
 	}
-	if total > 0 && done > 0 && done < total {
-		eta := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+	if eta, ok := st.eta(now); ok && done < total {
 		s += "  ETA " + shortDuration(eta)
 	}
 	return s
+}
+
+// eta is the node's time left at its average rate so far; ok is false
+// when it cannot be told (no total, nothing done yet).
+func (st *nodeState) eta(now time.Time) (time.Duration, bool) {
+	st.mu.Lock()
+	done, total, started := st.done, st.total, st.started
+	st.mu.Unlock()
+	if total <= 0 || done <= 0 {
+		return 0, false
+	}
+	return time.Duration(float64(now.Sub(started)) * float64(max(total-done, 0)) / float64(done)), true
 }
 
 // terminalWidth is the width of the terminal out writes to, or 100.

@@ -214,3 +214,27 @@ func TestDevNullIsNotATerminal(t *testing.T) {
 		t.Fatal("/dev/null is taken for a terminal")
 	}
 }
+
+// TestOverallETAIsTheLongestRunningOne: with nodes still waiting to start
+// the overall ETA is only a lower bound, said as such; once every node
+// left is running it is the longest of theirs; unknown while a running
+// node cannot tell its own.
+func TestOverallETAIsTheLongestRunningOne(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	node := func(done, total int64) *nodeState {
+		return &nodeState{done: done, total: total, started: now.Add(-10 * time.Second)}
+	}
+	p := &progressView{running: map[string]*nodeState{"a": node(50, 100), "b": node(10, 100)}, total: 3}
+	if got := p.overallETA(now); got != "ETA ≥ 1m30s" {
+		t.Errorf("one node waiting: %q, want ETA ≥ 1m30s", got)
+	}
+	p.total = 2
+	if got := p.overallETA(now); got != "ETA 1m30s" {
+		t.Errorf("all running: %q, want ETA 1m30s", got)
+	}
+	p.running["c"] = node(0, 0)
+	p.total = 3
+	if got := p.overallETA(now); got != "" {
+		t.Errorf("a node without a total: %q, want no ETA", got)
+	}
+}
