@@ -37,6 +37,23 @@ func torchvisionNamed(t *testing.T, fixture, path string) {
 	}
 }
 
+// resnextEncoderBody is the body of pretrainedConfig's encoder block,
+// which a test replaces.
+const resnextEncoderBody = `  arch            = "resnet"
+  channels        = [4, 8]
+  blocks          = [2, 1]
+  stem            = "imagenet"
+  block           = "bottleneck"
+  groups          = 2
+  width_per_group = 32
+  weights         = "w.safetensors"
+  preprocess = {
+    size     = 16
+    channels = 3
+    mean     = [0.5, 0.5, 0.5]
+    std      = [0.25, 0.25, 0.25]
+  }`
+
 const pretrainedConfig = `
 dataset "shapes" {
   format = "generated"
@@ -50,20 +67,7 @@ dataset "shapes" {
   val_fraction = 0.2
 }
 encoder "resnext" {
-  arch            = "resnet"
-  channels        = [4, 8]
-  blocks          = [2, 1]
-  stem            = "imagenet"
-  block           = "bottleneck"
-  groups          = 2
-  width_per_group = 32
-  weights         = "w.safetensors"
-  preprocess = {
-    size     = 16
-    channels = 3
-    mean     = [0.5, 0.5, 0.5]
-    std      = [0.25, 0.25, 0.25]
-  }
+` + resnextEncoderBody + `
 }
 benchmark "shapes" {
   dataset = dataset.shapes.path
@@ -187,20 +191,7 @@ func TestTorchvisionWeightsByName(t *testing.T) {
 	mirror := filepath.Join(t.TempDir(), "mirror")
 	data, _ := os.ReadFile(pth)
 	writeFile(t, filepath.Join(mirror, "download.pytorch.org", "models", "resnet18-f37072fd.pth"), string(data))
-	config := strings.NewReplacer(`  arch            = "resnet"
-  channels        = [4, 8]
-  blocks          = [2, 1]
-  stem            = "imagenet"
-  block           = "bottleneck"
-  groups          = 2
-  width_per_group = 32
-  weights         = "w.safetensors"
-  preprocess = {
-    size     = 16
-    channels = 3
-    mean     = [0.5, 0.5, 0.5]
-    std      = [0.25, 0.25, 0.25]
-  }`, `  weights = "torchvision:resnet18.IMAGENET1K_V1"`).Replace(pretrainedConfig)
+	config := strings.NewReplacer(resnextEncoderBody, `  weights = "torchvision:resnet18.IMAGENET1K_V1"`).Replace(pretrainedConfig)
 	writeFile(t, filepath.Join(dir, "main.hcl"), config)
 	cache := t.TempDir()
 	if r := gp(t, cache, "validate", dir); r.code != 0 {

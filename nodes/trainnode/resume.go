@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gatepipe/gatepipe/nodes"
@@ -105,12 +106,10 @@ type checkpointError struct {
 func (e *checkpointError) Error() string {
 	at := ""
 	if e.iteration > 0 {
-		at = " at iteration " + itoa(e.iteration)
+		at = " at iteration " + strconv.Itoa(e.iteration)
 	}
 	return "the checkpoint" + at + " " + e.why + ": not used, training starts over"
 }
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func short(id string) string {
 	if len(id) > 12 {
