@@ -356,7 +356,7 @@ func (a *applier) run(ctx context.Context, in *instance, dev nodes.Assignment) (
 	e.opts.Reporter.NodeStarted(in.key(), dev)
 	log.Debug().Str("action", in.action.Short()).Msg("node started")
 	env := &nodes.Env{
-		Addr: in.addr, OutDir: work, WorkDir: in.v.mod.Pipeline.Dir, Blobs: e.cache, Sources: e.resolver(),
+		Addr: in.addr, OutDir: work, WorkDir: in.v.mod.Pipeline.Dir, Blobs: e.cache, Parts: e.cache, Sources: e.resolver(),
 		Devices: dev, Log: log, Progress: nodeProgress{r: e.opts.Reporter, addr: in.key()},
 		ActionID: in.action.String(), Version: e.opts.Version,
 	}

@@ -175,6 +175,11 @@ type Env struct {
 	WorkDir string
 	// Blobs stores and finds downloaded files by SHA-256.
 	Blobs BlobStore
+	// Parts stores parts of a node's work under keys the node derives
+	// from their own inputs (one seed of several), so that a run after a
+	// change that leaves a part's inputs alone reuses it. Nil when the
+	// engine runs without a cache.
+	Parts PartStore
 	// Sources resolves remote sources (lock file, mirror, credentials,
 	// offline mode) and downloads them into Blobs.
 	Sources *sources.Resolver
@@ -221,6 +226,20 @@ type BlobStore interface {
 	// (when not empty) and moves it into the store under its SHA-256,
 	// returning the blob's path and SHA-256.
 	AddBlob(tmpPath, want string) (path, sha256hex string, err error)
+}
+
+// PartStore is the cache of node parts: directories of files stored
+// under a key. A node derives a part's key from everything that
+// determines it (its kind's version included), as the engine derives an
+// action ID.
+type PartStore interface {
+	// Part returns the directory of the part stored under key (read
+	// only), and whether there is an intact one.
+	Part(key string) (dir string, ok bool)
+	// StorePart moves dir (which it consumes) into the cache under key
+	// and returns where the part now lies; label says what it is in
+	// listings (`cache ls`).
+	StorePart(key, label, dir string) (string, error)
 }
 
 // Progress receives progress updates from a running node.

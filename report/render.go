@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gatepipe/gatepipe/internal/numfmt"
 )
 
 var markSuffix = [...]string{"", "¹", "²", "³"}
@@ -42,7 +44,7 @@ func mdCell(r Row, c Cell) string {
 	if c.Missing {
 		return "–"
 	}
-	s := r.format(c.Value)
+	s := r.text(c)
 	if c.Predicted {
 		s = r.predictedText(c)
 	}
@@ -53,10 +55,22 @@ func mdCell(r Row, c Cell) string {
 }
 
 // CSV writes t with one row per metric: label, direction, one column per
-// model, and a final column naming the best model.
+// model, and a column naming the best model. A table with means over
+// seeds adds, per model, the standard deviation and the number of seeds
+// ("std MODEL", "n MODEL"; empty for a single run).
 func (t Table) CSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write(append(append([]string{"metric", "higher_is_better"}, t.Models...), "best"))
+	seeds := t.hasSeeds()
+	header := append(append([]string{"metric", "higher_is_better"}, t.Models...), "best")
+	if seeds {
+		for _, m := range t.Models {
+			header = append(header, "std "+m)
+		}
+		for _, m := range t.Models {
+			header = append(header, "n "+m)
+		}
+	}
+	cw.Write(header)
 	for _, r := range t.Rows {
 		rec := []string{r.Label, strconv.FormatBool(r.HigherIsBetter)}
 		best := ""
@@ -73,10 +87,32 @@ func (t Table) CSV(w io.Writer) error {
 				best += t.Models[i]
 			}
 		}
-		cw.Write(append(rec, best))
+		rec = append(rec, best)
+		if seeds {
+			stds, ns := make([]string, len(r.Cells)), make([]string, len(r.Cells))
+			for i, c := range r.Cells {
+				if c.Seeds.N > 0 && !c.Missing {
+					stds[i], ns[i] = strconv.FormatFloat(c.Seeds.Std, 'g', 6, 64), strconv.Itoa(c.Seeds.N)
+				}
+			}
+			rec = append(append(rec, stds...), ns...)
+		}
+		cw.Write(rec)
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// hasSeeds reports whether any cell of t is a mean over seeds.
+func (t Table) hasSeeds() bool {
+	for _, r := range t.Rows {
+		for _, c := range r.Cells {
+			if c.Seeds.N > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // LaTeX writes t as a booktabs table. It needs \usepackage{booktabs} and
@@ -118,11 +154,11 @@ func texCell(r Row, c Cell) string {
 	if c.Missing {
 		return "--"
 	}
-	s := r.format(c.Value)
+	s := strings.Replace(r.text(c), " ± ", "$\\pm$", 1)
 	if c.Predicted {
 		s = "\\textit{" + s + "}$^{*}$"
 		if c.Spread > 0 && !math.IsNaN(c.Spread) {
-			s = "\\textit{" + r.format(c.Value) + "$\\pm$" + fmtValue(c.Spread) + "}$^{*}$"
+			s = "\\textit{" + r.format(c.Value) + "$\\pm$" + numfmt.Value(c.Spread) + "}$^{*}$"
 		}
 	}
 	switch c.Mark {
@@ -176,7 +212,7 @@ func (t Table) HTML(w io.Writer, id string) error {
 			if c.Missing {
 				classes = append(classes, "missing")
 			} else {
-				text = r.format(c.Value)
+				text = r.text(c)
 			}
 			if c.Predicted {
 				classes = append(classes, "predicted")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/formats/runmeta"
+	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -27,6 +28,9 @@ type Run struct {
 	Metrics   map[string]float64
 	// Higher says, per metric, whether higher is better.
 	Higher map[string]bool
+	// Seeds is, per metric, its spread over the seeds it is the mean of
+	// (a recipe with seeds); absent for a single run.
+	Seeds map[string]SeedStat
 	// Primary is the headline metric (see PrimaryMetric).
 	Primary string
 	Log     []RunLog
@@ -47,7 +51,7 @@ type RunLog struct {
 
 // LoadRun reads a train block's (or trainer's) output directory.
 func LoadRun(dir string) (Run, error) {
-	r := Run{Dir: dir, Metrics: map[string]float64{}, Higher: map[string]bool{}}
+	r := Run{Dir: dir, Metrics: map[string]float64{}, Higher: map[string]bool{}, Seeds: map[string]SeedStat{}}
 	data, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
 	if err != nil {
 		return r, err
@@ -57,6 +61,8 @@ func LoadRun(dir string) (Run, error) {
 		Metrics                   map[string]struct {
 			Value          float64
 			HigherIsBetter bool `json:"higher_is_better"`
+			Std            *float64
+			N              int
 		}
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -66,6 +72,9 @@ func LoadRun(dir string) (Run, error) {
 	for k, v := range m.Metrics {
 		r.Metrics[k] = v.Value
 		r.Higher[k] = v.HigherIsBetter
+		if v.Std != nil && v.N > 0 {
+			r.Seeds[k] = SeedStat{Std: *v.Std, N: v.N}
+		}
 	}
 	r.Primary = PrimaryMetric(m.Primary, r.Metrics, r.Higher)
 	info, ok, err := runmeta.Read(dir)
@@ -355,12 +364,21 @@ func (r Run) otherMetrics() string {
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s %s %s", html.EscapeString(k), r.arrow(k), formatMetric(r.Metrics[k]))
+		parts[i] = fmt.Sprintf("%s %s %s", html.EscapeString(k), r.arrow(k), r.metricText(k))
 	}
 	if perClass > 0 {
 		parts = append(parts, fmt.Sprintf("%d per-class values in metrics.json", perClass))
 	}
 	return strings.Join(parts, "<br>") // one per line, not one run-on line
+}
+
+// metricText prints metric k: its value, or a mean over seeds with its
+// std and n.
+func (r Run) metricText(k string) string {
+	if st, ok := r.Seeds[k]; ok {
+		return numfmt.MeanStd(r.Metrics[k], st.Std, st.N)
+	}
+	return formatMetric(r.Metrics[k])
 }
 
 // formatMetric prints a metric with the digits its size needs.
@@ -396,7 +414,7 @@ func runsHTML(w io.Writer, runs []Run) {
 		metric, value, itersText := "–", "–", "–"
 		if r.Primary != "" {
 			metric = html.EscapeString(r.Primary) + " " + r.arrow(r.Primary)
-			value = formatMetric(r.Metrics[r.Primary])
+			value = r.metricText(r.Primary)
 		}
 		if iters > 0 {
 			itersText = fmt.Sprint(iters)
@@ -421,6 +439,9 @@ func runMetaHTML(w io.Writer, runs []Run) {
 		seed, energy, ips := "–", "n/a", "–"
 		if i.Seed != nil {
 			seed = fmt.Sprint(*i.Seed)
+		}
+		if len(i.Seeds) > 0 {
+			seed = strings.Trim(fmt.Sprint(i.Seeds), "[]") // "0 1 2"
 		}
 		if i.EnergyJ != nil {
 			energy = fmt.Sprintf("%.0f", *i.EnergyJ)

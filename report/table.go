@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
+	"github.com/gatepipe/gatepipe/internal/numfmt"
 )
 
 // Mark is a cell's place in its row: 1, 2, 3 for the best three (by the
@@ -22,7 +23,10 @@ type Cell struct {
 	// Spread is a predicted value's uncertainty (the predictor's posterior
 	// or ensemble standard deviation); 0 when unknown or measured.
 	Spread float64
-	Mark   Mark
+	// Seeds is a measured value's spread over the seeds it is the mean
+	// of (N 0: one run).
+	Seeds SeedStat
+	Mark  Mark
 }
 
 // Row is one line of a table.
@@ -54,6 +58,9 @@ type Input struct {
 	// Spread holds the predicted cells' standard deviations:
 	// Spread[model][column].
 	Spread map[string]map[int]float64
+	// Seeds holds the spread of measured cells that are means over seeds:
+	// Seeds[model][column] (see LoadSeedStats).
+	Seeds map[string]map[int]SeedStat
 	// Predictors are the predict blocks' own validation (pmf methods).
 	Predictors []Predictor
 	// PaperSummary holds the GATE paper's Task Mean and GATE rows
@@ -138,7 +145,7 @@ func FamilyTables(in Input) []Table {
 			r := Row{Label: col.Name(), HigherIsBetter: col.HigherIsBetter}
 			for i, model := range m.Models {
 				v := m.Values[i][j]
-				r.Cells = append(r.Cells, Cell{Value: v, Missing: math.IsNaN(v), Predicted: in.Predicted[model][j], Spread: in.Spread[model][j]})
+				r.Cells = append(r.Cells, Cell{Value: v, Missing: math.IsNaN(v), Predicted: in.Predicted[model][j], Spread: in.Spread[model][j], Seeds: in.Seeds[model][j]})
 			}
 			markRow(&r)
 			t.Rows = append(t.Rows, r)
@@ -371,7 +378,7 @@ func columnRanks(m *eevee.Matrix) [][]float64 {
 func (r Row) predictedText(c Cell) string {
 	s := r.format(c.Value)
 	if c.Spread > 0 && !math.IsNaN(c.Spread) {
-		s += " ±" + fmtValue(c.Spread)
+		s += " ±" + numfmt.Value(c.Spread)
 	}
 	return s + "*"
 }
@@ -380,18 +387,5 @@ func (r Row) format(v float64) string {
 	if r.Integer && v == math.Trunc(v) {
 		return fmt.Sprintf("%.0f", v)
 	}
-	return fmtValue(v)
-}
-
-// fmtValue formats a cell value as the paper prints results.
-func fmtValue(v float64) string {
-	switch {
-	case math.Abs(v) >= 100:
-		return fmt.Sprintf("%.1f", v)
-	case math.Abs(v) >= 10:
-		return fmt.Sprintf("%.1f", v)
-	case math.Abs(v) >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.3f", v)
+	return numfmt.Value(v)
 }

@@ -151,7 +151,7 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		f, err := Curves(r, figDir)
 		caption := fmt.Sprintf("%s on %s.", r.Model, r.Benchmark)
 		if r.Primary != "" {
-			caption = fmt.Sprintf("%s on %s: test %s %s.", r.Model, r.Benchmark, r.Primary, formatMetric(r.Metrics[r.Primary]))
+			caption = fmt.Sprintf("%s on %s: test %s %s.", r.Model, r.Benchmark, r.Primary, r.metricText(r.Primary))
 		}
 		if err := add(f, err, caption); err != nil {
 			return nil, err

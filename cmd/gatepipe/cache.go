@@ -53,6 +53,9 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 			if !ok {
 				m = maker{"-", "-"}
 			}
+			if e.Part != "" {
+				m.addr = e.Part // a part of a node's work: one seed of a training
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Action.Short(), e.Output.Short(), e.Files, humanBytes(e.Size), e.Time.Format(time.DateTime), m.addr, m.pipeline)
 		}
 		tw.Flush()

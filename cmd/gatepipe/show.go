@@ -162,6 +162,9 @@ func writeRunInfo(w io.Writer, info *runmeta.Info) {
 	if info.Seed != nil {
 		row("seed", fmt.Sprint(*info.Seed))
 	}
+	if len(info.Seeds) > 0 {
+		row("seeds", strings.Trim(fmt.Sprint(info.Seeds), "[]"))
+	}
 	if info.Iterations > 0 {
 		row("iters", fmt.Sprint(info.Iterations))
 	}

@@ -17,6 +17,9 @@ type ListedEntry struct {
 	Size  int64
 	Files int
 	Used  time.Time
+	// Part is the label of a node's part (one seed of a training), empty
+	// for a node's output.
+	Part string
 }
 
 // List returns every intact action entry, newest first.
@@ -31,7 +34,11 @@ func (c *Cache) List() ([]ListedEntry, error) {
 		if err != nil {
 			return
 		}
-		out = append(out, ListedEntry{Entry: e, Size: m.Size(), Files: len(m.Files), Used: info.ModTime()})
+		le := ListedEntry{Entry: e, Size: m.Size(), Files: len(m.Files), Used: info.ModTime()}
+		if label, ok := partLabel(m.Value); ok {
+			le.Part = label
+		}
+		out = append(out, le)
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
 	return out, err

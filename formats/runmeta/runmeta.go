@@ -18,10 +18,13 @@ type Info struct {
 	Gatepipe string `json:"gatepipe"`
 	Node     string `json:"node"`
 	// ActionID is the cache key of the run's inputs.
-	ActionID string    `json:"action_id"`
-	Seed     *uint64   `json:"seed,omitempty"`
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"`
+	ActionID string  `json:"action_id"`
+	Seed     *uint64 `json:"seed,omitempty"`
+	// Seeds lists the seeds of a run repeated once per seed (whose own
+	// run.json files are in its seed-N directories).
+	Seeds   []uint64  `json:"seeds,omitempty"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
 	// Device is "cpu x4" or "gpu 0,1 + cpu x4".
 	Device       string   `json:"device"`
 	Iterations   int      `json:"iterations,omitempty"`

@@ -61,12 +61,19 @@ type Metrics struct {
 	// Primary names the headline metric (optional; reports otherwise
 	// pick a known headline name or the first higher-is-better metric).
 	Primary string `json:"primary,omitempty"`
+	// Seeds lists the seeds a result over several seeds averages.
+	Seeds []uint64 `json:"seeds,omitempty"`
 }
 
-// Metric is one result.
+// Metric is one result. A result over several seeds has Value the mean,
+// Std the sample standard deviation, N the number of seeds and Values
+// each seed's value, in the order of the metrics file's seeds.
 type Metric struct {
-	Value          float64 `json:"value"`
-	HigherIsBetter bool    `json:"higher_is_better"`
+	Value          float64   `json:"value"`
+	HigherIsBetter bool      `json:"higher_is_better"`
+	Std            *float64  `json:"std,omitempty"`
+	N              int       `json:"n,omitempty"`
+	Values         []float64 `json:"values,omitempty"`
 }
 
 // LogLine is one line of log.jsonl; fields other than step and total are
@@ -169,6 +176,12 @@ func ReadMetrics(p string) (*Metrics, error) {
 	for name, v := range m.Metrics {
 		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
 			return nil, fmt.Errorf("%s: metric %q is not finite", p, name)
+		}
+		if v.Std != nil && (math.IsNaN(*v.Std) || math.IsInf(*v.Std, 0) || *v.Std < 0) {
+			return nil, fmt.Errorf("%s: metric %q has a std that is not a finite number ≥ 0", p, name)
+		}
+		if v.N < 0 {
+			return nil, fmt.Errorf("%s: metric %q has n < 0", p, name)
 		}
 	}
 	return &m, nil

@@ -197,6 +197,9 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 		if in.Matrix, err = eevee.LoadCSV(bytes.NewReader(data), filepath.Base(n.matrix)); err != nil {
 			return in, nil, err
 		}
+		if in.Seeds, err = report.LoadSeedStats(data, in.Matrix); err != nil {
+			return in, nil, fmt.Errorf("%s: %w", filepath.Base(n.matrix), err)
+		}
 	}
 	if in.Tiers == nil {
 		in.Tiers = map[string][]string{}

@@ -12,13 +12,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/hashicorp/hcl/v2"
@@ -78,12 +78,16 @@ type Cell struct {
 	Model          string   `json:"model"`
 	Value          *float64 `json:"value"` // null when missing
 	HigherIsBetter bool     `json:"higher_is_better"`
+	// Std and N: a value over several seeds is their mean, with the
+	// sample standard deviation and the number of seeds.
+	Std *float64 `json:"std,omitempty"`
+	N   int      `json:"n,omitempty"`
 }
 
 // Run builds the matrix.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	type col struct{ category, benchmark, metric string }
-	values := map[string]map[col]float64{}
+	values := map[string]map[col]command.Metric{}
 	hib := map[col]bool{}
 	var models []string
 	var cols []col
@@ -96,7 +100,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if !seenModel[m.Model] {
 			seenModel[m.Model] = true
 			models = append(models, m.Model)
-			values[m.Model] = map[col]float64{}
+			values[m.Model] = map[col]command.Metric{}
 		}
 		names := make([]string, 0, len(m.Metrics))
 		for k := range m.Metrics {
@@ -115,7 +119,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			if _, dup := values[m.Model][c]; dup {
 				return cty.NilVal, fmt.Errorf("%s: model %s has two results for %s:%s", f, m.Model, m.Benchmark, name)
 			}
-			values[m.Model][c] = m.Metrics[name].Value
+			values[m.Model][c] = m.Metrics[name]
 		}
 	}
 	sort.SliceStable(cols, func(i, j int) bool {
@@ -130,22 +134,26 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"category", "benchmark", "metric", "model", "value", "higher_is_better"})
+	w.Write([]string{"category", "benchmark", "metric", "model", "value", "higher_is_better", "std", "n"})
 	var cells []Cell
 	missing := 0
 	for _, c := range cols {
 		for _, model := range models {
-			v, ok := values[model][c]
+			m, ok := values[model][c]
 			cell := Cell{Category: c.category, Benchmark: c.benchmark, Metric: c.metric, Model: model, HigherIsBetter: hib[c]}
-			text := ""
+			text, std, n := "", "", ""
 			if ok {
-				cell.Value = &v
-				text = strconv.FormatFloat(v, 'g', 6, 64) // 98.3667, not 98.36666666666667
+				cell.Value = &m.Value
+				text = strconv.FormatFloat(m.Value, 'g', 6, 64) // 98.3667, not 98.36666666666667
+				if m.Std != nil && m.N > 0 {
+					cell.Std, cell.N = m.Std, m.N
+					std, n = strconv.FormatFloat(*m.Std, 'g', 6, 64), strconv.Itoa(m.N)
+				}
 			} else {
 				missing++
 			}
 			cells = append(cells, cell)
-			w.Write([]string{c.category, c.benchmark, c.metric, model, text, strconv.FormatBool(hib[c])})
+			w.Write([]string{c.category, c.benchmark, c.metric, model, text, strconv.FormatBool(hib[c]), std, n})
 		}
 	}
 	w.Flush()
@@ -209,27 +217,16 @@ func markdownTable(cells []Cell, models []string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |", c.Benchmark, name)
 		for _, cell := range cells[i : i+len(models)] {
-			if cell.Value == nil {
+			switch {
+			case cell.Value == nil:
 				b.WriteString(" – |")
-			} else {
-				b.WriteString(" " + formatCell(*cell.Value) + " |")
+			case cell.Std != nil:
+				b.WriteString(" " + numfmt.MeanStd(*cell.Value, *cell.Std, cell.N) + " |")
+			default:
+				b.WriteString(" " + numfmt.Value(*cell.Value) + " |")
 			}
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// formatCell prints a value as the paper prints results, at one precision
-// per magnitude: 90.0, 4.50, 0.009 (not 90.02, 4.499 and 0.009343 side
-// by side).
-func formatCell(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	}
 }

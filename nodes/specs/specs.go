@@ -131,7 +131,7 @@ func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnosti
 var wholeAttrs = map[string][]string{
 	"encoder": {"depth", "dim", "heads", "mlp_ratio", "patch", "blocks", "channels", "hidden", "input_shape", "groups", "width_per_group", "version"},
 	"adapter": {"dim", "heads", "layers", "queries", "shots", "ways"},
-	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed", "checkpoint_every"},
+	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed", "seeds", "checkpoint_every"},
 }
 
 // checkWhole refuses fractional values (or list elements) of names.
@@ -205,13 +205,16 @@ func Recipe() nodes.Kind {
 		"optimizer": {ty: cty.String, def: cty.StringVal("adamw")},
 		"mode":      {ty: cty.String, def: cty.StringVal("finetune")},
 		// lr defaults per encoder family and task (train.DefaultLR).
-		"lr":                {ty: cty.Number, def: cty.NullVal(cty.Number)},
-		"weight_decay":      {ty: cty.Number, def: num(0.01)},
-		"batch_size":        {ty: cty.Number, def: num(128)},
-		"iterations":        {ty: cty.Number, def: num(1000)},
-		"validate_every":    {ty: cty.Number, def: num(200)},
-		"top_k":             {ty: cty.Number, def: num(3)},
-		"seed":              {ty: cty.Number, def: num(0)},
+		"lr":             {ty: cty.Number, def: cty.NullVal(cty.Number)},
+		"weight_decay":   {ty: cty.Number, def: num(0.01)},
+		"batch_size":     {ty: cty.Number, def: num(128)},
+		"iterations":     {ty: cty.Number, def: num(1000)},
+		"validate_every": {ty: cty.Number, def: num(200)},
+		"top_k":          {ty: cty.Number, def: num(3)},
+		"seed":           {ty: cty.Number, def: num(0)},
+		// seeds: train once per seed (each cached on its own) and report
+		// mean ± std over them; replaces seed when not empty.
+		"seeds":             {ty: cty.List(cty.Number), def: cty.ListValEmpty(cty.Number)},
 		"plateau_factor":    {ty: cty.Number, def: num(0.5)},
 		"plateau_patience":  {ty: cty.Number, def: num(3)},
 		"plateau_threshold": {ty: cty.Number, def: num(1e-4)},
@@ -222,12 +225,42 @@ func Recipe() nodes.Kind {
 		"checkpoint_every": {ty: cty.Number, def: cty.NullVal(cty.Number)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		diags := oneOf(decl, "optimizer", v["optimizer"].AsString(), "adamw")
+		diags = append(diags, checkSeeds(decl, v["seeds"])...)
 		diags = append(diags, oneOf(decl, "mode", v["mode"].AsString(), "finetune", "linear_probe")...)
 		if c := v["checkpoint_every"]; !c.IsNull() && c.LessThan(cty.Zero).True() {
 			diags = append(diags, decl.Errorf("checkpoint_every", "Invalid value", "checkpoint_every must be 0 (never) or a number of iterations, not %s.", c.AsBigFloat().String()))
 		}
 		return append(diags, positive(decl, v, "lr", "batch_size", "iterations", "validate_every", "top_k")...)
 	}}
+}
+
+// MaxSeeds bounds a recipe's seeds: each is a whole training.
+const MaxSeeds = 100
+
+// checkSeeds refuses negative, repeated or too many seeds.
+func checkSeeds(decl nodes.Decl, seeds cty.Value) hcl.Diagnostics {
+	if seeds.IsNull() {
+		return nil
+	}
+	list := seeds.AsValueSlice()
+	if len(list) > MaxSeeds {
+		return hcl.Diagnostics{decl.Errorf("seeds", "Too many seeds", "seeds lists %d seeds; at most %d, each a whole training.", len(list), MaxSeeds)}
+	}
+	seen := map[string]bool{}
+	for _, s := range list {
+		if s.IsNull() {
+			return hcl.Diagnostics{decl.Errorf("seeds", "Invalid value", "seeds must not contain null.")}
+		}
+		if s.LessThan(cty.Zero).True() {
+			return hcl.Diagnostics{decl.Errorf("seeds", "Invalid value", "seeds must be whole numbers ≥ 0, not %s.", s.AsBigFloat().String())}
+		}
+		k := s.AsBigFloat().String()
+		if seen[k] {
+			return hcl.Diagnostics{decl.Errorf("seeds", "Repeated seed", "seed %s appears twice in seeds; a repeated seed trains the same run again.", k)}
+		}
+		seen[k] = true
+	}
+	return nil
 }
 
 // Benchmark is the benchmark block: a dataset, a task and its metrics.

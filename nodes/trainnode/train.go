@@ -77,6 +77,9 @@ type Node struct {
 	category   string
 	// checkpointEvery is the recipe's checkpoint_every (nil: unset).
 	checkpointEvery *int
+	// seeds are the recipe's seeds: one training each (none: the
+	// recipe's seed alone).
+	seeds []uint64
 }
 
 // references lists, for each reference of a train block, an attribute
@@ -108,6 +111,12 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		Seed: uint64(r.Float("recipe", "seed")), PlateauFactor: r.Float("recipe", "plateau_factor"),
 		PlateauPatience: r.Int("recipe", "plateau_patience"), PlateauThreshold: r.Float("recipe", "plateau_threshold"),
 		LinearProbe: r.Str("recipe", "mode") == "linear_probe",
+	}
+	if s := r.Get("recipe", "seeds"); s != cty.NilVal && !s.IsNull() && s.IsKnown() {
+		for _, e := range s.AsValueSlice() {
+			seed, _ := e.AsBigFloat().Uint64()
+			n.seeds = append(n.seeds, seed)
+		}
 	}
 	if c := r.Get("recipe", "checkpoint_every"); c != cty.NilVal && !c.IsNull() {
 		every, _ := c.AsBigFloat().Int64()
@@ -141,44 +150,81 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 // DefaultResources: one CPU per experiment, so experiments run side by side.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
 
-// Run trains.
+// Run trains: once with the recipe's seed, or once per seed of its seeds
+// (see runSeeds).
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
-	meta, err := examplestore.ReadMeta(n.dataset)
-	if err != nil {
-		return cty.NilVal, fmt.Errorf("benchmark dataset: %w", err)
-	}
-	task, err := train.StoreTask(meta)
+	d, err := n.load()
 	if err != nil {
 		return cty.NilVal, err
 	}
-	if task != n.task && !(n.task == train.FewShot && task == train.Classification) {
-		return cty.NilVal, fmt.Errorf("the adapter's task is %s but the benchmark dataset is a %s task", n.task, task)
+	if len(n.seeds) > 0 {
+		return n.runSeeds(ctx, env, d)
 	}
-	task = n.task // a few-shot head reads a classification dataset's labels as they are
-	var splits [3]*train.Data
-	var outputs int
+	r, err := n.trainOne(ctx, env, d, n.recipe)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return n.value(env.OutDir, r.metrics, r.checkpoints, r.acc1), nil
+}
+
+// loaded is a benchmark's three splits, read once for every seed.
+type loaded struct {
+	task    train.Task
+	splits  [3]*train.Data
+	outputs int
+}
+
+// load reads the benchmark's splits and checks its task.
+func (n *Node) load() (*loaded, error) {
+	meta, err := examplestore.ReadMeta(n.dataset)
+	if err != nil {
+		return nil, fmt.Errorf("benchmark dataset: %w", err)
+	}
+	task, err := train.StoreTask(meta)
+	if err != nil {
+		return nil, err
+	}
+	if task != n.task && !(n.task == train.FewShot && task == train.Classification) {
+		return nil, fmt.Errorf("the adapter's task is %s but the benchmark dataset is a %s task", n.task, task)
+	}
+	d := &loaded{task: n.task} // a few-shot head reads a classification dataset's labels as they are
 	for i, name := range []string{"train", "val", "test"} {
 		if _, ok := meta.Splits[name]; !ok {
-			return cty.NilVal, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
+			return nil, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
 		}
-		if splits[i], outputs, err = train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess); err != nil {
-			return cty.NilVal, err
+		if d.splits[i], d.outputs, err = train.LoadSplitFor(n.dataset, name, meta, d.task, n.preprocess); err != nil {
+			return nil, err
 		}
 	}
+	return d, nil
+}
+
+// trained is what one training run left in its directory.
+type trained struct {
+	metrics     command.Metrics
+	checkpoints []string
+	acc1        *float64
+	info        runmeta.Info
+}
+
+// trainOne trains with recipe (its seed) into env.OutDir: log.jsonl, the
+// kept checkpoints, metrics.json and run.json.
+func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe) (*trained, error) {
+	splits := d.splits
 	logPath := filepath.Join(env.OutDir, command.TrainerLogFile)
 	resume := n.resumer(env, logPath) // may restore the log up to its checkpoint
 	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return cty.NilVal, err
+		return nil, err
 	}
 	defer lf.Close()
-	init, err := n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, outputs)
+	init, err := n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, d.outputs)
 	if err != nil {
-		return cty.NilVal, err
+		return nil, err
 	}
 	enc := json.NewEncoder(lf)
 	started := time.Now()
-	res, err := train.Train(ctx, n.enc, init, outputs, n.recipe, splits[0], splits[1], splits[2],
+	res, err := train.Train(ctx, n.enc, init, d.outputs, recipe, splits[0], splits[1], splits[2],
 		func(e train.LogEntry) {
 			enc.Encode(e)
 			if e.Val != nil {
@@ -193,10 +239,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		},
 		func(done, total int64, phase string) { env.Progress.Update(done, total, "iterations · "+phase) }, resume)
 	if err != nil {
-		return cty.NilVal, err
+		return nil, err
 	}
-	env.Progress.Update(int64(n.recipe.Iterations), int64(n.recipe.Iterations), "iterations · writing")
-	var ckpts []cty.Value
+	env.Progress.Update(int64(recipe.Iterations), int64(recipe.Iterations), "iterations · writing")
+	out := &trained{}
 	for i, c := range res.Checkpoints {
 		var ts []safetensors.Tensor
 		for name, vals := range c.Values {
@@ -205,29 +251,50 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		p := filepath.Join(env.OutDir, fmt.Sprintf("checkpoint_%d.safetensors", i))
 		md := map[string]string{"iteration": fmt.Sprint(c.Iteration), "val_score": fmt.Sprint(c.ValScore), "arch": n.enc.Arch}
 		if err := safetensors.WriteFile(p, ts, md); err != nil {
-			return cty.NilVal, err
+			return nil, err
 		}
-		ckpts = append(ckpts, cty.StringVal(p))
+		out.checkpoints = append(out.checkpoints, p)
 	}
-	m := command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{}}
-	for i, pm := range train.PaperMetrics(task, res.Metrics) {
-		m.Metrics[pm.Name] = command.Metric{Value: pm.Value, HigherIsBetter: pm.HigherIsBetter}
+	out.metrics = command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{}}
+	for i, pm := range train.PaperMetrics(d.task, res.Metrics) {
+		out.metrics.Metrics[pm.Name] = command.Metric{Value: pm.Value, HigherIsBetter: pm.HigherIsBetter}
 		if i == 0 {
-			m.Primary = pm.Name
+			out.metrics.Primary = pm.Name
 		}
 	}
-	metricsPath := filepath.Join(env.OutDir, command.MetricsFile)
-	data, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(metricsPath, data, 0o644); err != nil {
-		return cty.NilVal, err
+	if err := writeMetrics(env.OutDir, out.metrics); err != nil {
+		return nil, err
 	}
-	seed := n.recipe.Seed
-	info := runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
-		Iterations: n.recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.InUse()}
-	info.PeakRSSBytes = runmeta.PeakRSS()
-	if err := command.WriteRunInfo(env, info); err != nil {
-		return cty.NilVal, err
+	seed := recipe.Seed
+	out.info = runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
+		Iterations: recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.InUse()}
+	out.info.PeakRSSBytes = runmeta.PeakRSS()
+	if err := command.WriteRunInfo(env, out.info); err != nil {
+		return nil, err
 	}
+	if d.task == train.Classification {
+		out.acc1 = new(res.Metrics["acc1"])
+	}
+	rounded := map[string]float64{}
+	for k, v := range res.Metrics {
+		rounded[k] = fourDigits(v)
+	}
+	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Interface("test", rounded).Msg("trained")
+	return out, nil
+}
+
+// writeMetrics writes dir's metrics.json.
+func writeMetrics(dir string, m command.Metrics) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, command.MetricsFile), data, 0o644)
+}
+
+// value is the block's value for the run in dir: its metrics (means over
+// seeds), checkpoints and test accuracy.
+func (n *Node) value(dir string, m command.Metrics, checkpoints []string, acc1 *float64) cty.Value {
 	test := map[string]cty.Value{}
 	for name, v := range m.Metrics {
 		test[name] = cty.NumberFloatVal(v.Value)
@@ -236,23 +303,23 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if len(test) > 0 {
 		testVal = cty.MapVal(test)
 	}
-	acc1 := cty.NullVal(cty.Number)
-	if task == train.Classification {
-		acc1 = cty.NumberFloatVal(res.Metrics["acc1"])
+	acc := cty.NullVal(cty.Number)
+	if acc1 != nil {
+		acc = cty.NumberFloatVal(*acc1)
 	}
-	rounded := map[string]float64{}
-	for k, v := range res.Metrics {
-		rounded[k] = fourDigits(v)
-	}
-	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Interface("test", rounded).Msg("trained")
 	ckptList := cty.ListValEmpty(cty.String)
-	if len(ckpts) > 0 {
+	if len(checkpoints) > 0 {
+		var ckpts []cty.Value
+		for _, c := range checkpoints {
+			ckpts = append(ckpts, cty.StringVal(c))
+		}
 		ckptList = cty.ListVal(ckpts)
 	}
 	return cty.ObjectVal(map[string]cty.Value{
-		"out_dir": cty.StringVal(env.OutDir), "metrics": cty.StringVal(metricsPath), "log": cty.StringVal(logPath),
-		"checkpoints": ckptList, "acc1": acc1, "test": testVal,
-	}), nil
+		"out_dir": cty.StringVal(dir), "metrics": cty.StringVal(filepath.Join(dir, command.MetricsFile)),
+		"log":         cty.StringVal(filepath.Join(dir, command.TrainerLogFile)),
+		"checkpoints": ckptList, "acc1": acc, "test": testVal,
+	})
 }
 
 // ExperimentCell: a train block evaluates its model (the model attribute,
