@@ -166,7 +166,8 @@ func TestStdlibTorchTrainer(t *testing.T) {
 // TestSmallTierOnTheTorchTrainer: trainer = "torch" runs the small tier's
 // classification and segmentation benchmarks on the stdlib PyTorch
 // trainer (the few-shot ones on the built-in trainer) into the same
-// results, prediction and report.
+// results, prediction and report. With seeds = [0, 1] each benchmark
+// trains once per seed on either trainer, and the table shows n=2.
 func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 	needTorch(t)
 	hub, srv := newTierHub(t)
@@ -175,6 +176,7 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(tierPipeline, `scale   = "test"`,
 		`scale   = "test"
   trainer = "torch"
+  seeds   = [0, 1]
   python  = "@PYTHON@"`, 1)))
 	cache := filepath.Join(t.TempDir(), "c")
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
@@ -182,7 +184,7 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{`command.torch[\"ade20k\"]`, `train.run[\"mini\"]`} {
+	for _, want := range []string{`command.torch[\"ade20k/0\"]`, `command.torch[\"ade20k/1\"]`, `train.run[\"mini\"]`} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("no %s in the log", want)
 		}
@@ -190,6 +192,13 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 	for _, want := range []string{"mIoU", "Acc@1", " of 22", "report.html"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// Both trainers' results are means over the two seeds: the torch
+	// segmentation (averaged by the results block) and the built-in few-shot.
+	for _, want := range []string{"| ade20k | mIoU |", "| mini | Acc@1 |"} {
+		if i := strings.Index(r.stdout, want); i < 0 || !strings.Contains(strings.SplitN(r.stdout[i:], "\n", 2)[0], "(n=2)") {
+			t.Errorf("the row %q is not a mean over 2 seeds:\n%s", want, r.stdout)
 		}
 	}
 }

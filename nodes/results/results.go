@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
@@ -33,7 +34,7 @@ type Kind struct{}
 func (Kind) Name() string { return "results" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "2" }
+func (Kind) Version() string { return "3" } // 3: std and n columns; repeated seeds averaged
 
 var spec = hcldec.ObjectSpec{
 	"metrics": &hcldec.AttrSpec{Name: "metrics", Type: cty.List(cty.String), Required: true},
@@ -84,6 +85,75 @@ type Cell struct {
 	N   int      `json:"n,omitempty"`
 }
 
+// experiment is one model on one benchmark: a metrics file, or the mean
+// over the seeds of several.
+type experiment struct {
+	metrics *command.Metrics
+	file    string
+}
+
+// readExperiments reads the metrics files. Files of one model on one
+// benchmark that are the same experiment with different seeds (each
+// directory's run.json names its seed: for_each over seeds of a command
+// trainer) are averaged into one, with std and n; any other repeat is an
+// error when the matrix is built.
+func readExperiments(files []string) ([]experiment, error) {
+	var out []experiment
+	groups := map[[3]string][]int{}
+	var order [][3]string
+	for _, f := range files {
+		m, err := command.ReadMetrics(f)
+		if err != nil {
+			return nil, err
+		}
+		k := [3]string{m.Model, m.Benchmark, m.Category}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], len(out))
+		out = append(out, experiment{m, f})
+	}
+	var merged []experiment
+	for _, k := range order {
+		idx := groups[k]
+		if len(idx) == 1 {
+			merged = append(merged, out[idx[0]])
+			continue
+		}
+		runs, seeds, ok := seedRuns(out, idx)
+		if !ok {
+			for _, i := range idx {
+				merged = append(merged, out[i]) // reported as a repeat below
+			}
+			continue
+		}
+		agg, err := command.AggregateSeeds(runs, seeds)
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: %w", k[0], k[1], err)
+		}
+		merged = append(merged, experiment{&agg, out[idx[0]].file})
+	}
+	return merged, nil
+}
+
+// seedRuns returns the experiments idx with their seeds when each one's
+// run.json names a seed and no seed repeats; ok is false otherwise.
+func seedRuns(all []experiment, idx []int) ([]command.Metrics, []uint64, bool) {
+	var runs []command.Metrics
+	var seeds []uint64
+	seen := map[uint64]bool{}
+	for _, i := range idx {
+		info, ok, err := runmeta.Read(filepath.Dir(all[i].file))
+		if err != nil || !ok || info.Seed == nil || seen[*info.Seed] || all[i].metrics.Seeds != nil {
+			return nil, nil, false
+		}
+		seen[*info.Seed] = true
+		runs = append(runs, *all[i].metrics)
+		seeds = append(seeds, *info.Seed)
+	}
+	return runs, seeds, true
+}
+
 // Run builds the matrix.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	type col struct{ category, benchmark, metric string }
@@ -92,11 +162,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	var models []string
 	var cols []col
 	seenModel, seenCol := map[string]bool{}, map[col]bool{}
-	for _, f := range n.files {
-		m, err := command.ReadMetrics(f)
-		if err != nil {
-			return cty.NilVal, err
-		}
+	experiments, err := readExperiments(n.files)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	for _, e := range experiments {
+		m, f := e.metrics, e.file
 		if !seenModel[m.Model] {
 			seenModel[m.Model] = true
 			models = append(models, m.Model)

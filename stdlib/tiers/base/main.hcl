@@ -72,6 +72,12 @@ variable "seed" {
   default = 0
 }
 
+variable "seeds" {
+  description = "Seeds to train each benchmark with; results show mean ± std (n)."
+  type        = list(number)
+  default     = []
+}
+
 locals {
   benchmarks = [
     "iwildcam",
@@ -105,6 +111,7 @@ module "run" {
   python     = var.python
   split_seed = var.split_seed
   seed       = var.seed
+  seeds      = var.seeds
 }
 
 output "benchmarks" {

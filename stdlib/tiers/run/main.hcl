@@ -97,6 +97,12 @@ variable "seed" {
   default     = 0
 }
 
+variable "seeds" {
+  description = "Seeds to train each benchmark with (each cached on its own); results show mean ± std (n). Empty: seed alone."
+  type        = list(number)
+  default     = []
+}
+
 locals {
   # The benchmarks gatepipe can read, with GATE's task adapter and the
   # category the paper's matrix files them under.
@@ -174,6 +180,10 @@ locals {
   # Which trainer runs each benchmark.
   torch   = var.trainer == "torch" ? toset([for b in local.run : b if contains(["classification", "segmentation"], local.readable[b].adapter)]) : toset([])
   builtin = setsubtract(local.run, local.torch)
+  # One torch node per benchmark and seed (keyed "cifar100/1" when seeds
+  # are given); the results block averages a benchmark's seeds.
+  torch_runs = { for p in flatten([for b in local.torch : [for s in(length(var.seeds) > 0 ? var.seeds : [var.seed]) : { bench = b, seed = s }]]) :
+  (length(var.seeds) > 0 ? "${p.bench}/${p.seed}" : p.bench) => p }
 
   data = {
     imagenet1k  = module.imagenet1k.dataset
@@ -435,6 +445,7 @@ recipe "r" {
   validate_every = local.s.validate_every
   top_k          = local.s.top_k
   seed           = var.seed
+  seeds          = var.seeds
 }
 
 train "run" {
@@ -449,22 +460,22 @@ train "run" {
 # The same experiments on PyTorch (trainer = "torch"), the encoder's
 # preset as the torchvision model and its weights as the initial state.
 command "torch" {
-  for_each = local.torch
+  for_each = local.torch_runs
   run      = [var.python, "-c", file("../../trainers/torch/trainer.py")]
   inputs   = var.encoder.weights == "" ? [] : [var.encoder.weights]
   experiment = {
     model          = var.model
     arch           = var.torch_arch != null ? var.torch_arch : (var.encoder.preset != "" ? var.encoder.preset : "convnet")
-    benchmark      = each.key
-    category       = local.readable[each.key].category
-    dataset        = local.data[each.key].path
+    benchmark      = each.value.bench
+    category       = local.readable[each.value.bench].category
+    dataset        = local.data[each.value.bench].path
     weights        = var.encoder.weights == "" ? null : var.encoder.weights
-    lr             = local.readable[each.key].adapter == "segmentation" ? 6e-4 : 1e-3
+    lr             = local.readable[each.value.bench].adapter == "segmentation" ? 6e-4 : 1e-3
     weight_decay   = 0.01
     batch_size     = local.s.batch_size
     iterations     = local.s.iterations
     validate_every = local.s.validate_every
-    seed           = var.seed
+    seed           = each.value.seed
   }
   resources {
     cpus = 1
