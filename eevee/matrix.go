@@ -20,6 +20,15 @@ type Column struct {
 	HigherIsBetter bool
 }
 
+// PerClass reports whether the column is one class's value of a
+// benchmark metric ("3 APS", "0 BS"), as GATE's multi-label benchmarks
+// list them beside the macro averages.
+func (c Column) PerClass() bool { return IsPerClass(c.Metric) }
+
+// IsPerClass reports whether a metric name is one class's value: it
+// starts with the class index ("3 APS").
+func IsPerClass(metric string) bool { return metric != "" && metric[0] >= '0' && metric[0] <= '9' }
+
 // Name returns "benchmark:metric".
 func (c Column) Name() string { return c.Benchmark + ":" + c.Metric }
 

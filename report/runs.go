@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"gonum.org/v1/plot"
@@ -352,7 +353,7 @@ func (r Run) otherMetrics() string {
 	for k := range r.Metrics {
 		switch {
 		case k == r.Primary:
-		case k != "" && k[0] >= '0' && k[0] <= '9': // "3 APS": per class, in the run's metrics.json
+		case eevee.IsPerClass(k): // "3 APS": per class, in the run's metrics.json
 			perClass++
 		default:
 			names = append(names, k)

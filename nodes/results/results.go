@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -279,7 +280,7 @@ func markdownTable(cells []Cell, models []string) string {
 	b.WriteString("\n|---|---|" + strings.Repeat("---:|", len(models)) + "\n")
 	for i := 0; i < len(cells); i += len(models) {
 		c := cells[i]
-		if c.Metric != "" && c.Metric[0] >= '0' && c.Metric[0] <= '9' {
+		if eevee.IsPerClass(c.Metric) {
 			continue
 		}
 		name := c.Metric
