@@ -41,6 +41,7 @@ func commands() []command {
 		{"validate", "Check a pipeline's configuration without touching the cache", runValidate},
 		{"plan", "Show what apply would run, reuse or wait for", runPlan},
 		{"apply", "Run everything that is not cached yet", runApply},
+		{"eval", "Evaluate one encoder on a GATE tier in one line (writes the pipeline, then applies it)", runEval},
 		{"fetch", "Download and pin every remote source, for a later apply -offline", runFetch},
 		{"lock", "Pin every remote source again and rewrite " + sources.LockFileName, runLock},
 		{"mirror", "Write a mirror directory of every remote file the pipeline pins, for -mirror", runMirror},

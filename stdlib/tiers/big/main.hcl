@@ -55,6 +55,12 @@ variable "trainer" {
   }
 }
 
+variable "torch_arch" {
+  description = "The torch trainer's model: a torchvision name, timm:NAME or convnet (default: the encoder's preset)."
+  type        = string
+  default     = null
+}
+
 variable "gpus" {
   description = "GPUs per torch-trainer node."
   default     = 0
@@ -114,6 +120,7 @@ module "run" {
   protocol   = var.protocol
   trainer    = var.trainer
   gpus       = var.gpus
+  torch_arch = var.torch_arch
   python     = var.python
   split_seed = var.split_seed
   seed       = var.seed

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+)
+
+// evalMarker opens every pipeline eval writes: eval rewrites only files
+// that carry it, never one a user wrote.
+const evalMarker = "# Written by `gatepipe eval`."
+
+const evalUsage = `eval -encoder ENCODER [-weights W] [-tier small|base|big] [flags] [apply flags]
+
+Evaluates one encoder on a GATE tier in one line, as lm-eval's --model
+--tasks does: it writes the equivalent pipeline (an encoder block and a
+call of stdlib/tiers/TIER) to -out/main.hcl, then applies it. Every apply
+flag (-cache-dir, -mirror, -offline, -devices, ...) passes through. The
+pipeline is plain HCL: edit it and run 'gatepipe apply DIR' again; a
+second eval or apply of it reuses everything cached.
+
+ENCODER is an architecture (mlp, convnet, resnet, convnext, vit: built-in
+sizes), a preset (resnet50, vit_b_16, convnext_tiny, ...: SPEC.md lists
+them) or timm:NAME (a timm model name; built-in runtime: a preset of that
+name; torch runtime: the timm model itself). Examples:
+
+  gatepipe eval -encoder resnet50 -weights torchvision:resnet50.IMAGENET1K_V2 -tier small -scale cpu
+  gatepipe eval -encoder timm:vit_base_patch16_224 -weights hf:timm/vit_base_patch16_224.augreg2_in21k_ft_in1k -tier base -runtime torch -gpus 1
+  gatepipe eval -encoder convnet -tier small -scale test -seeds 0,1,2`
+
+// evalConfig is what an eval command line asks for.
+type evalConfig struct {
+	encoder, weights, tier, runtime, scale, model, out, python string
+	seeds                                                      []uint64
+	gpus                                                       int
+}
+
+// evalFlagNames are eval's own flags; any other flag goes to apply.
+var evalFlagNames = []string{"encoder", "weights", "tier", "runtime", "scale", "model", "out", "python", "seeds", "gpus"}
+
+func runEval(ctx context.Context, c *cli, args []string) int {
+	own, rest := splitEvalArgs(args)
+	fs := newFlagSet(c, "eval", evalUsage)
+	var cfg evalConfig
+	var seeds string
+	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset or timm:NAME (required)")
+	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
+	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
+	fs.StringVar(&cfg.runtime, "runtime", "go", "go (gatepipe's trainer, CPU) or torch (PyTorch: classification and segmentation on GPUs)")
+	fs.StringVar(&cfg.scale, "scale", "full", "full (GATE's protocol), cpu (capped for a CPU machine) or test (tiny, for checks)")
+	fs.StringVar(&cfg.model, "model", "", "the encoder's name in results (default: from -encoder)")
+	fs.StringVar(&cfg.out, "out", "", "directory to write main.hcl into (default: eval-MODEL-TIER)")
+	fs.StringVar(&cfg.python, "python", "", "the Python with PyTorch for -runtime torch (default: python3)")
+	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: train each benchmark once per seed and report mean ± std (n)")
+	fs.IntVar(&cfg.gpus, "gpus", 0, "GPUs per torch node (with -runtime torch)")
+	pos, code, ok := parseArgs(fs, own)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "gatepipe eval: unexpected argument %q: eval takes flags only (-out names the directory)\n", pos[0])
+		return exitConfigError
+	}
+	var err error
+	if cfg.seeds, err = parseSeeds(seeds); err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe eval:", err)
+		return exitConfigError
+	}
+	text, err := cfg.pipeline()
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe eval:", err)
+		return exitConfigError
+	}
+	dir := cfg.out
+	if dir == "" {
+		dir = "eval-" + slugName(cfg.modelName()) + "-" + cfg.tier
+	}
+	main := filepath.Join(dir, "main.hcl")
+	if err := writeEvalPipeline(main, text); err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe eval:", err)
+		return exitConfigError
+	}
+	fmt.Fprintf(c.stderr, "gatepipe eval: wrote %s; applying it (edit it and run 'gatepipe apply %s' to run it again)\n", main, dir)
+	return runApply(ctx, c, append(rest, dir))
+}
+
+// splitEvalArgs separates eval's own flags (with their values) from the
+// rest, which apply parses.
+func splitEvalArgs(args []string) (own, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		if !strings.HasPrefix(a, "-") || !slices.Contains(append(evalFlagNames, "h", "help"), name) {
+			rest = append(rest, a)
+			continue
+		}
+		own = append(own, a)
+		if !hasValue && name != "h" && name != "help" && i+1 < len(args) {
+			i++
+			own = append(own, args[i])
+		}
+	}
+	return own, rest
+}
+
+// parseSeeds reads "0,1,2".
+func parseSeeds(s string) ([]uint64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("-seeds %q: %q is not a whole number ≥ 0", s, f)
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("-seeds %q: seed %d appears twice", s, v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// modelName is the encoder's name in results.
+func (e evalConfig) modelName() string {
+	if e.model != "" {
+		return e.model
+	}
+	return strings.TrimPrefix(e.encoder, "timm:")
+}
+
+// pipeline writes the HCL of the evaluation, or says what is wrong with
+// the command line.
+func (e evalConfig) pipeline() (string, error) {
+	if e.encoder == "" {
+		return "", errors.New("-encoder is required: an architecture (" + strings.Join(train.Archs, ", ") + "), a preset (resnet50, vit_b_16, ...) or timm:NAME")
+	}
+	if !slices.Contains([]string{"small", "base", "big"}, e.tier) {
+		return "", fmt.Errorf("-tier %q: want small, base or big", e.tier)
+	}
+	if !slices.Contains([]string{"go", "torch"}, e.runtime) {
+		return "", fmt.Errorf("-runtime %q: want go or torch", e.runtime)
+	}
+	if !slices.Contains([]string{"full", "cpu", "test"}, e.scale) {
+		return "", fmt.Errorf("-scale %q: want full, cpu or test", e.scale)
+	}
+	if e.gpus < 0 || (e.gpus > 0 && e.runtime != "torch") {
+		return "", errors.New("-gpus needs -runtime torch (the go runtime trains on CPUs)")
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\n# Re-run it with: gatepipe apply DIR (every block is cached).\n\n", evalMarker)
+	b.WriteString("encoder \"mine\" {\n")
+	torchArch := ""
+	name, isTimm := strings.CutPrefix(e.encoder, "timm:")
+	switch {
+	case isTimm:
+		if _, err := train.Preset(name); err != nil {
+			return "", fmt.Errorf("-encoder %s: gatepipe has no preset %q (the closest: %s); the tier's benchmarks that stay on gatepipe's own runtime (few-shot, multi-label, retrieval, VQA) need one, even with -runtime torch", e.encoder, name, strings.Join(train.ClosestPresets(name, 4), ", "))
+		}
+		fmt.Fprintf(&b, "  preset = %q\n", name)
+		torchArch = e.encoder
+	case slices.Contains(train.Archs, e.encoder):
+		fmt.Fprintf(&b, "  arch = %q\n", e.encoder)
+	default:
+		if _, err := train.Preset(e.encoder); err != nil {
+			return "", fmt.Errorf("-encoder %s: not an architecture (%s), and %w", e.encoder, strings.Join(train.Archs, ", "), err)
+		}
+		fmt.Fprintf(&b, "  preset = %q\n", e.encoder)
+	}
+	if w := e.weights; w != "" {
+		if !specs.IsHubWeights(w) && !specs.IsTorchvisionWeights(w) {
+			abs, err := filepath.Abs(w)
+			if err != nil {
+				return "", err
+			}
+			if info, err := os.Stat(abs); err != nil || info.IsDir() {
+				return "", fmt.Errorf("-weights %s: not a file (want a safetensors file, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS)", w)
+			}
+			w = abs
+		}
+		fmt.Fprintf(&b, "  weights = %q\n", w)
+	}
+	b.WriteString("}\n\n")
+	fmt.Fprintf(&b, "module \"gate\" {\n  source  = \"stdlib/tiers/%s\"\n  encoder = encoder.mine\n  model   = %q\n  scale   = %q\n", e.tier, e.modelName(), e.scale)
+	if e.runtime == "torch" {
+		b.WriteString("  trainer = \"torch\"\n")
+		if torchArch != "" {
+			fmt.Fprintf(&b, "  torch_arch = %q\n", torchArch)
+		}
+		if e.gpus > 0 {
+			fmt.Fprintf(&b, "  gpus = %d\n", e.gpus)
+		}
+		if e.python != "" {
+			fmt.Fprintf(&b, "  python = %q\n", e.python)
+		}
+	}
+	if len(e.seeds) > 0 {
+		fmt.Fprintf(&b, "  seeds = %s\n", strings.ReplaceAll(fmt.Sprint(e.seeds), " ", ", "))
+	}
+	b.WriteString("}\n\n")
+	for _, o := range []string{"table", "measured", "not_run", "position", "report"} {
+		fmt.Fprintf(&b, "output %q {\n  value = module.gate.%s\n}\n\n", o, o)
+	}
+	return string(hclwrite.Format(b.Bytes())), nil
+}
+
+// writeEvalPipeline writes text to path, refusing to replace a file that
+// eval did not write.
+func writeEvalPipeline(path, text string) error {
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case !bytes.HasPrefix(old, []byte(evalMarker)):
+		return fmt.Errorf("%s exists and was not written by eval: choose another -out, or apply it with 'gatepipe apply %s'", path, filepath.Dir(path))
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// slugName makes a model name a directory name.
+func slugName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}

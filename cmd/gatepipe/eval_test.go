@@ -1,0 +1,71 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEvalWritesThePipelineAndAppliesIt: `gatepipe eval -encoder convnet
+// -tier small -scale test` against the test mirror writes the equivalent
+// pipeline, applies it (the results table and the report come out), and
+// the written pipeline re-applies from the cache.
+func TestEvalWritesThePipelineAndAppliesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the small tier's benchmarks")
+	}
+	hub, srv := newTierHub(t)
+	hub.token = "hf_tier"
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	cache := filepath.Join(t.TempDir(), "c")
+	out := filepath.Join(t.TempDir(), "ev")
+	r := gpEnv(t, cache, env, "eval", "-encoder", "convnet", "-tier", "small", "-scale", "test", "-out", out)
+	if r.code != 0 {
+		t.Fatalf("eval: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"| cifar100 | Acc@1 |", "| ade20k | mIoU |", "report.html", " of 22"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("eval output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	hcl := readFile(filepath.Join(out, "main.hcl"))
+	for _, want := range []string{evalMarker, `arch = "convnet"`, `source  = "stdlib/tiers/small"`, `scale   = "test"`} {
+		if !strings.Contains(hcl, want) {
+			t.Errorf("main.hcl lacks %q:\n%s", want, hcl)
+		}
+	}
+	r = gpEnv(t, cache, env, "apply", out)
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "nothing ran") {
+		t.Errorf("re-applying the written pipeline: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestEvalRefusesBadCommandLines: each mistake gets one line and exit 2,
+// and a main.hcl that eval did not write is never replaced.
+func TestEvalRefusesBadCommandLines(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine")
+	writeFile(t, filepath.Join(mine, "main.hcl"), "# my own pipeline\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "-tier", "small"}, "-encoder is required"},
+		{[]string{"eval", "-encoder", "resnet5O"}, "the closest are resnet50"},
+		{[]string{"eval", "-encoder", "timm:vit_nope"}, `no preset "vit_nope"`},
+		{[]string{"eval", "-encoder", "convnet", "-tier", "huge"}, `-tier "huge": want small, base or big`},
+		{[]string{"eval", "-encoder", "convnet", "-runtime", "jax"}, `-runtime "jax"`},
+		{[]string{"eval", "-encoder", "convnet", "-gpus", "1"}, "-gpus needs -runtime torch"},
+		{[]string{"eval", "-encoder", "convnet", "-seeds", "0,0"}, "seed 0 appears twice"},
+		{[]string{"eval", "-encoder", "convnet", "-weights", filepath.Join(dir, "none.safetensors")}, "not a file"},
+		{[]string{"eval", "-encoder", "convnet", "-out", mine}, "was not written by eval"},
+	} {
+		r := gp(t, t.TempDir(), c.args...)
+		if r.code != exitConfigError || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 with %q:\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+	if got := readFile(filepath.Join(mine, "main.hcl")); got != "# my own pipeline\n" {
+		t.Errorf("eval replaced a user's main.hcl: %q", got)
+	}
+}
