@@ -62,7 +62,7 @@ deps-demo:
 demo: deps-blas build deps-demo
 	./$(BIN) apply examples/fashion_mnist
 
-test: deps-blas deps-test unit fuzz
+test: deps-blas deps-demo deps-test unit fuzz
 
 # The report's browser test needs Debian's chromium; install it when we can
 # (as root, as CI is), otherwise that one test is skipped and says why.

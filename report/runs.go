@@ -426,6 +426,25 @@ func runsHTML(w io.Writer, runs []Run) {
 	fmt.Fprintln(w, "</tbody></table>")
 }
 
+// runsMarkdown writes the experiments table to tables.md: each
+// experiment's model (the name results use), benchmark, headline metric
+// and value, and its other metrics.
+func runsMarkdown(w io.Writer, runs []Run) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "### Experiments\n\n| model | benchmark | metric | value | other metrics |\n|---|---|---|---:|---|")
+	for _, r := range runs {
+		metric, value := "–", "–"
+		if r.Primary != "" {
+			metric, value = r.Primary+" "+r.arrow(r.Primary), r.metricText(r.Primary)
+		}
+		other := strings.ReplaceAll(html.UnescapeString(r.otherMetrics()), "<br>", "; ")
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Model, r.Benchmark, metric, value, other)
+	}
+	fmt.Fprintln(w)
+}
+
 // runMetaHTML writes one row of run metadata per experiment: the seed,
 // action ID, duration, device, throughput, energy and gatepipe version.
 func runMetaHTML(w io.Writer, runs []Run) {

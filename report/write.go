@@ -88,6 +88,7 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		out.CSV = append(out.CSV, p)
 	}
 	evaluationsMarkdown(&md, o.Evaluations)
+	runsMarkdown(&md, o.Runs)
 	if err := os.WriteFile(out.Markdown, md.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
