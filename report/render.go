@@ -36,7 +36,14 @@ func (t Table) Markdown(w io.Writer) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintln(w, "\n¹ ² ³ best, second, third in the row (↓: lower is better); * predicted, not measured; – missing.")
+	legend := "\n¹ ² ³ best, second, third in the row (↓: lower is better); * predicted, not measured; – missing."
+	for _, r := range t.Rows {
+		if strings.HasSuffix(r.Label, standInSuffix) {
+			legend += " (stand-in): not one of GATE's benchmarks, filed under this GATE family by its category; never in a GATE mean."
+			break
+		}
+	}
+	_, err := fmt.Fprintln(w, legend)
 	return err
 }
 

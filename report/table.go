@@ -154,6 +154,21 @@ func anyHigher(m *eevee.Matrix, cols []int) bool {
 	return false
 }
 
+// standInSuffix marks a stand-in's rows.
+const standInSuffix = " (stand-in)"
+
+// gateCategories are the task families of GATE's matrix (its Table 3).
+var gateCategories = []string{"Img Class", "Few-Shot Img Class", "Img Seg", "Img Relational", "Medical Class", "Medical Seg", "Img to Txt ZS", "Video Class", "Video Reg"}
+
+// standIn reports whether column c is a benchmark outside GATE's filed
+// under one of GATE's task families (a procedural task standing in for
+// one): the report marks it so. Without the list of GATE's benchmarks
+// (in.Tiers["Full"]) nothing is marked.
+func standIn(in Input, c eevee.Column) bool {
+	gate := in.Tiers["Full"]
+	return len(gate) > 0 && slices.Contains(gateCategories, c.Category) && !slices.Contains(gate, c.Benchmark)
+}
+
 // FamilyTables builds one table per task family, with a computed Task Mean
 // row (mean of the family's higher-is-better metrics; a model missing one
 // of them gets no Task Mean) and, when given, the paper's Task Mean.
@@ -168,6 +183,10 @@ func FamilyTables(in Input) []Table {
 				continue
 			}
 			r := Row{Label: col.Name(), HigherIsBetter: col.HigherIsBetter}
+			if standIn(in, col) {
+				r.Label += standInSuffix
+				r.Note = col.Benchmark + " is not a GATE benchmark: it stands in for one of " + fam
+			}
 			for i, model := range m.Models {
 				v := m.Values[i][j]
 				r.Cells = append(r.Cells, Cell{Value: v, Missing: math.IsNaN(v), Predicted: in.Predicted[model][j], Spread: in.Spread[model][j], Seeds: in.Seeds[model][j]})

@@ -264,3 +264,29 @@ func TestTaskMeanReproducesThePaper(t *testing.T) {
 		}
 	}
 }
+
+// TestStandInsAreMarked: a procedural benchmark filed under a GATE family
+// is marked a stand-in (and the legend says so); a GATE benchmark and a
+// benchmark in its own section are not.
+func TestStandInsAreMarked(t *testing.T) {
+	m := &eevee.Matrix{Models: []string{"a"},
+		Columns: []eevee.Column{{Category: "Video Reg", Benchmark: "count", Metric: "MAE Score"}, {Category: "Img Class", Benchmark: "cifar100", Metric: "Acc@1", HigherIsBetter: true},
+			{Category: "User benchmarks", Benchmark: "mine", Metric: "Acc@1", HigherIsBetter: true}},
+		Values: [][]float64{{1, 2, 3}}}
+	in := Input{Matrix: m, Tiers: map[string][]string{"Full": {"cifar100", "iwildcam"}}}
+	var labels []string
+	var md bytes.Buffer
+	for _, tab := range FamilyTables(in) {
+		for _, r := range tab.Rows {
+			labels = append(labels, r.Label)
+		}
+		tab.Markdown(&md)
+	}
+	got := strings.Join(labels, "|")
+	if want := "count:MAE Score (stand-in)|Task Mean|cifar100:Acc@1|Task Mean|mine:Acc@1|Task Mean"; got != want {
+		t.Errorf("rows %s, want %s", got, want)
+	}
+	if strings.Count(md.String(), "not one of GATE's benchmarks") != 1 {
+		t.Errorf("the stand-in legend should appear once, under Video Reg:\n%s", md.String())
+	}
+}
