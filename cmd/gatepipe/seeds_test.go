@@ -172,3 +172,39 @@ func openPath(t *testing.T, cache, dir, addr string, flags ...string) string {
 	}
 	return strings.TrimSpace(r.stdout)
 }
+
+// TestKilledSeedResumesAndFinishedSeedsAreKept: kill -9 while the second
+// of two seeds trains; the next apply reuses the first seed from the
+// cache, resumes the second from its own checkpoint, and ends with the
+// metrics of a run that was never interrupted, bit for bit.
+func TestKilledSeedResumesAndFinishedSeedsAreKept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two seeds three times")
+	}
+	pipeline := strings.Replace(resumePipeline, "  top_k            = 2\n", "  top_k            = 2\n  seeds            = [0, 1]\n", 1)
+	if pipeline == resumePipeline {
+		t.Fatal("the recipe of resumePipeline changed: seeds were not added")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), pipeline)
+	cache := t.TempDir()
+	killAfterCheckpoint(t, cache, dir, filepath.Join("seed-1", "train_state.safetensors"))
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply after the kill: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "seed already trained: reused from the cache") || !resumedRE.MatchString(r.stderr) {
+		t.Errorf("the apply after the kill neither reused seed 0 nor resumed seed 1:\n%s", r.stderr)
+	}
+	fresh := t.TempDir()
+	if r := gp(t, fresh, "apply", dir); r.code != 0 {
+		t.Fatalf("uninterrupted apply: %d\n%s", r.code, r.stderr)
+	}
+	a, b := openPath(t, cache, dir, "train.gen"), openPath(t, fresh, dir, "train.gen")
+	for _, f := range []string{"metrics.json", "seed-0/metrics.json", "seed-1/metrics.json", "seed-1/checkpoint_0.safetensors"} {
+		x, y := readFile(filepath.Join(a, f)), readFile(filepath.Join(b, f))
+		if x == "" || x != y {
+			t.Errorf("%s differs between the resumed and the uninterrupted run (%d and %d bytes)", f, len(x), len(y))
+		}
+	}
+}
