@@ -22,13 +22,18 @@ const (
 	defaultVocabulary = 10000
 )
 
-func annotated(format string) bool { return format == "image_csv" || format == "captions_csv" }
+func annotated(format string) bool {
+	return format == "image_csv" || format == "captions_csv" || format == "image_list"
+}
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
 // dataset.
 func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	cfg := n.cfg
 	var diags hcl.Diagnostics
+	if cfg.Format == "image_list" {
+		return n.decodeImageList(decl)
+	}
 	if len(cfg.Annotations) == 0 {
 		diags = append(diags, decl.Errorf("format", "Missing annotations", "Format %q needs annotations = [\"labels.csv\"]: the CSV file(s) inside the fetched sources that name each image.", cfg.Format))
 	}
@@ -160,6 +165,9 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 // readAnnotations reads the tables, indexes the images and assigns rows
 // to splits.
 func (n *Node) readAnnotations(rawDir string) (*annotatedRows, error) {
+	if n.cfg.Format == "image_list" {
+		return n.readImageLists(rawDir)
+	}
 	paths, err := resolveFiles(rawDir, n.cfg.Annotations)
 	if err != nil {
 		return nil, fmt.Errorf("annotations: %w", err)
@@ -190,8 +198,18 @@ func (n *Node) readAnnotations(rawDir string) (*annotatedRows, error) {
 	if rows.value, err = t.Column(*valueColumn); err != nil {
 		return nil, err
 	}
+	if rows.index, err = n.imageIndex(rawDir); err != nil {
+		return nil, err
+	}
+	return rows, n.assignSplits(rawDir, rows)
+}
+
+// imageIndex indexes the image files under the images directories
+// (default: every extracted source).
+func (n *Node) imageIndex(rawDir string) (*imagecsv.Index, error) {
 	dirs := []string{rawDir}
 	if len(n.cfg.Images) > 0 {
+		var err error
 		if dirs, err = resolveFiles(rawDir, n.cfg.Images); err != nil {
 			return nil, fmt.Errorf("images: %w", err)
 		}
@@ -201,10 +219,7 @@ func (n *Node) readAnnotations(rawDir string) (*annotatedRows, error) {
 			}
 		}
 	}
-	if rows.index, err = imagecsv.NewIndex(dirs); err != nil {
-		return nil, err
-	}
-	return rows, n.assignSplits(rawDir, rows)
+	return imagecsv.NewIndex(dirs)
 }
 
 // splitNames maps split_column values to splits.

@@ -42,7 +42,6 @@ var Unreadable = map[string]string{
 	"gulp":         "GulpIO video chunks (HMDB51, UCF-101)",
 	"video":        "archives of MP4 videos (Kinetics)",
 	"hdf5":         "HDF5 files (NYU Depth v2)",
-	"image_list":   "image archives with file-list annotations (Places365)",
 	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
 	"vqa_json":     "image archives with question JSON (CLEVR)",
 	"voc_mat":      "VOC tarballs with MATLAB masks (PASCAL-Context)",
@@ -50,7 +49,7 @@ var Unreadable = map[string]string{
 }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
@@ -342,6 +341,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 			tasks = append(tasks, "multilabel", "segmentation")
 		case "image_csv":
 			tasks = []string{"classification", "multilabel"}
+		case "image_list":
+			tasks = []string{"classification"}
 		case "captions_csv":
 			tasks = []string{"retrieval"}
 		}

@@ -269,8 +269,8 @@ const UserCategory = "User benchmarks"
 // Benchmark is the benchmark block: a dataset, a task and its metrics.
 func Benchmark() nodes.Kind {
 	return kind{name: "benchmark", attrs: map[string]attr{
-		"dataset":  {ty: cty.String},
-		"task":     {ty: cty.String, def: cty.StringVal("classification")},
+		"dataset": {ty: cty.String},
+		"task":    {ty: cty.String, def: cty.StringVal("classification")},
 		// category: the report's section. A benchmark outside GATE's 31
 		// keeps to its own unless the user files it under a GATE category,
 		// where the report marks it a stand-in.

@@ -111,6 +111,7 @@ locals {
     food101     = { adapter = "classification", category = "Img Class" }
     happywhale  = { adapter = "classification", category = "Img Class" }
     cifar100    = { adapter = "classification", category = "Img Class" }
+    places365   = { adapter = "classification", category = "Img Class" }
     aircraft    = { adapter = "fewshot", category = "Few-Shot Img Class" }
     cubirds     = { adapter = "fewshot", category = "Few-Shot Img Class" }
     dtextures   = { adapter = "fewshot", category = "Few-Shot Img Class" }
@@ -190,6 +191,7 @@ locals {
     food101     = module.food101.dataset
     happywhale  = module.happywhale.dataset
     cifar100    = module.cifar100.dataset
+    places365   = module.places365.dataset
     aircraft    = module.aircraft.dataset
     cubirds     = module.cubirds.dataset
     dtextures   = module.dtextures.dataset
@@ -243,6 +245,16 @@ module "happywhale" {
 module "cifar100" {
   source     = "stdlib/datasets/cifar100"
   enabled    = contains(local.run, "cifar100")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "places365" {
+  source     = "stdlib/datasets/places365"
+  enabled    = contains(local.run, "places365")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val

@@ -1,0 +1,73 @@
+package dataset
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/formats/imagecsv"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// decodeImageList checks an image_list dataset: label lists ("IMAGE
+// LABEL" lines, torchvision's Places365 file lists) named by train and
+// optionally val and test, images found as image_csv finds them.
+func (n *Node) decodeImageList(decl nodes.Decl) hcl.Diagnostics {
+	cfg := n.cfg
+	var diags hcl.Diagnostics
+	if len(cfg.Train) == 0 {
+		diags = append(diags, decl.Errorf("train", "Missing training list", "Format \"image_list\" needs train = [...]: the files of \"IMAGE LABEL\" lines (places365_train_standard.txt) for the training split."))
+	}
+	for _, a := range []struct {
+		name string
+		set  bool
+	}{
+		{"annotations", len(cfg.Annotations) > 0}, {"image_column", cfg.ImageColumn != nil}, {"label_column", cfg.LabelColumn != nil},
+		{"split_column", cfg.SplitColumn != nil}, {"caption_column", cfg.CaptionColumn != nil}, {"label_separator", cfg.LabelSeparator != nil},
+	} {
+		if a.set {
+			diags = append(diags, decl.Errorf(a.name, "Invalid "+a.name, "%s belongs to image_csv tables; an image_list dataset reads \"IMAGE LABEL\" lines from its train, val and test lists.", a.name))
+		}
+	}
+	if cfg.Task != nil && *cfg.Task != "classification" {
+		diags = append(diags, decl.Errorf("task", "Invalid task", "An image_list dataset is a classification task (one label per image), not %q.", *cfg.Task))
+	}
+	return diags
+}
+
+// readImageLists reads the train, val and test label lists into one
+// table (image, label), each row in its list's split. A leading "/" on an
+// image path is dropped: Places365 writes paths from the image
+// directory's root (/a/airfield/00000001.jpg under data_256/).
+func (n *Node) readImageLists(rawDir string) (*annotatedRows, error) {
+	t := &imagecsv.Table{Name: "label lists", Header: []string{"image", "label"}}
+	rows := &annotatedRows{table: t, image: 0, value: 1, splits: map[string][]int{}}
+	seen := map[string]string{}
+	for _, split := range []struct {
+		name  string
+		files []string
+	}{{"train", n.cfg.Train}, {"val", n.cfg.Val}, {"test", n.cfg.Test}} {
+		paths, err := resolveFiles(rawDir, split.files)
+		if err != nil {
+			return nil, fmt.Errorf("%s list: %w", split.name, err)
+		}
+		for _, p := range paths {
+			list, err := imagecsv.ReadLabelList(p)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range list {
+				img := strings.TrimLeft(l.Image, "/")
+				if other, ok := seen[img]; ok && other != split.name {
+					return nil, fmt.Errorf("image %q is listed for both %s and %s", l.Image, other, split.name)
+				}
+				seen[img] = split.name
+				rows.splits[split.name] = append(rows.splits[split.name], len(t.Rows))
+				t.Rows = append(t.Rows, []string{img, l.Label})
+			}
+		}
+	}
+	var err error
+	rows.index, err = n.imageIndex(rawDir)
+	return rows, err
+}
