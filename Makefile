@@ -117,6 +117,7 @@ FUZZ_TARGETS := \
 	./formats/cifar:FuzzReadPickle:40000x \
 	./formats/imagecsv:FuzzParseTable:40000x \
 	./formats/imagecsv:FuzzParseLabelList:40000x \
+	./formats/vqajson:FuzzRead:40000x \
 	./formats/tabular:FuzzRead:50000x \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \

@@ -23,7 +23,7 @@ const (
 )
 
 func annotated(format string) bool {
-	return format == "image_csv" || format == "captions_csv" || format == "image_list"
+	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json"
 }
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
@@ -31,7 +31,7 @@ func annotated(format string) bool {
 func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	cfg := n.cfg
 	var diags hcl.Diagnostics
-	if cfg.Format == "image_list" {
+	if cfg.Format == "image_list" || cfg.Format == "vqa_json" {
 		return n.decodeImageList(decl)
 	}
 	if len(cfg.Annotations) == 0 {
@@ -102,9 +102,10 @@ func (l *lazyImages) decode(idx []int) ([]byte, error) {
 
 // annotatedRows is the annotation table with its rows assigned to splits.
 type annotatedRows struct {
-	table *imagecsv.Table
-	image int // column indices
-	value int
+	table    *imagecsv.Table
+	image    int // column indices
+	value    int
+	question int // vqa_json: the question column
 	// splits holds row indices per split ("train", "val", "test").
 	splits map[string][]int
 	index  *imagecsv.Index
@@ -142,8 +143,23 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 			lazy.paths = append(lazy.paths, p)
 			values[k] = row[rows.value]
 		}
-		if n.cfg.Format == "captions_csv" {
+		switch n.cfg.Format {
+		case "captions_csv":
 			return ex, n.captionTokens(ex, values, &vocab, rows.table.Name, idx)
+		case "vqa_json":
+			// Visual question answering: the answers are the classes,
+			// the questions word tokens (the relational head).
+			questions := make([]string, len(idx))
+			for k, r := range idx {
+				questions[k] = rows.table.Rows[r][rows.question]
+			}
+			if err := n.labels(ex, values, &classes, rows.table.Name, idx); err != nil {
+				return nil, err
+			}
+			ex.task = "relational"
+			n.tokenize(ex, questions, vocab)
+			vocab = ex.vocab
+			return ex, nil
 		}
 		return ex, n.labels(ex, values, &classes, rows.table.Name, idx)
 	}
@@ -165,8 +181,11 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 // readAnnotations reads the tables, indexes the images and assigns rows
 // to splits.
 func (n *Node) readAnnotations(rawDir string) (*annotatedRows, error) {
-	if n.cfg.Format == "image_list" {
+	switch n.cfg.Format {
+	case "image_list":
 		return n.readImageLists(rawDir)
+	case "vqa_json":
+		return n.readQuestions(rawDir)
 	}
 	paths, err := resolveFiles(rawDir, n.cfg.Annotations)
 	if err != nil {

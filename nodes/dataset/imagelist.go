@@ -5,18 +5,21 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/formats/imagecsv"
+	"github.com/gatepipe/gatepipe/formats/vqajson"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 )
 
-// decodeImageList checks an image_list dataset: label lists ("IMAGE
-// LABEL" lines, torchvision's Places365 file lists) named by train and
-// optionally val and test, images found as image_csv finds them.
+// decodeImageList checks an image_list or vqa_json dataset: label lists
+// ("IMAGE LABEL" lines, torchvision's Places365 file lists) or question
+// files (CLEVR's JSON) named by train and optionally val and test, images
+// found as image_csv finds them.
 func (n *Node) decodeImageList(decl nodes.Decl) hcl.Diagnostics {
 	cfg := n.cfg
 	var diags hcl.Diagnostics
+	what := map[string]string{"image_list": "the files of \"IMAGE LABEL\" lines (places365_train_standard.txt)", "vqa_json": "the question files (CLEVR_train_questions.json)"}[cfg.Format]
 	if len(cfg.Train) == 0 {
-		diags = append(diags, decl.Errorf("train", "Missing training list", "Format \"image_list\" needs train = [...]: the files of \"IMAGE LABEL\" lines (places365_train_standard.txt) for the training split."))
+		diags = append(diags, decl.Errorf("train", "Missing training list", "Format %q needs train = [...]: %s for the training split.", cfg.Format, what))
 	}
 	for _, a := range []struct {
 		name string
@@ -26,11 +29,14 @@ func (n *Node) decodeImageList(decl nodes.Decl) hcl.Diagnostics {
 		{"split_column", cfg.SplitColumn != nil}, {"caption_column", cfg.CaptionColumn != nil}, {"label_separator", cfg.LabelSeparator != nil},
 	} {
 		if a.set {
-			diags = append(diags, decl.Errorf(a.name, "Invalid "+a.name, "%s belongs to image_csv tables; an image_list dataset reads \"IMAGE LABEL\" lines from its train, val and test lists.", a.name))
+			diags = append(diags, decl.Errorf(a.name, "Invalid "+a.name, "%s belongs to image_csv tables; a %s dataset reads %s and their like from train, val and test.", a.name, cfg.Format, what))
 		}
 	}
-	if cfg.Task != nil && *cfg.Task != "classification" {
+	if cfg.Format == "image_list" && cfg.Task != nil && *cfg.Task != "classification" {
 		diags = append(diags, decl.Errorf("task", "Invalid task", "An image_list dataset is a classification task (one label per image), not %q.", *cfg.Task))
+	}
+	if cfg.Format == "vqa_json" && cfg.Task != nil {
+		diags = append(diags, decl.Errorf("task", "Invalid task", "A vqa_json dataset is a relational task (image and question, the answer a class); remove task."))
 	}
 	return diags
 }
@@ -64,6 +70,35 @@ func (n *Node) readImageLists(rawDir string) (*annotatedRows, error) {
 				seen[img] = split.name
 				rows.splits[split.name] = append(rows.splits[split.name], len(t.Rows))
 				t.Rows = append(t.Rows, []string{img, l.Label})
+			}
+		}
+	}
+	var err error
+	rows.index, err = n.imageIndex(rawDir)
+	return rows, err
+}
+
+// readQuestions reads CLEVR question files, train, val and test, into one
+// table (image, answer, question), each row in its file's split.
+func (n *Node) readQuestions(rawDir string) (*annotatedRows, error) {
+	t := &imagecsv.Table{Name: "questions", Header: []string{"image", "answer", "question"}}
+	rows := &annotatedRows{table: t, image: 0, value: 1, question: 2, splits: map[string][]int{}}
+	for _, split := range []struct {
+		name  string
+		files []string
+	}{{"train", n.cfg.Train}, {"val", n.cfg.Val}, {"test", n.cfg.Test}} {
+		paths, err := resolveFiles(rawDir, split.files)
+		if err != nil {
+			return nil, fmt.Errorf("%s questions: %w", split.name, err)
+		}
+		for _, p := range paths {
+			qs, err := vqajson.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			for _, q := range qs {
+				rows.splits[split.name] = append(rows.splits[split.name], len(t.Rows))
+				t.Rows = append(t.Rows, []string{q.Image, q.Answer, q.Question})
 			}
 		}
 	}

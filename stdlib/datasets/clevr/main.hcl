@@ -1,13 +1,30 @@
 # CLEVR — GATE benchmark "clevr" (VQA; metric Acc@1).
 # Citation: Johnson et al., CLEVR, CVPR 2017.
 # Licence: CC BY 4.0.
-# Status: needs a reader: Kaggle zip of PNGs with question JSON.
-# Declared, not runnable yet: gatepipe has no reader for this benchmark's
-# format (vqa_json), and validate says so instead of pretending.
+#
+# As GATE loads it: the Kaggle dataset timoboz/clevr-dataset (the official
+# CLEVR_v1.0 zip: PNG scenes and question JSON), needing Kaggle
+# credentials. Read with format vqa_json: each question with its image is
+# an example of the relational head, its answer the class. CLEVR's test
+# questions carry no answers, so its val questions are the test split and
+# validation is drawn from train with val_fraction (seeded). Not yet
+# reported: the per-question-type accuracies of the paper's matrix
+# (Colour, Count, ...); Acc@1 over all questions is.
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
   default     = true
+}
+
+variable "image_size" {
+  description = "[HEIGHT, WIDTH] the scenes are resized to (the files are 480x320)."
+  default     = [224, 224]
+}
+
+variable "version" {
+  description = "The Kaggle dataset version to download (null: the latest, pinned in the lock file)."
+  type        = number
+  default     = null
 }
 
 variable "split_seed" {
@@ -33,13 +50,20 @@ variable "max_test" {
 dataset "data" {
   count = var.enabled ? 1 : 0
   source {
-    url = "unavailable:clevr"
+    url         = "https://www.kaggle.com/api/v1/datasets/download/timoboz/clevr-dataset${var.version != null ? "?datasetVersionNumber=${var.version}" : ""}"
+    name        = "clevr-dataset.zip"
+    credentials = "kaggle"
   }
-  format     = "vqa_json"
-  split_seed = var.split_seed
-  max_train  = var.max_train > 0 ? var.max_train : null
-  max_val    = var.max_val > 0 ? var.max_val : null
-  max_test   = var.max_test > 0 ? var.max_test : null
+  format       = "vqa_json"
+  train        = ["CLEVR_v1.0/questions/CLEVR_train_questions.json"]
+  test         = ["CLEVR_v1.0/questions/CLEVR_val_questions.json"]
+  images       = ["CLEVR_v1.0/images/train", "CLEVR_v1.0/images/val"]
+  val_fraction = 0.1
+  image_size   = var.image_size
+  split_seed   = var.split_seed
+  max_train    = var.max_train > 0 ? var.max_train : null
+  max_val      = var.max_val > 0 ? var.max_val : null
+  max_test     = var.max_test > 0 ? var.max_test : null
 }
 
 output "dataset" {

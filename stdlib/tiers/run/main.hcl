@@ -129,6 +129,7 @@ locals {
     chexpert    = { adapter = "multilabel", category = "Medical Class" }
     flickr30k   = { adapter = "retrieval", category = "Img to Txt ZS" }
     clevr-math  = { adapter = "relational", category = "Img Relational" }
+    clevr       = { adapter = "relational", category = "Img Relational" }
   }
 
   scales = {
@@ -209,6 +210,7 @@ locals {
     chexpert    = module.chexpert.dataset
     flickr30k   = module.flickr30k.dataset
     clevr-math  = module.clevr_math.dataset
+    clevr       = module.clevr.dataset
   }
 }
 
@@ -415,6 +417,16 @@ module "chexpert" {
 module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "clevr" {
+  source     = "stdlib/datasets/clevr"
+  enabled    = contains(local.run, "clevr")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val
