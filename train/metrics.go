@@ -5,7 +5,9 @@ package train
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 )
 
 // metrics computes a task's metrics from predictions (ensemble averages;
@@ -45,6 +47,11 @@ func classificationMetrics(d *Data, probs [][]float32) map[string]float64 {
 	}
 	n := float64(len(probs))
 	m := map[string]float64{"acc1": 100 * acc1 / n, "loss": loss / n}
+	if d.task() == Relational {
+		for k, v := range answerTypeAccuracy(d, probs) {
+			m["acc1/"+k] = v
+		}
+	}
 	// Top-5 accuracy says something only with more than 5 classes (it is
 	// 100 otherwise).
 	if len(probs) > 0 && len(probs[0]) > 5 {
@@ -236,6 +243,58 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 		add("Acc@1", "acc1", true)
 		add("Acc@5", "acc5", true)
 		add("Loss", "loss", false)
+		for _, t := range answerTypes {
+			add(t+" Acc@1", "acc1/"+t, true)
+		}
+	}
+	return out
+}
+
+// answerTypes are CLEVR's question types as GATE's matrix names their
+// accuracies ("Colour Acc@1", ...), in its order.
+var answerTypes = []string{"Colour", "Count", "Material", "Shape", "Size", "Yes/No"}
+
+// clevrAnswerType is the question type of each of CLEVR's 28 answers:
+// its answer spaces do not overlap, so an answer says what was asked.
+var clevrAnswerType = func() map[string]string {
+	m := map[string]string{"rubber": "Material", "metal": "Material", "cube": "Shape", "sphere": "Shape", "cylinder": "Shape",
+		"large": "Size", "small": "Size", "yes": "Yes/No", "no": "Yes/No"}
+	for _, c := range []string{"gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow"} {
+		m[c] = "Colour"
+	}
+	for i := 0; i <= 10; i++ {
+		m[strconv.Itoa(i)] = "Count"
+	}
+	return m
+}()
+
+// answerTypeAccuracy is top-1 accuracy per question type over the
+// examples whose true answer has that type, when every class is one of
+// CLEVR's answers (nil otherwise: another VQA set).
+func answerTypeAccuracy(d *Data, probs [][]float32) map[string]float64 {
+	if len(d.ClassNames) == 0 {
+		return nil
+	}
+	types := make([]string, len(d.ClassNames))
+	for c, name := range d.ClassNames {
+		t, ok := clevrAnswerType[name]
+		if !ok {
+			return nil
+		}
+		types[c] = t
+	}
+	right, total := map[string]float64{}, map[string]float64{}
+	for i, p := range probs {
+		y := int(d.Y[i])
+		t := types[y]
+		total[t]++
+		if p[y] >= slices.Max(p) { // top-1 as acc1 counts it: no class scored higher
+			right[t]++
+		}
+	}
+	out := map[string]float64{}
+	for t, n := range total {
+		out[t] = 100 * right[t] / n
 	}
 	return out
 }

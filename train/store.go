@@ -25,7 +25,7 @@ func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, 
 	if err != nil {
 		return nil, 0, err
 	}
-	d := &Data{Shape: meta.Shape, Task: task}
+	d := &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes}
 	outputs := meta.NumClasses
 	if task == Segmentation && len(meta.Shape) != 3 {
 		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)

@@ -40,6 +40,9 @@ type Data struct {
 	Q     []int64
 	QLen  int
 	Vocab int
+	// ClassNames names the classes (the store's classes; nil when it
+	// has none): CLEVR's answers give its per-question-type accuracies.
+	ClassNames []string
 }
 
 func (d *Data) task() Task {

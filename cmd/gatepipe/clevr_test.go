@@ -79,7 +79,9 @@ func clevrZip(t *testing.T, perSplit map[string]int, questions string) []byte {
 // Kaggle zip in its real layout through a mirror, with Kaggle
 // credentials: every question with its image is a relational example (the
 // val questions the test split), and the relational head learns to answer.
-// A damaged question file is an error naming it and the offset.
+// Its per-question-type accuracies (Colour, Yes/No) are reported as the
+// paper's matrix names them. A damaged question file is an error naming
+// it and the offset.
 func TestCLEVRModuleThroughMirror(t *testing.T) {
 	h := &tierHub{urls: map[string][]byte{clevrURL: clevrZip(t, map[string]int{"train": 30, "val": 9}, "")}, kaggle: "ada:kaggle-key-123"}
 	srv := httptest.NewServer(h)
@@ -123,6 +125,7 @@ output "splits"  { value = module.clevr.dataset.splits }
 output "task"    { value = module.clevr.dataset.task }
 output "classes" { value = module.clevr.dataset.classes }
 output "acc1"    { value = train.t.test["Acc@1"] }
+output "types"   { value = [train.t.test["Colour Acc@1"], train.t.test["Yes/No Acc@1"]] }
 `)
 	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code != 0 {
@@ -133,7 +136,7 @@ output "acc1"    { value = train.t.test["Acc@1"] }
 			t.Errorf("apply output lacks %s:\n%s", want, r.stdout)
 		}
 	}
-	if !strings.Contains(r.stdout, "acc1 = 100") {
+	if !strings.Contains(r.stdout, "acc1 = 100") || !strings.Contains(r.stdout, "types = [100,100]") {
 		t.Errorf("the relational head did not learn to answer colour and yes questions:\n%s", r.stdout)
 	}
 

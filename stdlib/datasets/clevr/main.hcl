@@ -7,9 +7,10 @@
 # credentials. Read with format vqa_json: each question with its image is
 # an example of the relational head, its answer the class. CLEVR's test
 # questions carry no answers, so its val questions are the test split and
-# validation is drawn from train with val_fraction (seeded). Not yet
-# reported: the per-question-type accuracies of the paper's matrix
-# (Colour, Count, ...); Acc@1 over all questions is.
+# validation is drawn from train with val_fraction (seeded). Training
+# reports Acc@1 and, as the paper's matrix does, Acc@1 per question type
+# (Colour, Count, Material, Shape, Size, Yes/No: CLEVR's answer spaces do
+# not overlap, so the answer gives the type).
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
