@@ -49,31 +49,25 @@ func (n *Node) readImageLists(rawDir string) (*annotatedRows, error) {
 	t := &imagecsv.Table{Name: "label lists", Header: []string{"image", "label"}}
 	rows := &annotatedRows{table: t, image: 0, value: 1, splits: map[string][]int{}}
 	seen := map[string]string{}
-	for _, split := range []struct {
-		name  string
-		files []string
-	}{{"train", n.cfg.Train}, {"val", n.cfg.Val}, {"test", n.cfg.Test}} {
-		paths, err := resolveFiles(rawDir, split.files)
+	err := n.eachSplitFile(rawDir, "list", func(split, p string) error {
+		list, err := imagecsv.ReadLabelList(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s list: %w", split.name, err)
+			return err
 		}
-		for _, p := range paths {
-			list, err := imagecsv.ReadLabelList(p)
-			if err != nil {
-				return nil, err
+		for _, l := range list {
+			img := strings.TrimLeft(l.Image, "/")
+			if other, ok := seen[img]; ok && other != split {
+				return fmt.Errorf("image %q is listed for both %s and %s", l.Image, other, split)
 			}
-			for _, l := range list {
-				img := strings.TrimLeft(l.Image, "/")
-				if other, ok := seen[img]; ok && other != split.name {
-					return nil, fmt.Errorf("image %q is listed for both %s and %s", l.Image, other, split.name)
-				}
-				seen[img] = split.name
-				rows.splits[split.name] = append(rows.splits[split.name], len(t.Rows))
-				t.Rows = append(t.Rows, []string{img, l.Label})
-			}
+			seen[img] = split
+			rows.splits[split] = append(rows.splits[split], len(t.Rows))
+			t.Rows = append(t.Rows, []string{img, l.Label})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	var err error
 	rows.index, err = n.imageIndex(rawDir)
 	return rows, err
 }
@@ -83,26 +77,41 @@ func (n *Node) readImageLists(rawDir string) (*annotatedRows, error) {
 func (n *Node) readQuestions(rawDir string) (*annotatedRows, error) {
 	t := &imagecsv.Table{Name: "questions", Header: []string{"image", "answer", "question"}}
 	rows := &annotatedRows{table: t, image: 0, value: 1, question: 2, splits: map[string][]int{}}
+	err := n.eachSplitFile(rawDir, "questions", func(split, p string) error {
+		qs, err := vqajson.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			rows.splits[split] = append(rows.splits[split], len(t.Rows))
+			t.Rows = append(t.Rows, []string{q.Image, q.Answer, q.Question})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows.index, err = n.imageIndex(rawDir)
+	return rows, err
+}
+
+// eachSplitFile calls fn with each file the train, val and test
+// attributes name (patterns resolved in rawDir), with its split; what
+// says what the files are, for errors.
+func (n *Node) eachSplitFile(rawDir, what string, fn func(split, path string) error) error {
 	for _, split := range []struct {
 		name  string
 		files []string
 	}{{"train", n.cfg.Train}, {"val", n.cfg.Val}, {"test", n.cfg.Test}} {
 		paths, err := resolveFiles(rawDir, split.files)
 		if err != nil {
-			return nil, fmt.Errorf("%s questions: %w", split.name, err)
+			return fmt.Errorf("%s %s: %w", split.name, what, err)
 		}
 		for _, p := range paths {
-			qs, err := vqajson.ReadFile(p)
-			if err != nil {
-				return nil, err
-			}
-			for _, q := range qs {
-				rows.splits[split.name] = append(rows.splits[split.name], len(t.Rows))
-				t.Rows = append(t.Rows, []string{q.Image, q.Answer, q.Question})
+			if err := fn(split.name, p); err != nil {
+				return err
 			}
 		}
 	}
-	var err error
-	rows.index, err = n.imageIndex(rawDir)
-	return rows, err
+	return nil
 }
