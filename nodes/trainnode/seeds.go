@@ -62,7 +62,7 @@ func (n *Node) runSeeds(ctx context.Context, env *nodes.Env, d *loaded) (cty.Val
 		return cty.NilVal, err
 	}
 	first := filepath.Join(env.OutDir, seedDir(n.seeds[0]))
-	if err := copyFile(filepath.Join(first, command.TrainerLogFile), filepath.Join(env.OutDir, command.TrainerLogFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := sources.CopyFile(filepath.Join(first, command.TrainerLogFile), filepath.Join(env.OutDir, command.TrainerLogFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return cty.NilVal, err
 	}
 	if err := command.WriteRunInfo(env, seedsInfo(infos, n.seeds)); err != nil {
@@ -111,7 +111,7 @@ func (n *Node) seedRun(ctx context.Context, env *nodes.Env, d *loaded, i int, se
 		if dir, ok := env.Parts.Part(key); ok {
 			r, err := readTrained(dir, d.task)
 			if err == nil {
-				return r, true, linkTree(dir, dst)
+				return r, true, copyTree(dir, dst)
 			}
 			env.Log.Warn().Err(err).Uint64("seed", seed).Msg("the cached run of this seed is unreadable; training it again")
 		}
@@ -149,7 +149,7 @@ func (n *Node) seedRun(ctx context.Context, env *nodes.Env, d *loaded, i int, se
 	if err != nil {
 		return nil, false, err
 	}
-	return r, false, linkTree(dir, dst)
+	return r, false, copyTree(dir, dst)
 }
 
 // readTrained reads a stored seed's run back: its metrics, checkpoints
@@ -231,9 +231,10 @@ type seedProgress struct {
 
 func (s seedProgress) Update(done, total int64, unit string) { s.p.Update(done, total, s.label+unit) }
 
-// linkTree puts src's files under dst: hard links (a cache part's files
-// are read-only and shared), else copies.
-func linkTree(src, dst string) error {
+// copyTree copies src's files under dst. (Links would save nothing: the
+// cache copies a linked file into an output of its own when it stores
+// the block's output.)
+func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -242,34 +243,12 @@ func linkTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dst, rel)
 		if de.IsDir() {
-			return os.MkdirAll(target, 0o777)
+			return os.MkdirAll(filepath.Join(dst, rel), 0o777)
 		}
 		if !de.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file", p)
 		}
-		if os.Link(p, target) == nil {
-			return nil
-		}
-		return copyFile(p, target)
+		return sources.CopyFile(p, filepath.Join(dst, rel))
 	})
-}
-
-// copyFile copies src to dst.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
