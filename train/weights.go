@@ -393,3 +393,31 @@ func (x *extractor) run(d *Data) ([]float32, error) {
 	}
 	return out, nil
 }
+
+// WriteWeights writes w, the weights of enc with a task head for examples
+// of shape and the given outputs, as a safetensors file in gatepipe's
+// tensor names and the parameters' shapes (what another runtime loads).
+// Parameters w lacks (a head that starts fresh) are written from their
+// initialisation with seed.
+func WriteWeights(path string, enc EncoderSpec, task Task, shape []int, outputs int, w Weights, seed uint64) error {
+	ps, err := newParams(enc, task, shape, outputs, seed)
+	if err != nil {
+		return err
+	}
+	ts := make([]safetensors.Tensor, 0, len(ps))
+	for _, p := range ps {
+		v, ok := w[p.name]
+		if !ok {
+			v = p.init
+		}
+		n := 1
+		for _, d := range p.shape {
+			n *= d
+		}
+		if len(v) != n {
+			return fmt.Errorf("weights: %s holds %d values for shape %v", p.name, len(v), p.shape)
+		}
+		ts = append(ts, safetensors.F32Tensor(p.name, p.shape, v))
+	}
+	return safetensors.WriteFile(path, ts, map[string]string{"format": "gatepipe"})
+}

@@ -12,31 +12,20 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/torchtest"
 	commandnode "github.com/gatepipe/gatepipe/nodes/command"
 )
 
-// torchPython is the Python with PyTorch the torch tests run:
-// $GATEPIPE_TEST_PYTHON (a GPU machine's), else Debian's.
-func torchPython() string {
-	if p := os.Getenv("GATEPIPE_TEST_PYTHON"); p != "" {
-		return p
-	}
-	return "/usr/bin/python3"
-}
+// torchPython is the Python with PyTorch the torch tests run.
+func torchPython() string { return torchtest.Python() }
 
 // withPython puts torchPython into a pipeline's @PYTHON@ placeholders.
 func withPython(hcl string) string { return strings.ReplaceAll(hcl, "@PYTHON@", torchPython()) }
 
-// needTorch skips the test (fails it in CI, where make test installs
-// Debian's python3-torch and python3-torchvision) without PyTorch.
+// needTorch skips the test (fails it in CI) without torch and torchvision.
 func needTorch(t *testing.T) {
 	t.Helper()
-	if exec.Command(torchPython(), "-c", "import torch, torchvision").Run() != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s with torch and torchvision is needed (python3-torch, python3-torchvision)", torchPython())
-		}
-		t.Skipf("%s has no torch/torchvision (set GATEPIPE_TEST_PYTHON)", torchPython())
-	}
+	torchtest.Need(t, "torch", "torchvision")
 }
 
 const torchPipeline = `

@@ -246,22 +246,17 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if n.experiment != nil {
-		p, err := writeExperiment(env, n.experiment)
+		p, err := writeExperiment(env, env.OutDir, n.experiment)
 		if err != nil {
 			return cty.NilVal, err
 		}
 		fctx, stop := context.WithCancel(ctx)
 		followed := make(chan struct{})
-		go followLog(fctx, env, followed)
+		go followLog(fctx, env, env.OutDir, followed)
 		defer func() { stop(); <-followed }()
 		env.Log.Debug().Str("experiment", p).Msg("trainer protocol")
 	}
-	cmd.Env = append(os.Environ(), "GATEPIPE_OUT_DIR="+env.OutDir, "GATEPIPE_NODE="+env.Addr.String(),
-		"GATEPIPE_EXPERIMENT="+filepath.Join(env.OutDir, ExperimentFile),
-		fmt.Sprintf("GATEPIPE_CPUS=%d", env.Devices.CPUs), fmt.Sprintf("OMP_NUM_THREADS=%d", env.Devices.CPUs))
-	if len(env.Devices.GPUs) > 0 {
-		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(env.Devices.GPUs, ","))
-	}
+	cmd.Env = processEnv(env, env.OutDir)
 	keys := make([]string, 0, len(n.cfg.Env))
 	for k := range n.cfg.Env {
 		keys = append(keys, k)
@@ -270,12 +265,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+sub(n.cfg.Env[k]))
 	}
-	// Under a supervisor in its own process group, so that cancelling
-	// reaches the program's children, and a killed gatepipe takes every
-	// process the program started with it.
-	supervise.Wrap(cmd)
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
+	supervised(cmd)
 
 	env.Log.Debug().Strs("args", args).Msg("running command")
 	started := time.Now()
@@ -319,12 +309,64 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}), nil
 }
 
+// processEnv is the environment of a program a node runs: gatepipe's
+// variables (its output directory, node, experiment file in dir, CPU
+// share) and the assigned GPUs.
+func processEnv(env *nodes.Env, dir string) []string {
+	vars := append(os.Environ(), "GATEPIPE_OUT_DIR="+dir, "GATEPIPE_NODE="+env.Addr.String(),
+		"GATEPIPE_EXPERIMENT="+filepath.Join(dir, ExperimentFile),
+		fmt.Sprintf("GATEPIPE_CPUS=%d", env.Devices.CPUs), fmt.Sprintf("OMP_NUM_THREADS=%d", env.Devices.CPUs))
+	if len(env.Devices.GPUs) > 0 {
+		vars = append(vars, "CUDA_VISIBLE_DEVICES="+strings.Join(env.Devices.GPUs, ","))
+	}
+	return vars
+}
+
+// supervised runs cmd under a supervisor in its own process group, so
+// that cancelling reaches the program's children, and a killed gatepipe
+// takes every process the program started with it.
+func supervised(cmd *exec.Cmd) {
+	supervise.Wrap(cmd)
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+}
+
+// RunWorker runs args as a program speaking the trainer protocol for
+// config: experiment.json and log.jsonl in dir (progress and messages
+// streamed to env), its output appended to logFile, the node's devices in
+// its environment, and its process group stopped when ctx ends. A failure
+// is one error whose first line is the program's last words, followed by
+// the tail of its output.
+func RunWorker(ctx context.Context, env *nodes.Env, dir string, args []string, config any, logFile io.Writer) error {
+	if _, err := writeExperiment(env, dir, config); err != nil {
+		return err
+	}
+	tail := &tailBuffer{max: 4096}
+	out := &logWriter{file: logFile, tail: tail}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.Env = dir, out, out, processEnv(env, dir)
+	supervised(cmd)
+	fctx, stop := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go followLog(fctx, env, dir, followed)
+	err := cmd.Run()
+	stop()
+	<-followed
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s stopped: %w", args[0], ctx.Err())
+		}
+		return fmt.Errorf("%s failed: %v%s\n%s", args[0], err, lastWords(tail.String()), indent(tail.String()))
+	}
+	return nil
+}
+
 // logWriter copies a command's output to its log file and its tail. A
 // failing log file (a full disk) neither stops the copy, which would kill
 // the command with SIGPIPE, nor loses the tail, which then holds the
 // command's own account of the failure.
 type logWriter struct {
-	file *os.File
+	file io.Writer
 	tail *tailBuffer
 	err  error
 }

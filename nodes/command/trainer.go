@@ -90,7 +90,9 @@ type LogLine struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-func writeExperiment(env *nodes.Env, config any) (string, error) {
+// writeExperiment writes experiment.json for config into dir (the
+// output directory of a command; a scratch directory of a runtime worker).
+func writeExperiment(env *nodes.Env, dir string, config any) (string, error) {
 	dev := Devices{CPUs: env.Devices.CPUs, GPUs: env.Devices.GPUs, Device: "cpu"}
 	if len(dev.GPUs) > 0 {
 		dev.Device = "cuda"
@@ -98,25 +100,25 @@ func writeExperiment(env *nodes.Env, config any) (string, error) {
 	if dev.GPUs == nil {
 		dev.GPUs = []string{}
 	}
-	exp := Experiment{Protocol: "gatepipe-trainer/1", Node: env.Addr.String(), Config: config, OutDir: env.OutDir, Devices: dev,
+	exp := Experiment{Protocol: "gatepipe-trainer/1", Node: env.Addr.String(), Config: config, OutDir: dir, Devices: dev,
 		ResumeDir: env.ResumeDir, Action: env.ActionID}
 	data, err := json.MarshalIndent(exp, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(env.OutDir, ExperimentFile)
+	p := filepath.Join(dir, ExperimentFile)
 	return p, os.WriteFile(p, data, 0o644)
 }
 
 // Resumes: a trainer gets a resume directory for its checkpoints.
 func (n *Node) Resumes() bool { return n.experiment != nil }
 
-// followLog streams log.jsonl as progress (and its messages as log
+// followLog streams dir's log.jsonl as progress (and its messages as log
 // lines) until ctx ends, reads what was written up to then, and closes
 // done.
-func followLog(ctx context.Context, env *nodes.Env, done chan<- struct{}) {
+func followLog(ctx context.Context, env *nodes.Env, dir string, done chan<- struct{}) {
 	defer close(done)
-	p := filepath.Join(env.OutDir, TrainerLogFile)
+	p := filepath.Join(dir, TrainerLogFile)
 	var offset int64
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -43,6 +43,11 @@ var spec = hcldec.ObjectSpec{
 	// `classes` source classes instead of the pooled features.
 	"output":  &hcldec.AttrSpec{Name: "output", Type: cty.String},
 	"classes": &hcldec.AttrSpec{Name: "classes", Type: cty.Number},
+	// runtime "torch" computes them in PyTorch (nodes/torchrt), at the
+	// given precision, in batches of batch_size.
+	"runtime":    &hcldec.AttrSpec{Name: "runtime", Type: cty.String},
+	"precision":  &hcldec.AttrSpec{Name: "precision", Type: cty.String},
+	"batch_size": &hcldec.AttrSpec{Name: "batch_size", Type: cty.Number},
 }
 
 // Spec returns the block schema.
@@ -65,6 +70,8 @@ type Node struct {
 	// classes > 0: store the source head's probabilities over this many
 	// classes, not the features.
 	classes int
+	// torch runs the encoder on the torch runtime (nil: in Go).
+	torch *torchOptions
 }
 
 // CheckPartial checks the references' kinds before their values exist.
@@ -97,6 +104,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.preprocess = r.Preprocess()
 	n.dataset = r.Str("benchmark", "dataset")
 	n.classes, r.Diags = readOutput(v, decl, r.Diags)
+	n.torch, r.Diags = readRuntime(v, decl, r.Diags)
 	return n, r.Diags
 }
 
@@ -141,6 +149,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var onTorch map[string]torchFeatures
+	if n.torch != nil {
+		if onTorch, err = n.runTorch(ctx, env, meta, shape, w, names); err != nil {
+			return cty.NilVal, err
+		}
+	}
 	splits := map[string]*examplestore.Split{}
 	counts := map[string]cty.Value{}
 	dim := 0
@@ -148,23 +162,32 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if err := ctx.Err(); err != nil {
 			return cty.NilVal, err
 		}
-		env.Progress.Update(int64(i), int64(len(names)), "splits")
-		d, _, err := train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess)
-		if err != nil {
-			return cty.NilVal, err
-		}
-		feats, f, err := n.compute(w, d)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
-		}
 		src, err := examplestore.ReadSplit(n.dataset, name)
 		if err != nil {
 			return cty.NilVal, err
 		}
+		var feats []float32
+		f := 0
+		if n.torch != nil {
+			t := onTorch[name]
+			if t.rows != src.Len() {
+				return cty.NilVal, fmt.Errorf("split %s: the torch runtime returned %d rows for %d examples", name, t.rows, src.Len())
+			}
+			feats, f = t.x, t.dim
+		} else {
+			env.Progress.Update(int64(i), int64(len(names)), "splits")
+			d, _, err := train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			if feats, f, err = n.compute(w, d); err != nil {
+				return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
+			}
+		}
 		dim = f
-		splits[name] = &examplestore.Split{X: safetensors.F32Tensor("x", []int{d.Len(), f}, feats), Y: src.Y, Index: src.Index, Q: src.Q}
-		counts[name] = cty.NumberIntVal(int64(d.Len()))
-		env.Log.Info().Str("split", name).Int("examples", d.Len()).Int("dim", f).Msg(map[bool]string{false: "features", true: "probabilities"}[n.classes > 0])
+		splits[name] = &examplestore.Split{X: safetensors.F32Tensor("x", []int{src.Len(), f}, feats), Y: src.Y, Index: src.Index, Q: src.Q}
+		counts[name] = cty.NumberIntVal(int64(src.Len()))
+		env.Log.Info().Str("split", name).Int("examples", src.Len()).Int("dim", f).Msg(map[bool]string{false: "features", true: "probabilities"}[n.classes > 0])
 	}
 	out := *meta
 	out.Format, out.Shape, out.DType, out.Features = "features", []int{dim}, string(safetensors.F32), nil
