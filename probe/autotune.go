@@ -51,6 +51,38 @@ func DefaultTune(m Metric) TuneConfig {
 	}
 }
 
+// The random streams of a search's heads (with the seed, rand.NewPCG's
+// two words): every trial starts from the same head and sees the same
+// example order (TrialStream); the final run on train + val has its own
+// (FinalStream).
+const (
+	TrialStream uint64 = 0x11ea
+	FinalStream uint64 = 0xf1a1
+)
+
+// Draws are a training run's random draws: the head's initial weights
+// (C x D) and biases, and each epoch's order of the n examples (epoch e's
+// at Order[e*n:(e+1)*n]). Another runtime replays them to train the same
+// heads as Train.
+type Draws struct {
+	W, B  []float64
+	Order []int32
+}
+
+// NewDraws makes the draws of a run of epochs over n examples of width d
+// and c classes, from seed and stream, in the order Train takes them.
+func NewDraws(d, c, n, epochs int, seed, stream uint64) Draws {
+	r := rand.New(rand.NewPCG(seed, stream))
+	h := NewLinear(d, c, r)
+	out := Draws{W: h.W, B: h.B, Order: make([]int32, 0, n*epochs)}
+	for range epochs {
+		for _, i := range r.Perm(n) {
+			out.Order = append(out.Order, int32(i))
+		}
+	}
+	return out
+}
+
 // Trial is one (learning rate, weight decay) tried on the validation split.
 type Trial struct {
 	LR    float64 `json:"lr"`
@@ -72,7 +104,7 @@ type Tuned struct {
 // over the epochs (0 for a head that diverged, as the toolkit scores a
 // failed trial).
 func trialScore(train, val Set, classes int, cfg TuneConfig, lr, wd float64) float64 {
-	r := rand.New(rand.NewPCG(cfg.Seed, 0x11ea))
+	r := rand.New(rand.NewPCG(cfg.Seed, TrialStream))
 	h := NewLinear(train.D, classes, r)
 	best := 0.0
 	h.Train(train, LinearConfig{LR: lr, WeightDecay: wd, Epochs: cfg.Epochs, Batch: cfg.Batch}, r, func(int) {
@@ -168,7 +200,7 @@ func Autotune(ctx context.Context, train, val, test Set, classes int, cfg TuneCo
 		}
 	}
 	all := Concat(train, val)
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0xf1a1))
+	rng := rand.New(rand.NewPCG(cfg.Seed, FinalStream))
 	h := NewLinear(all.D, classes, rng)
 	h.Train(all, LinearConfig{LR: out.LR, WeightDecay: out.WD, Epochs: cfg.FinalEpochs, Batch: cfg.Batch}, rng, nil)
 	out.Params = h.Params()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/probe"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -42,6 +43,10 @@ var spec = hcldec.ObjectSpec{
 	"epochs":         &hcldec.AttrSpec{Name: "epochs", Type: cty.Number},
 	"final_epochs":   &hcldec.AttrSpec{Name: "final_epochs", Type: cty.Number},
 	"batch_size":     &hcldec.AttrSpec{Name: "batch_size", Type: cty.Number},
+	// runtime "torch" runs the search on the torch runtime (nodes/torchrt);
+	// precision "fp64" (default) or "fp32" there.
+	"runtime":   &hcldec.AttrSpec{Name: "runtime", Type: cty.String},
+	"precision": &hcldec.AttrSpec{Name: "precision", Type: cty.String},
 }
 
 // Spec returns the block schema.
@@ -63,6 +68,8 @@ type Node struct {
 	shots, seeds            []int
 	vtab1k                  bool
 	tune                    probe.TuneConfig
+	// runtime is "go" or "torch"; precision the torch runtime's.
+	runtime, precision string
 }
 
 // CheckPartial checks the features reference before it has a value.
@@ -95,6 +102,11 @@ func (n *Node) readAttrs(a *featureset.Attrs) {
 	n.tune.Epochs = a.Int("epochs", n.tune.Epochs, 1)
 	n.tune.FinalEpochs = a.Int("final_epochs", n.tune.FinalEpochs, 1)
 	n.tune.Batch = a.Int("batch_size", n.tune.Batch, 2)
+	n.runtime = a.Str("runtime", torchrt.Go, torchrt.Runtimes...)
+	n.precision = a.Str("precision", "fp64", "fp64", "fp32")
+	if n.runtime != torchrt.Torch && !a.V.GetAttr("precision").IsNull() {
+		a.Diags = append(a.Diags, a.Decl.Errorf("precision", "Unused precision", "precision applies to runtime = \"torch\"; this block runs on the %q runtime.", n.runtime))
+	}
 }
 
 // Fingerprint: the features path names its content.
@@ -162,35 +174,42 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err := os.MkdirAll(filepath.Join(env.OutDir, "subsets"), 0o755); err != nil {
 		return cty.NilVal, err
 	}
-	total, done := int64(len(kinds)*len(n.seeds)), int64(0)
-	scores, stds := map[string]cty.Value{}, map[string]cty.Value{}
+	var jobs []tuneJob
 	for _, shots := range kinds {
-		sub := Subset{Name: SubsetName(shots), Shots: max(shots, 0)}
+		name := SubsetName(shots)
 		if shots < 0 {
-			sub.Name = "vtab1k"
+			name = "vtab1k"
 		}
-		var vals []float64
 		for _, seed := range n.seeds {
-			env.Progress.Update(done, total, "probes")
 			trIdx, valIdx, err := indices(train, classes, shots, uint64(seed))
 			if err != nil {
-				return cty.NilVal, fmt.Errorf("subset %s seed %d: %w", sub.Name, seed, err)
+				return cty.NilVal, fmt.Errorf("subset %s seed %d: %w", name, seed, err)
 			}
-			if err := featureset.WriteJSON(filepath.Join(env.OutDir, "subsets", fmt.Sprintf("%s_seed%d.json", sub.Name, seed)), map[string][]int{"train": trIdx, "val": valIdx}); err != nil {
+			if err := featureset.WriteJSON(filepath.Join(env.OutDir, "subsets", fmt.Sprintf("%s_seed%d.json", name, seed)), map[string][]int{"train": trIdx, "val": valIdx}); err != nil {
 				return cty.NilVal, err
 			}
-			cfg := tune
-			cfg.Seed = uint64(seed)
-			t, err := probe.Autotune(ctx, train.Subset(trIdx), train.Subset(valIdx), test.Set, classes, cfg)
-			if err != nil {
-				return cty.NilVal, fmt.Errorf("subset %s seed %d: %w", sub.Name, seed, err)
-			}
-			res.Parameters = t.Params
-			sub.Seeds = append(sub.Seeds, SeedRun{Seed: seed, Train: len(trIdx), Val: len(valIdx), Tuned: t})
-			vals = append(vals, t.TestScore)
-			env.Log.Info().Str("subset", sub.Name).Int("seed", seed).Float64("lr", t.LR).Float64("weight_decay", t.WD).
-				Float64("val", t.ValScore).Float64("test", t.TestScore).Msg("probe")
-			done++
+			jobs = append(jobs, tuneJob{subset: name, shots: shots, seed: seed, train: trIdx, val: valIdx})
+		}
+	}
+	if n.runtime == torchrt.Torch {
+		err = n.tuneOnTorch(ctx, env, jobs, train, classes, tune)
+	} else {
+		err = n.tuneInGo(ctx, env, jobs, train, test, classes, tune)
+	}
+	if err != nil {
+		return cty.NilVal, err
+	}
+	scores, stds := map[string]cty.Value{}, map[string]cty.Value{}
+	for i := 0; i < len(jobs); {
+		sub := Subset{Name: jobs[i].subset, Shots: max(jobs[i].shots, 0)}
+		var vals []float64
+		for ; i < len(jobs) && jobs[i].subset == sub.Name; i++ {
+			j := jobs[i]
+			res.Parameters = j.tuned.Params
+			sub.Seeds = append(sub.Seeds, SeedRun{Seed: j.seed, Train: len(j.train), Val: len(j.val), Tuned: j.tuned})
+			vals = append(vals, j.tuned.TestScore)
+			env.Log.Info().Str("subset", sub.Name).Int("seed", j.seed).Float64("lr", j.tuned.LR).Float64("weight_decay", j.tuned.WD).
+				Float64("val", j.tuned.ValScore).Float64("test", j.tuned.TestScore).Msg("probe")
 		}
 		sub.Mean, sub.Std = probe.MeanStd(vals)
 		res.Subsets = append(res.Subsets, sub)
@@ -204,6 +223,32 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		"path": cty.StringVal(env.OutDir), "model": cty.StringVal(n.model), "metric": cty.StringVal(n.metric),
 		"scores": cty.MapVal(scores), "std": cty.MapVal(stds), "parameters": cty.NumberIntVal(int64(res.Parameters)),
 	}), nil
+}
+
+// tuneJob is one subset and seed to tune a probe for, and its outcome.
+type tuneJob struct {
+	subset     string
+	shots      int
+	seed       int
+	train, val []int
+	tuned      *probe.Tuned
+}
+
+// tuneInGo runs each job's search in Go, its learning rates on the node's
+// CPUs.
+func (n *Node) tuneInGo(ctx context.Context, env *nodes.Env, jobs []tuneJob, train, test *featureset.Split, classes int, tune probe.TuneConfig) error {
+	for i := range jobs {
+		j := &jobs[i]
+		env.Progress.Update(int64(i), int64(len(jobs)), "probes")
+		cfg := tune
+		cfg.Seed = uint64(j.seed)
+		t, err := probe.Autotune(ctx, train.Subset(j.train), train.Subset(j.val), test.Set, classes, cfg)
+		if err != nil {
+			return fmt.Errorf("subset %s seed %d: %w", j.subset, j.seed, err)
+		}
+		j.tuned = t
+	}
+	return nil
 }
 
 // indices draws a subset's train and validation indices from the labels
