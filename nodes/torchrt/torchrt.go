@@ -9,20 +9,44 @@ package torchrt
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 )
 
-//go:embed worker.py
-var worker string
+// The worker is the files of py/ joined in name order into one program
+// (python -c): 00_io (safetensors, stores, inputs), 10_models (gatepipe's
+// architectures and heads), 20_run (devices, precision, progress), one file
+// per job, 99_main.
+//
+//go:embed py/*.py
+var workerFiles embed.FS
+
+// Worker returns the worker program.
+func Worker() string {
+	entries, err := workerFiles.ReadDir("py")
+	if err != nil {
+		panic(err) // embedded: cannot fail
+	}
+	var b strings.Builder
+	for _, e := range entries { // ReadDir sorts by name
+		data, err := workerFiles.ReadFile("py/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		b.Write(data)
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
 
 // Runtime names.
 const (
@@ -81,7 +105,7 @@ func Run(ctx context.Context, env *nodes.Env, dir string, job Job) error {
 	}
 	defer logFile.Close()
 	env.Log.Debug().Str("python", python).Any("job", job.Config["job"]).Msg("torch runtime")
-	if err := command.RunWorker(ctx, env, dir, []string{python, "-c", worker}, job.Config, logFile); err != nil {
+	if err := command.RunWorker(ctx, env, dir, []string{python, "-c", Worker()}, job.Config, logFile); err != nil {
 		return fmt.Errorf("runtime torch (%s): %w", python, err)
 	}
 	return nil

@@ -1,0 +1,215 @@
+"""gatepipe's PyTorch runtime worker (protocol gatepipe-trainer/1).
+
+gatepipe runs it as `python -c <this file>` for a block with
+runtime = "torch", with $GATEPIPE_EXPERIMENT naming experiment.json: the
+job (config.job), the encoder as gatepipe describes it (config.encoder,
+gatepipe's EncoderSpec), its weights as a safetensors file in gatepipe's
+tensor names, the example store, the output directory and the devices.
+The models here are gatepipe's built-in architectures (mlp, convnet,
+resnet, convnext, vit) with gatepipe's tensor names, so weights go both
+ways between the Go and the torch runtime and both compute the same
+function.
+
+Jobs:
+  features  the encoder's pooled features (or, with classes > 0, the
+            head's softmax probabilities) of every split, in evaluation
+            mode under inference_mode, written as SPLIT.safetensors
+            (tensor "x", float32 [N, F]) into config.work; gatepipe
+            writes the feature store from them.
+
+Progress goes to log.jsonl beside experiment.json ({"step", "total"}),
+errors to stderr as one last line. Standard library, torch and numpy.
+"""
+import json
+import math
+import mmap
+import os
+import struct
+import sys
+import time
+import warnings
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+except ImportError as e:
+    raise SystemExit("%s cannot import torch (%s): install PyTorch for it (Debian: apt-get install python3-torch; "
+                     "else pip install torch), or set runtime_python / GATEPIPE_PYTHON to an interpreter that has it"
+                     % (sys.executable, e))
+
+DTYPES = {"F32": (torch.float32, np.float32), "F16": (torch.float16, np.float16), "F64": (torch.float64, np.float64),
+          "I64": (torch.int64, np.int64), "I32": (torch.int32, np.int32), "U8": (torch.uint8, np.uint8),
+          "I8": (torch.int8, np.int8), "BF16": (torch.bfloat16, None)}
+
+
+# ---- safetensors -----------------------------------------------------------
+
+class SafeTensors:
+    """A safetensors file, memory-mapped: tensors are read on demand."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise SystemExit("%s: not a safetensors file (%d bytes)" % (path, len(head)))
+            (n,) = struct.unpack("<Q", head)
+            size = os.fstat(f.fileno()).st_size
+            if n > size - 8 or n > 100 << 20:
+                raise SystemExit("%s: header of %d bytes in a file of %d" % (path, n, size))
+            self.header = json.loads(f.read(n))
+            self.base = 8 + n
+            self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size > 0 else b""
+        self.size = size
+
+    def names(self):
+        return [k for k in self.header if k != "__metadata__"]
+
+    def info(self, name):
+        h = self.header.get(name)
+        if h is None:
+            raise SystemExit("%s: no tensor %r" % (self.path, name))
+        return h
+
+    def numpy(self, name, rows=None):
+        """The tensor (or rows [a, b) of its first axis) as a read-only numpy array."""
+        h = self.info(name)
+        tdtype, ndtype = DTYPES.get(h["dtype"], (None, None))
+        if ndtype is None:
+            raise SystemExit("%s: tensor %s has dtype %s, which the torch runtime does not read" % (self.path, name, h["dtype"]))
+        shape = list(h["shape"])
+        b, e = h["data_offsets"]
+        count = int(np.prod(shape)) if shape else 1
+        if e - b != count * np.dtype(ndtype).itemsize or self.base + e > self.size:
+            raise SystemExit("%s: tensor %s: %d bytes at offset %d do not hold %s %s" % (self.path, name, e - b, self.base + b, h["dtype"], shape))
+        a = np.frombuffer(self.map, dtype=ndtype, count=count, offset=self.base + b).reshape(shape)
+        if rows is not None:
+            a = a[rows[0]:rows[1]]
+        return a
+
+    def tensor(self, name, rows=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # read-only buffers: copied where written
+            return torch.from_numpy(self.numpy(name, rows))
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Writes name -> tensor (float32/int64 on the CPU) through a temporary file and a rename."""
+    names = {torch.float32: "F32", torch.int64: "I64", torch.uint8: "U8", torch.float16: "F16"}
+    header, blobs, off = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
+    for name in sorted(tensors):
+        t = tensors[name].detach().to("cpu").contiguous()
+        b = t.numpy().tobytes()
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path + ".tmp", "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for b in blobs:
+            f.write(b)
+    os.replace(path + ".tmp", path)
+
+
+# ---- examples ---------------------------------------------------------------
+
+class Store:
+    """An example store: meta.json and SPLIT.safetensors (x, y, index)."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(os.path.join(path, "meta.json")) as f:
+            self.meta = json.load(f)
+        self.shape = list(self.meta["shape"])
+
+    def split(self, name):
+        return SafeTensors(os.path.join(self.path, name + ".safetensors"))
+
+
+def channel_layout(shape):
+    if len(shape) == 1:
+        return shape[0], 1
+    if len(shape) == 3:
+        return shape[0], shape[1] * shape[2]
+    if len(shape) == 4:
+        return shape[1], shape[2] * shape[3]
+    return 1, 1
+
+
+class Inputs:
+    """Turns a batch of stored examples into the encoder's input: the
+    store's normalisation, or (with an evaluation transform) pixels scaled
+    to [0, 1], grey repeated to the model's channels, the shorter side
+    resized (antialiased), centre-cropped and normalised, as gatepipe's
+    imageops does."""
+
+    def __init__(self, store, pre, device):
+        self.meta, self.shape, self.pre, self.device = store.meta, store.shape, pre, device
+        norm = self.meta["normalize"]
+        self.scale = float(norm["scale"])
+        c, _ = channel_layout(self.shape)
+        view = [1, c] + [1] * (len(self.shape) - 1) if len(self.shape) >= 3 else [1, c]
+        if len(self.shape) == 4:
+            view = [1, 1, c, 1, 1]
+        self.mean = torch.tensor(norm["mean"], dtype=torch.float64, device=device).view(view)
+        self.std = torch.tensor(norm["std"], dtype=torch.float64, device=device).view(view)
+        if pre:
+            if len(self.shape) != 3:
+                raise SystemExit("the encoder's preprocess resizes images [C, H, W]; this dataset's examples are %s" % self.shape)
+            pm = pre.get("mean") or []
+            self.pmean = torch.tensor(pm, dtype=torch.float32, device=device).view(1, -1, 1, 1) if pm else None
+            self.pstd = torch.tensor(pre.get("std"), dtype=torch.float32, device=device).view(1, -1, 1, 1) if pm else None
+
+    def out_shape(self):
+        if not self.pre:
+            return self.shape
+        c = self.pre.get("channels") or self.shape[0]
+        return [c] + list(self.pre["size"])
+
+    def __call__(self, x):
+        x = x.to(self.device, non_blocking=True).to(torch.float64)
+        if not self.pre:
+            return ((x * self.scale - self.mean) / self.std).to(torch.float32)
+        x = (x * self.scale).to(torch.float32)
+        p = self.pre
+        c = p.get("channels") or 0
+        if c and x.shape[1] != c:
+            if x.shape[1] != 1:
+                raise SystemExit("preprocess: %d-channel images for a %d-channel model" % (x.shape[1], c))
+            x = x.expand(-1, c, -1, -1)
+        h, w = x.shape[2], x.shape[3]
+        size = p["size"]
+        side = p.get("resize_to") or 0
+        if side <= 0:
+            side = int(math.floor(min(size) / (p.get("crop_pct") or 0.875)))
+        if h <= w:
+            oh, ow = side, int(side * w / h)
+        else:
+            oh, ow = int(side * h / w), side
+        mode = p.get("interpolation") or "bilinear"
+        if (oh, ow) != (h, w):
+            x = F.interpolate(x, size=(oh, ow), mode=mode, align_corners=False, antialias=True)
+        x = center_crop(x, size[0], size[1])
+        if self.pmean is not None:
+            x = (x - self.pmean) / self.pstd
+        return x.contiguous()
+
+
+def center_crop(x, ch, cw):
+    """Crops [B, C, H, W] to ch x cw around the centre, offsets rounded half
+    to even (torchvision's CenterCrop); a larger crop pads with zeros."""
+    h, w = x.shape[2], x.shape[3]
+    top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
+    if top >= 0 and left >= 0:
+        return x[:, :, top:top + ch, left:left + cw]
+    out = x.new_zeros((x.shape[0], x.shape[1], ch, cw))
+    sy, sx = max(top, 0), max(left, 0)
+    dy, dx = max(-top, 0), max(-left, 0)
+    hh, ww = min(h - sy, ch - dy), min(w - sx, cw - dx)
+    out[:, :, dy:dy + hh, dx:dx + ww] = x[:, :, sy:sy + hh, sx:sx + ww]
+    return out

@@ -1,0 +1,356 @@
+# ---- gatepipe's architectures -----------------------------------------------
+
+class Scale(nn.Module):
+    """A per-channel residual scale (timm's LayerScale: ls1.gamma)."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.full((d,), 1e-5))
+
+    def forward(self, x):
+        return x * self.gamma
+
+
+class QuickGELU(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(1.702 * x)
+
+
+def activation(name):
+    if name in ("", None, "gelu"):
+        return nn.GELU()
+    if name == "gelu_tanh":
+        return nn.GELU(approximate="tanh")
+    if name == "quick_gelu":
+        return QuickGELU()
+    raise SystemExit("activation %r is not gelu, gelu_tanh or quick_gelu" % name)
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if hasattr(F, "scaled_dot_product_attention"):
+            o = F.scaled_dot_product_attention(q, k, v)
+        else:
+            a = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+            o = a.softmax(dim=-1) @ v
+        return self.proj(o.transpose(1, 2).reshape(b, t, d))
+
+
+class MLP(nn.Module):
+    def __init__(self, d, hidden, act):
+        super().__init__()
+        self.fc1 = nn.Linear(d, hidden)
+        self.act = act
+        self.fc2 = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, d, heads, ratio, eps, act, layer_scale):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d, eps=eps)
+        self.attn = Attention(d, heads)
+        self.ls1 = Scale(d) if layer_scale else nn.Identity()
+        self.norm2 = nn.LayerNorm(d, eps=eps)
+        self.mlp = MLP(d, d * ratio, activation(act))
+        self.ls2 = Scale(d) if layer_scale else nn.Identity()
+
+    def forward(self, x):
+        x = x + self.ls1(self.attn(self.norm1(x)))
+        return x + self.ls2(self.mlp(self.norm2(x)))
+
+
+class ViT(nn.Module):
+    def __init__(self, s, shape):
+        super().__init__()
+        d, eps = s["dim"], s.get("ln_eps") or 1e-6
+        self.spec = s
+        self.prefix = 0 if s.get("no_class_token") else 1
+        patches = (shape[1] // s["patch"]) * (shape[2] // s["patch"])
+        self.patch_embed = nn.Module()
+        self.patch_embed.proj = nn.Conv2d(shape[0], d, s["patch"], s["patch"], bias=not s.get("no_patch_bias"))
+        pos = patches if s.get("no_embed_class") else patches + self.prefix
+        self.pos_embed = nn.Parameter(torch.zeros(1, pos, d))
+        if self.prefix:
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.norm_pre = nn.LayerNorm(d, eps=eps) if s.get("norm_pre") else nn.Identity()
+        self.blocks = nn.Sequential(*[ViTBlock(d, s["heads"], s.get("mlp_ratio") or 4, eps, s.get("act"), s.get("layer_scale"))
+                                      for _ in range(s["depth"])])
+        self.avg = s.get("pool") == "avg"
+        if self.avg:
+            self.fc_norm = nn.LayerNorm(d, eps=eps)
+        else:
+            self.norm = nn.LayerNorm(d, eps=eps)
+        self.width = d
+
+    def tokens(self, x):
+        x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
+        if self.spec.get("no_embed_class"):
+            x = x + self.pos_embed
+        if self.prefix:
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
+        if not self.spec.get("no_embed_class"):
+            x = x + self.pos_embed
+        x = self.blocks(self.norm_pre(x))
+        return x if self.avg else self.norm(x)
+
+    def forward(self, x):
+        t = self.tokens(x)
+        if self.avg:
+            return self.fc_norm(t[:, self.prefix:].mean(dim=1))
+        return t[:, 0]
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, planes, stride, spec):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.width = planes
+        self.downsample = shortcut(cin, planes, stride)
+
+    def forward(self, x):
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin, planes, stride, spec):
+        super().__init__()
+        groups = max(spec.get("groups") or 1, 1)
+        width = planes * (spec.get("width_per_group") or 64) // 64 * groups
+        self.width = planes * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, groups=groups, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, self.width, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(self.width)
+        self.downsample = shortcut(cin, self.width, stride)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
+
+
+def shortcut(cin, cout, stride):
+    if stride == 1 and cin == cout:
+        return None
+    return nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+
+class ResNet(nn.Module):
+    def __init__(self, s, shape):
+        super().__init__()
+        c = s["channels"][0]
+        imagenet = s.get("stem") == "imagenet"
+        self.conv1 = nn.Conv2d(shape[0], c, 7 if imagenet else 3, 2 if imagenet else 1, 3 if imagenet else 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.pool = nn.MaxPool2d(3, 2, 1) if imagenet else nn.Identity()
+        block = Bottleneck if s.get("block") == "bottleneck" else BasicBlock
+        for i, (planes, n) in enumerate(zip(s["channels"], s["blocks"])):
+            blocks = []
+            for j in range(n):
+                b = block(c, planes, 2 if i > 0 and j == 0 else 1, s)
+                blocks.append(b)
+                c = b.width
+            setattr(self, "layer%d" % (i + 1), nn.Sequential(*blocks))
+        self.depth = len(s["channels"])
+        self.width = c
+
+    def trunk(self, x):
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        for i in range(self.depth):
+            x = getattr(self, "layer%d" % (i + 1))(x)
+        return x
+
+    def forward(self, x):
+        return self.trunk(x).mean(dim=(2, 3))
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """LayerNorm over the channels of [B, C, H, W]."""
+
+    def forward(self, x):
+        return F.layer_norm(x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps).permute(0, 3, 1, 2)
+
+
+class GRN(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):  # [B, H, W, D]
+        gx = x.pow(2).sum(dim=(1, 2), keepdim=True).sqrt()
+        nx = gx / (gx.mean(dim=-1, keepdim=True) + 1e-6)
+        return x + x * nx * self.weight + self.bias
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, c, version):
+        super().__init__()
+        self.conv_dw = nn.Conv2d(c, c, 7, 1, 3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6)
+        self.mlp = nn.Module()
+        self.mlp.fc1 = nn.Linear(c, 4 * c)
+        if version == 2:
+            self.mlp.grn = GRN(4 * c)
+        self.mlp.fc2 = nn.Linear(4 * c, c)
+        self.v2 = version == 2
+        if not self.v2:
+            self.gamma = nn.Parameter(torch.full((c,), 1e-6))
+
+    def forward(self, x):
+        y = self.norm(self.conv_dw(x).permute(0, 2, 3, 1))
+        y = F.gelu(self.mlp.fc1(y))
+        if self.v2:
+            y = self.mlp.grn(y)
+        y = self.mlp.fc2(y)
+        if not self.v2:
+            y = y * self.gamma
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXt(nn.Module):
+    def __init__(self, s, shape):
+        super().__init__()
+        ch, version = s["channels"], s.get("version") or 1
+        self.stem = nn.Sequential(nn.Conv2d(shape[0], ch[0], 4, 4), LayerNorm2d(ch[0], eps=1e-6))
+        stages, c = [], ch[0]
+        for i, (w, n) in enumerate(zip(ch, s["blocks"])):
+            st = nn.Module()
+            if i > 0:
+                st.downsample = nn.Sequential(LayerNorm2d(c, eps=1e-6), nn.Conv2d(c, w, 2, 2))
+                c = w
+            st.blocks = nn.Sequential(*[ConvNeXtBlock(c, version) for _ in range(n)])
+            stages.append(st)
+        self.stages = nn.ModuleList(stages)
+        self.head = nn.Module()
+        self.head.norm = nn.LayerNorm(c, eps=1e-6)
+        self.width = c
+
+    def trunk(self, x):
+        x = self.stem(x)
+        for st in self.stages:
+            if hasattr(st, "downsample"):
+                x = st.downsample(x)
+            x = st.blocks(x)
+        return x
+
+    def forward(self, x):
+        return self.head.norm(self.trunk(x).mean(dim=(2, 3)))
+
+
+class ConvNet(nn.Module):
+    """conv3x3 + ReLU + 2x2 max pool per width, flattened."""
+
+    def __init__(self, s, shape):
+        super().__init__()
+        c, h, w = shape
+        convs = []
+        for out in s["channels"]:
+            convs.append(nn.Conv2d(c, out, 3, 1, 1))
+            c, h, w = out, h // 2, w // 2
+        self.convs = nn.ModuleList(convs)
+        self.width = c * h * w
+
+    def trunk(self, x):
+        for conv in self.convs:
+            x = F.max_pool2d(F.relu(conv(x)), 2)
+        return x
+
+    def forward(self, x):
+        return self.trunk(x).flatten(1)
+
+
+class Flatten(nn.Module):
+    def __init__(self, s, shape):
+        super().__init__()
+        self.width = int(np.prod(shape))
+
+    def forward(self, x):
+        return x.flatten(1)
+
+
+ARCHS = {"mlp": Flatten, "convnet": ConvNet, "resnet": ResNet, "convnext": ConvNeXt, "vit": ViT}
+
+
+class Encoder(nn.Module):
+    """A gatepipe encoder: its trunk (the architecture's modules, under
+    encoder.) and the dense layers after it (encoder.fcs.I)."""
+
+    def __init__(self, spec, shape):
+        super().__init__()
+        arch = ARCHS.get(spec.get("arch"))
+        if arch is None:
+            raise SystemExit("the torch runtime has no %r encoder (it builds %s)" % (spec.get("arch"), ", ".join(sorted(ARCHS))))
+        if spec.get("input_shape") and list(spec["input_shape"]) != list(shape):
+            raise SystemExit("the torch runtime does not build the modality stem yet (encoder input_shape %s, data %s): "
+                             "use runtime = \"go\" for this block" % (spec["input_shape"], list(shape)))
+        self.body = arch(spec, shape)
+        widths, f = [], self.body.width
+        for out in spec.get("hidden") or []:
+            widths.append(nn.Linear(f, out))
+            f = out
+        self.fcs = nn.ModuleList(widths)
+        self.width = f
+
+    def forward(self, x):
+        x = self.body(x)
+        for fc in self.fcs:
+            x = F.relu(fc(x))
+        return x
+
+
+class Model(nn.Module):
+    """An encoder and a linear head (head.weight, head.bias)."""
+
+    def __init__(self, spec, shape, outputs):
+        super().__init__()
+        self.encoder = Encoder(spec, shape)
+        self.head = nn.Linear(self.encoder.width, outputs) if outputs > 0 else None
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+def gatepipe_names(model):
+    """Maps gatepipe's tensor names to the module's state_dict names: the
+    trunk's modules sit under encoder.body., which gatepipe's names omit."""
+    out = {}
+    for name in model.state_dict():
+        if name.endswith("num_batches_tracked"):
+            continue
+        out[name.replace("encoder.body.", "encoder.", 1)] = name
+    return out
+
+
+def load_weights(model, path):
+    """Loads every tensor of model from a safetensors file in gatepipe's names."""
+    f = SafeTensors(path)
+    names = gatepipe_names(model)
+    state = model.state_dict()
+    missing = [g for g in names if g not in f.header]
+    if missing:
+        raise SystemExit("%s: missing %d of the model's tensors: %s" % (path, len(missing), ", ".join(sorted(missing)[:8])))
+    for g, local in names.items():
+        t = f.tensor(g).to(torch.float32)
+        if list(t.shape) != list(state[local].shape):
+            raise SystemExit("%s: tensor %s is %s, the model's is %s" % (path, g, list(t.shape), list(state[local].shape)))
+        state[local] = t.clone()
+    model.load_state_dict(state)

@@ -1,0 +1,44 @@
+def job_features(run):
+    cfg = run.cfg
+    store = Store(cfg["store"])
+    inputs = Inputs(store, cfg.get("preprocess"), run.device)
+    classes = int(cfg.get("classes") or 0)
+    model = Model(cfg["encoder"], inputs.out_shape(), classes)
+    load_weights(model, cfg["weights"])
+    model.eval().to(run.device)
+    conv = cfg["encoder"].get("arch") in ("convnet", "resnet", "convnext")
+    if run.cuda and conv:
+        model = model.to(memory_format=torch.channels_last)
+    batch = int(cfg.get("batch_size") or 64)
+    splits = cfg["splits"]
+    total = sum(store.meta["splits"][s] for s in splits)
+    done = 0
+    os.makedirs(cfg["work"], exist_ok=True)
+    for name in splits:
+        f = store.split(name)
+        n = f.info("x")["shape"][0]
+        out = None
+        with torch.inference_mode():
+            for i in range(0, n, batch):
+                x = inputs(f.tensor("x", (i, min(i + batch, n))))
+                if run.cuda and conv and x.dim() == 4:
+                    x = x.contiguous(memory_format=torch.channels_last)
+                with run.autocast():
+                    y = model.encoder(x)
+                    if classes:
+                        y = model.head(y).float().softmax(dim=-1)
+                y = y.float()
+                if out is None:
+                    out = torch.empty((n, y.shape[1]), dtype=torch.float32, pin_memory=run.cuda)
+                out[i:i + y.shape[0]].copy_(y, non_blocking=True)
+                done += y.shape[0]
+                run.progress(done, total)
+        if run.cuda:
+            torch.cuda.synchronize()
+        if out is None:
+            out = torch.empty((0, classes or model.encoder.width), dtype=torch.float32)
+        write_safetensors(os.path.join(cfg["work"], name + ".safetensors"), {"x": out})
+    run.progress(done, total, force=True)
+
+
+JOBS["features"] = job_features
