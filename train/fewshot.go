@@ -163,28 +163,36 @@ func evaluateEpisodes(enc EncoderSpec, params []*param, d *Data, sets []map[stri
 			}
 			vm.Close()
 		}
-		var acc, loss float64
-		n := 0
-		for _, p := range probs {
-			for q := 0; q < ways*queries; q++ {
-				row, truth := p[q*ways:(q+1)*ways], q/queries
-				best := 0
-				for c := range row {
-					if row[c] > row[best] {
-						best = c
-					}
-				}
-				if best == truth {
-					acc++
-				}
-				loss -= math.Log(float64(row[truth]) + 1e-7)
-				n++
-			}
-		}
-		out[fmt.Sprintf("acc1_%dshot", k)] = 100 * acc / float64(n)
-		accSum += 100 * acc / float64(n)
-		lossSum += loss / float64(n)
+		acc, loss := episodeScores(probs, ways, queries)
+		out[fmt.Sprintf("acc1_%dshot", k)] = acc
+		accSum += acc
+		lossSum += loss
 	}
 	out["acc1"], out["loss"] = accSum/float64(len(settings)), lossSum/float64(len(settings))
 	return out, nil
+}
+
+// episodeScores is the top-1 accuracy (%) and mean cross-entropy of the
+// queries of episodes' probabilities (per episode: ways*queries rows of
+// ways, the queries grouped by class).
+func episodeScores(probs [][]float32, ways, queries int) (acc1, loss float64) {
+	var acc float64
+	n := 0
+	for _, p := range probs {
+		for q := 0; q < ways*queries; q++ {
+			row, truth := p[q*ways:(q+1)*ways], q/queries
+			best := 0
+			for c := range row {
+				if row[c] > row[best] {
+					best = c
+				}
+			}
+			if best == truth {
+				acc++
+			}
+			loss -= math.Log(float64(row[truth]) + 1e-7)
+			n++
+		}
+	}
+	return 100 * acc / float64(n), loss / float64(n)
 }

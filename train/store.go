@@ -21,46 +21,9 @@ func StoreTask(meta *examplestore.Meta) (Task, error) {
 // meta.json says, with the targets the task needs, and returns it with the
 // number of outputs (classes, labels or targets).
 func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, int, error) {
-	s, err := examplestore.ReadSplit(store, split)
+	d, s, outputs, err := loadTargets(store, split, meta, task)
 	if err != nil {
 		return nil, 0, err
-	}
-	d := &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes}
-	outputs := meta.NumClasses
-	if task == Segmentation && len(meta.Shape) != 3 {
-		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
-	}
-	if task == Relational || task == Retrieval {
-		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
-			return nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
-		}
-		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
-		for _, tok := range d.Q {
-			if tok < 0 || int(tok) >= d.Vocab {
-				return nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
-			}
-		}
-	}
-	switch task {
-	case Retrieval:
-		// Image-caption pairs: the captions are the targets.
-	case Classification, Segmentation, Video, Relational, FewShot:
-		if d.Y = s.Y.Int64s(); d.Y == nil {
-			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
-		}
-		for _, y := range d.Y {
-			if y < 0 || int(y) >= outputs {
-				return nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
-			}
-		}
-	default:
-		if d.T = s.Y.Float32s(); d.T == nil {
-			return nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
-		}
-		outputs = 1
-		if len(s.Y.Shape) == 2 {
-			outputs = s.Y.Shape[1]
-		}
 	}
 	x := s.X.Float32s()
 	per := len(x) / max(s.Len(), 1)
@@ -73,7 +36,68 @@ func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, 
 		x[i] = float32((float64(v)*meta.Normalize.Scale - meta.Normalize.Mean[c]) / meta.Normalize.Std[c])
 	}
 	d.X = x
-	n := d.Len()
+	if d.Len() != s.Len() {
+		return nil, 0, fmt.Errorf("split %s: %d examples of shape %v in %d values", split, s.Len(), meta.Shape, len(x))
+	}
+	return d, outputs, nil
+}
+
+// LoadTargets reads one split's targets (labels, targets, questions) and
+// not its examples, for metrics computed from another runtime's
+// predictions; the Data's X is nil. It also returns the number of
+// examples.
+func LoadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data, int, int, error) {
+	d, s, outputs, err := loadTargets(store, split, meta, task)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return d, s.Len(), outputs, nil
+}
+
+// loadTargets reads a split and checks and keeps its targets.
+func loadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data, *examplestore.Split, int, error) {
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	d := &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes}
+	outputs := meta.NumClasses
+	if task == Segmentation && len(meta.Shape) != 3 {
+		return nil, nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
+	}
+	if task == Relational || task == Retrieval {
+		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
+			return nil, nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
+		}
+		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
+		for _, tok := range d.Q {
+			if tok < 0 || int(tok) >= d.Vocab {
+				return nil, nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
+			}
+		}
+	}
+	switch task {
+	case Retrieval:
+		// Image-caption pairs: the captions are the targets.
+	case Classification, Segmentation, Video, Relational, FewShot:
+		if d.Y = s.Y.Int64s(); d.Y == nil {
+			return nil, nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
+		}
+		for _, y := range d.Y {
+			if y < 0 || int(y) >= outputs {
+				return nil, nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
+			}
+		}
+	default:
+		if d.T = s.Y.Float32s(); d.T == nil {
+			return nil, nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
+		}
+		outputs = 1
+		if len(s.Y.Shape) == 2 {
+			outputs = s.Y.Shape[1]
+		}
+	}
+	n := s.Len()
 	want := n * outputs
 	switch task {
 	case Classification, Video, Relational, FewShot:
@@ -84,9 +108,9 @@ func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, 
 		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
 	}
 	if got := len(d.Y) + len(d.T); got != want || n == 0 {
-		return nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
+		return nil, nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
 	}
-	return d, outputs, nil
+	return d, s, outputs, nil
 }
 
 // LoadSplitFor reads one split for an encoder with an evaluation transform

@@ -30,3 +30,13 @@ func MeanStd(mean, std float64, n int) string {
 	d := decimals(mean)
 	return strconv.FormatFloat(mean, 'f', d, 64) + " ± " + strconv.FormatFloat(std, 'f', d, 64) + " (n=" + strconv.Itoa(n) + ")"
 }
+
+// Digits4 rounds v to four significant digits, for log lines
+// (0.3909098207950592 reads 0.3909); files keep every digit.
+func Digits4(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"github.com/gatepipe/gatepipe/nodes"
 )
 
@@ -83,12 +84,23 @@ type Metric struct {
 // trainer went on from a checkpoint at step (gatepipe logs "resumed at
 // iteration STEP of TOTAL"), and "warning" is logged as a warning (a
 // checkpoint that could not be used, say).
+//
+// A line with "val" (validation metrics) is logged as a validation, with
+// its "loss" and "lr" and the headline metrics among them.
 type LogLine struct {
-	Step    int64  `json:"step"`
-	Total   int64  `json:"total"`
-	Resumed bool   `json:"resumed,omitempty"`
-	Warning string `json:"warning,omitempty"`
+	Step    int64              `json:"step"`
+	Total   int64              `json:"total"`
+	Resumed bool               `json:"resumed,omitempty"`
+	Warning string             `json:"warning,omitempty"`
+	Val     map[string]float64 `json:"val,omitempty"`
+	Loss    float64            `json:"loss,omitempty"`
+	LR      float64            `json:"lr,omitempty"`
+	// ImagesPerSec is the training throughput since the last validation.
+	ImagesPerSec float64 `json:"images_per_sec,omitempty"`
 }
+
+// headlines are the validation metrics a log line about a validation shows.
+var headlines = []string{"acc1", "aps", "auc", "mae", "miou"}
 
 // writeExperiment writes experiment.json for config into dir (the
 // output directory of a command; a scratch directory of a runtime worker).
@@ -153,6 +165,15 @@ func followLog(ctx context.Context, env *nodes.Env, dir string, done chan<- stru
 			}
 			if l.Resumed {
 				env.Log.Info().Msgf("resumed at iteration %d of %d", l.Step, l.Total)
+			}
+			if l.Val != nil {
+				ev := env.Log.Info().Int64("iteration", l.Step).Float64("loss", numfmt.Digits4(l.Loss))
+				for _, k := range headlines {
+					if v, ok := l.Val[k]; ok {
+						ev = ev.Float64("val_"+k, numfmt.Digits4(v))
+					}
+				}
+				ev.Float64("lr", numfmt.Digits4(l.LR)).Float64("images_per_sec", math.Round(l.ImagesPerSec)).Msg("validation")
 			}
 		}
 		f.Close()

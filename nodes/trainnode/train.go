@@ -13,16 +13,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/runmeta"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/imageops"
+	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/gatepipe/gatepipe/train/cblas"
@@ -49,6 +50,10 @@ var spec = hcldec.ObjectSpec{
 	"recipe":    &hcldec.AttrSpec{Name: "recipe", Type: cty.DynamicPseudoType, Required: true},
 	"benchmark": &hcldec.AttrSpec{Name: "benchmark", Type: cty.DynamicPseudoType, Required: true},
 	"model":     &hcldec.AttrSpec{Name: "model", Type: cty.String},
+	// runtime "torch" trains on the torch runtime (nodes/torchrt) at the
+	// given precision.
+	"runtime":   &hcldec.AttrSpec{Name: "runtime", Type: cty.String},
+	"precision": &hcldec.AttrSpec{Name: "precision", Type: cty.String},
 }
 
 // Spec returns the block schema.
@@ -80,6 +85,8 @@ type Node struct {
 	// seeds are the recipe's seeds: one training each (none: the
 	// recipe's seed alone).
 	seeds []uint64
+	// runtime is "go" or "torch"; precision the torch runtime's.
+	runtime, precision string
 }
 
 // references lists, for each reference of a train block, an attribute
@@ -134,7 +141,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if m := v.GetAttr("model"); !m.IsNull() {
 		n.model = m.AsString()
 	}
-	return n, r.Diags
+	var diags hcl.Diagnostics
+	n.runtime, n.precision, diags = readRuntime(v, decl)
+	return n, append(r.Diags, diags...)
 }
 
 // Downloads is the Hub model the encoder's weights name, if any.
@@ -167,10 +176,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	return n.value(env.OutDir, r.metrics, r.checkpoints, r.acc1), nil
 }
 
-// loaded is a benchmark's three splits, read once for every seed.
+// loaded is a benchmark's three splits, read once for every seed (for
+// the torch runtime, their targets only).
 type loaded struct {
 	task    train.Task
 	splits  [3]*train.Data
+	counts  [3]int // examples per split
 	outputs int
 }
 
@@ -187,14 +198,20 @@ func (n *Node) load() (*loaded, error) {
 	if task != n.task && !(n.task == train.FewShot && task == train.Classification) {
 		return nil, fmt.Errorf("the adapter's task is %s but the benchmark dataset is a %s task", n.task, task)
 	}
-	d := &loaded{task: n.task} // a few-shot head reads a classification dataset's labels as they are
-	for i, name := range []string{"train", "val", "test"} {
+	for _, name := range []string{"train", "val", "test"} {
 		if _, ok := meta.Splits[name]; !ok {
 			return nil, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
 		}
+	}
+	if n.runtime == torchrt.Torch {
+		return n.loadTargets(meta)
+	}
+	d := &loaded{task: n.task} // a few-shot head reads a classification dataset's labels as they are
+	for i, name := range []string{"train", "val", "test"} {
 		if d.splits[i], d.outputs, err = train.LoadSplitFor(n.dataset, name, meta, d.task, n.preprocess); err != nil {
 			return nil, err
 		}
+		d.counts[i] = d.splits[i].Len()
 	}
 	return d, nil
 }
@@ -211,33 +228,17 @@ type trained struct {
 // kept checkpoints, metrics.json and run.json.
 func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe) (*trained, error) {
 	splits := d.splits
-	logPath := filepath.Join(env.OutDir, command.TrainerLogFile)
-	resume := n.resumer(env, logPath) // may restore the log up to its checkpoint
-	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer lf.Close()
 	init, err := n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, d.outputs)
 	if err != nil {
 		return nil, err
 	}
-	enc := json.NewEncoder(lf)
 	started := time.Now()
-	res, err := train.Train(ctx, n.enc, init, d.outputs, recipe, splits[0], splits[1], splits[2],
-		func(e train.LogEntry) {
-			enc.Encode(e)
-			if e.Val != nil {
-				ev := env.Log.Info().Int("iteration", e.Iteration).Float64("loss", fourDigits(e.Loss))
-				for _, k := range []string{"acc1", "aps", "auc", "mae"} {
-					if v, ok := e.Val[k]; ok {
-						ev = ev.Float64("val_"+k, fourDigits(v))
-					}
-				}
-				ev.Float64("lr", fourDigits(e.LR)).Float64("images_per_sec", math.Round(e.ImagesPerSec)).Msg("validation")
-			}
-		},
-		func(done, total int64, phase string) { env.Progress.Update(done, total, "iterations · "+phase) }, resume)
+	var res *train.Result
+	if n.runtime == torchrt.Torch {
+		res, err = n.fitOnTorch(ctx, env, d, recipe, init)
+	} else {
+		res, err = n.fitInGo(ctx, env, d, recipe, init)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +278,43 @@ func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe t
 	}
 	rounded := map[string]float64{}
 	for k, v := range res.Metrics {
-		rounded[k] = fourDigits(v)
+		rounded[k] = numfmt.Digits4(v)
 	}
 	env.Log.Info().Str("model", n.model).Str("benchmark", n.benchmark).Interface("test", rounded).Msg("trained")
 	return out, nil
+}
+
+// fitInGo trains on the Go runtime (package train), logging to
+// log.jsonl and resuming from the node's checkpoint.
+func (n *Node) fitInGo(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe, init train.Weights) (*train.Result, error) {
+	splits := d.splits
+	logPath := filepath.Join(env.OutDir, command.TrainerLogFile)
+	resume := n.resumer(env, logPath) // may restore the log up to its checkpoint
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	enc := json.NewEncoder(lf)
+	return train.Train(ctx, n.enc, init, d.outputs, recipe, splits[0], splits[1], splits[2],
+		func(e train.LogEntry) {
+			enc.Encode(e)
+			if e.Val != nil {
+				logValidation(env, e.Iteration, e.Loss, e.LR, e.ImagesPerSec, e.Val)
+			}
+		},
+		func(done, total int64, phase string) { env.Progress.Update(done, total, "iterations · "+phase) }, resume)
+}
+
+// logValidation logs a validation's headline numbers.
+func logValidation(env *nodes.Env, it int, loss, lr, imagesPerSec float64, val map[string]float64) {
+	ev := env.Log.Info().Int("iteration", it).Float64("loss", numfmt.Digits4(loss))
+	for _, k := range []string{"acc1", "aps", "auc", "mae", "miou"} {
+		if v, ok := val[k]; ok {
+			ev = ev.Float64("val_"+k, numfmt.Digits4(v))
+		}
+	}
+	ev.Float64("lr", numfmt.Digits4(lr)).Float64("images_per_sec", math.Round(imagesPerSec)).Msg("validation")
 }
 
 // writeMetrics writes dir's metrics.json.
@@ -334,14 +368,4 @@ func (Kind) ExperimentCell(config cty.Value) (string, string, bool, bool) {
 		bench, okB = nodes.KnownString(config, "benchmark", "name")
 	}
 	return model, bench, ok && okB && model != "" && bench != "", true
-}
-
-// fourDigits rounds v to four significant digits, for log lines
-// (0.3909098207950592 reads 0.3909); files keep every digit.
-func fourDigits(v float64) float64 {
-	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
-	if err != nil {
-		return v
-	}
-	return r
 }

@@ -24,6 +24,7 @@ import json
 import math
 import mmap
 import os
+import shutil
 import struct
 import sys
 import time

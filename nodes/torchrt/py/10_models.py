@@ -104,6 +104,12 @@ class ViT(nn.Module):
         x = self.blocks(self.norm_pre(x))
         return x if self.avg else self.norm(x)
 
+    def grid(self, x):
+        """The patch tokens laid out on the patch grid, [B, D, H/p, W/p]."""
+        t = self.tokens(x)[:, self.prefix:]
+        p = self.spec["patch"]
+        return t.transpose(1, 2).reshape(x.shape[0], self.width, x.shape[2] // p, x.shape[3] // p)
+
     def forward(self, x):
         t = self.tokens(x)
         if self.avg:
@@ -294,7 +300,7 @@ class Encoder(nn.Module):
     """A gatepipe encoder: its trunk (the architecture's modules, under
     encoder.) and the dense layers after it (encoder.fcs.I)."""
 
-    def __init__(self, spec, shape):
+    def __init__(self, spec, shape, dense=False):
         super().__init__()
         arch = ARCHS.get(spec.get("arch"))
         if arch is None:
@@ -302,9 +308,10 @@ class Encoder(nn.Module):
         if spec.get("input_shape") and list(spec["input_shape"]) != list(shape):
             raise SystemExit("the torch runtime does not build the modality stem yet (encoder input_shape %s, data %s): "
                              "use runtime = \"go\" for this block" % (spec["input_shape"], list(shape)))
+        self.spec = spec
         self.body = arch(spec, shape)
         widths, f = [], self.body.width
-        for out in spec.get("hidden") or []:
+        for out in ([] if dense else spec.get("hidden") or []):
             widths.append(nn.Linear(f, out))
             f = out
         self.fcs = nn.ModuleList(widths)
@@ -316,6 +323,21 @@ class Encoder(nn.Module):
             x = F.relu(fc(x))
         return x
 
+    def spatial(self, x):
+        """The trunk's last feature map [B, C, h, w] (the ViT's patch
+        tokens on their grid), for dense heads."""
+        if isinstance(self.body, ViT):
+            return self.body.grid(x)
+        if not hasattr(self.body, "trunk"):
+            raise SystemExit("a %s encoder has no spatial features; dense heads need convnet, resnet, convnext or vit" % self.spec["arch"])
+        return self.body.trunk(x)
+
+    def spatial_width(self):
+        b = self.body
+        if isinstance(b, ConvNet):
+            return self.spec["channels"][-1]
+        return b.width
+
 
 class Model(nn.Module):
     """An encoder and a linear head (head.weight, head.bias)."""
@@ -326,6 +348,127 @@ class Model(nn.Module):
         self.head = nn.Linear(self.encoder.width, outputs) if outputs > 0 else None
 
     def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+class HeadBlock(nn.Module):
+    """A pre-norm transformer block of the video and relational heads
+    (LayerNorm eps 1e-6, MLP ratio 2, tanh GELU, as gatepipe's)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d, eps=1e-6)
+        self.attn = Attention(d, heads)
+        self.norm2 = nn.LayerNorm(d, eps=1e-6)
+        self.mlp = MLP(d, 2 * d, nn.GELU(approximate="tanh"))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+def head_sizes(spec):
+    h = spec.get("head") or {}
+    return {"layers": h.get("layers") or 4, "dim": h.get("dim") or 64, "heads": h.get("heads") or 4,
+            "ways": h.get("ways") or 5, "shots": h.get("shots") or 5, "queries": h.get("queries") or 5}
+
+
+class SequenceHead(nn.Module):
+    """The video head (frame features projected, a position embedding per
+    frame, a transformer, the mean over frames, a linear layer) and the
+    relational one (the image's projection and the question's word
+    embeddings as one sequence, a transformer, the first token, a linear
+    layer), in gatepipe's names."""
+
+    def __init__(self, kind, f, tokens, classes, h, vocab=0):
+        super().__init__()
+        d = h["dim"]
+        if d % h["heads"]:
+            raise SystemExit("%s head: dim %d is not a multiple of heads %d" % (kind, d, h["heads"]))
+        self.kind = kind
+        if kind == "video":
+            self.proj = nn.Linear(f, d)
+        else:
+            self.img = nn.Linear(f, d)
+            self.embed = nn.Embedding(vocab, d)
+        self.pos_embed = nn.Parameter(torch.zeros(1, tokens, d))
+        self.blocks = nn.Sequential(*[HeadBlock(d, h["heads"]) for _ in range(h["layers"])])
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.fc = nn.Linear(d, classes)
+
+    def forward(self, feat, q=None):
+        if self.kind == "video":
+            seq = self.proj(feat)
+        else:
+            seq = torch.cat([self.img(feat).unsqueeze(1), self.embed(q)], dim=1)
+        seq = self.norm(self.blocks(seq + self.pos_embed))
+        return self.fc(seq.mean(dim=1) if self.kind == "video" else seq[:, 0])
+
+
+class RetrievalHead(nn.Module):
+    """Image and caption embeddings (the caption a bag of word
+    embeddings), each projected and normalised; logits their cosine
+    similarities times 10."""
+
+    def __init__(self, f, h, vocab):
+        super().__init__()
+        d = h["dim"]
+        self.img = nn.Linear(f, d)
+        self.embed = nn.Embedding(vocab, d)
+        self.txt = nn.Linear(d, d)
+
+    def forward(self, feat, q):
+        norm = lambda v: v / torch.sqrt((v * v).sum(dim=1, keepdim=True) + 1e-8)
+        img = norm(self.img(feat))
+        txt = norm(self.txt(self.embed(q).mean(dim=1)))
+        return img @ txt.T * 10.0, torch.cat([img, txt], dim=1)
+
+
+class TaskModel(nn.Module):
+    """An encoder with the head of one of gatepipe's eight task families,
+    in gatepipe's tensor names (encoder.*, head.*). forward returns the
+    logits the family's loss takes (retrieval: logits and embeddings)."""
+
+    def __init__(self, task, spec, shape, outputs, qlen=0, vocab=0):
+        super().__init__()
+        self.task, self.sizes = task, head_sizes(spec)
+        h = self.sizes
+        frame = shape[1:] if task == "video" else shape
+        # A dense head takes the trunk's map: no dense layers after it.
+        self.encoder = Encoder(spec, frame, dense=task == "segmentation")
+        f = self.encoder.width
+        if task == "segmentation":
+            self.head = nn.Conv2d(self.encoder.spatial_width(), outputs, 1)
+        elif task == "video":
+            self.head = SequenceHead("video", f, shape[0], outputs, h)
+        elif task == "relational":
+            self.head = SequenceHead("relational", f, qlen + 1, outputs, h, vocab)
+        elif task == "retrieval":
+            self.head = RetrievalHead(f, h, vocab)
+        elif task == "fewshot":
+            self.head = None
+        else:
+            self.head = nn.Linear(f, outputs)
+
+    def forward(self, x, q=None, episode=None):
+        t = self.task
+        if t == "segmentation":
+            z = self.head(self.encoder.spatial(x))
+            return F.interpolate(z, size=x.shape[2:], mode="bilinear", align_corners=False)
+        if t == "video":
+            b, frames = x.shape[0], x.shape[1]
+            feat = self.encoder(x.flatten(0, 1)).view(b, frames, -1)
+            return self.head(feat)
+        if t == "relational":
+            return self.head(self.encoder(x), q)
+        if t == "retrieval":
+            return self.head(self.encoder(x), q)
+        if t == "fewshot":
+            ways, shots, queries = episode
+            feat = self.encoder(x)
+            protos = feat[:ways * shots].view(ways, shots, -1).mean(dim=1)
+            qf = feat[ways * shots:]
+            return 2 * qf @ protos.T - (qf * qf).sum(dim=1, keepdim=True) - (protos * protos).sum(dim=1)
         return self.head(self.encoder(x))
 
 

@@ -34,6 +34,16 @@ class Run:
             return torch.autocast(device_type=self.device.type, dtype=dtype)
         return torch.autocast(device_type=self.device.type, enabled=False)
 
+    def log(self, entry):
+        """Appends a line to log.jsonl (gatepipe streams step/total as progress)."""
+        self.last = time.time()
+        with open(self.log_path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def warn(self, msg):
+        """A warning gatepipe logs for the node."""
+        self.log({"warning": msg})
+
     def progress(self, step, total, force=False, **fields):
         now = time.time()
         if not force and now - self.last < 0.5:

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	commandnode "github.com/gatepipe/gatepipe/nodes/command"
+)
+
+// familiesOnBothRuntimes trains every task family on generated data twice,
+// once per runtime, from the same draws (model "go" and model "torch").
+const familiesOnBothRuntimes = `
+locals {
+  tasks = {
+    shape      = "classification"
+    count      = "regression"
+    colours    = "multilabel"
+    segment    = "segmentation"
+    video      = "video"
+    relational = "relational"
+    captions   = "retrieval"
+    fewshot    = "fewshot"
+  }
+  runs = { for pair in setproduct(keys(local.tasks), ["go", "torch"]) : "${pair[0]}/${pair[1]}" => { task = pair[0], runtime = pair[1] } }
+}
+dataset "gen" {
+  for_each = local.tasks
+  format   = "generated"
+  generator {
+    task  = each.key
+    train = 120
+    test  = 40
+    size  = 16
+    seed  = 3
+  }
+  val_fraction = 0.2
+}
+encoder "cnn" {
+  arch     = "convnet"
+  channels = [4]
+  hidden   = [8]
+}
+adapter "head" {
+  for_each = local.tasks
+  task     = each.value
+  layers   = 1
+  dim      = 8
+  heads    = 2
+  ways     = 3
+  shots    = 2
+  queries  = 2
+}
+recipe "quick" {
+  batch_size     = 8
+  iterations     = 6
+  validate_every = 3
+  top_k          = 2
+  mode           = "@MODE@"
+}
+benchmark "gen" {
+  for_each = local.tasks
+  dataset  = dataset.gen[each.key].path
+  id       = each.key
+}
+train "gen" {
+  for_each  = local.runs
+  encoder   = encoder.cnn
+  adapter   = adapter.head[each.value.task]
+  recipe    = recipe.quick
+  benchmark = benchmark.gen[each.value.task]
+  model     = each.value.runtime
+  runtime   = each.value.runtime
+}
+`
+
+// readRuns reads every metrics.json under dir, by model then benchmark,
+// with the run's directory.
+func readRuns(t *testing.T, dir string) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.Name() != commandnode.MetricsFile || strings.Contains(p, "seed-") {
+			return nil
+		}
+		m, err := commandnode.ReadMetrics(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[m.Model] == nil {
+			out[m.Model] = map[string]string{}
+		}
+		out[m.Model][m.Benchmark] = filepath.Dir(p)
+		return nil
+	})
+	return out
+}
+
+// TestEveryFamilyTrainsOnTorchAsInGo trains the eight task families on
+// both runtimes from the same draws, fine-tuned and as linear probes, and
+// requires the torch runtime to write the Go runtime's metric names with
+// values within float32 tolerance of them, the same kept iterations, and
+// checkpoints holding every encoder tensor, changed by fine-tuning and
+// unchanged by a probe.
+func TestEveryFamilyTrainsOnTorchAsInGo(t *testing.T) {
+	needTorch(t)
+	for _, mode := range []string{"finetune", "linear_probe"} {
+		t.Run(mode, func(t *testing.T) {
+			cache, dir := t.TempDir(), t.TempDir()
+			conf, families := strings.ReplaceAll(familiesOnBothRuntimes, "@MODE@", mode), 8
+			if mode == "linear_probe" {
+				// Prototypes have no parameters: a frozen encoder leaves nothing to train.
+				conf, families = strings.Replace(conf, `    fewshot    = "fewshot"`+"\n", "", 1), 7
+			}
+			writeFile(t, filepath.Join(dir, "main.hcl"), conf)
+			r := gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython()), "apply", dir)
+			if r.code != 0 {
+				t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			runs := readRuns(t, cache)
+			if len(runs["go"]) != families || len(runs["torch"]) != families {
+				t.Fatalf("runs: go %d, torch %d", len(runs["go"]), len(runs["torch"]))
+			}
+			for bench, goDir := range runs["go"] {
+				compareRuns(t, bench, goDir, runs["torch"][bench], mode == "linear_probe")
+			}
+		})
+	}
+}
+
+func compareRuns(t *testing.T, bench, goDir, torchDir string, probe bool) {
+	t.Helper()
+	gm, err := commandnode.ReadMetrics(filepath.Join(goDir, commandnode.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := commandnode.ReadMetrics(filepath.Join(torchDir, commandnode.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gm.Metrics) != len(tm.Metrics) || gm.Primary != tm.Primary {
+		t.Errorf("%s: %d metrics (primary %s) in Go, %d (%s) on torch", bench, len(gm.Metrics), gm.Primary, len(tm.Metrics), tm.Primary)
+	}
+	for name, g := range gm.Metrics {
+		v, ok := tm.Metrics[name]
+		if !ok {
+			t.Errorf("%s: the torch runtime has no %q", bench, name)
+			continue
+		}
+		if d := math.Abs(g.Value - v.Value); d > 1e-3*max(1, math.Abs(g.Value)) {
+			t.Errorf("%s %s: go %.6g, torch %.6g", bench, name, g.Value, v.Value)
+		}
+	}
+	// The kept checkpoints: the same iterations, every tensor, the encoder
+	// fine-tuned (or frozen for a probe) alike. AdamW turns noise-level
+	// gradients (the attention's key bias has none in exact arithmetic)
+	// into steps of the learning rate's size, so single parameters may
+	// differ by a few steps of 1e-3 where the functions agree.
+	var files [2]*safetensors.File
+	for i := 0; i < 2; i++ {
+		name := "checkpoint_" + string(rune('0'+i)) + ".safetensors"
+		gf, err := safetensors.ReadFile(filepath.Join(goDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tf, err := safetensors.ReadFile(filepath.Join(torchDir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", bench, err)
+		}
+		if gf.Metadata["iteration"] != tf.Metadata["iteration"] {
+			t.Errorf("%s %s: kept iteration %s in Go, %s on torch", bench, name, gf.Metadata["iteration"], tf.Metadata["iteration"])
+		}
+		encoder := 0
+		for tn, gt := range gf.Tensors {
+			tt := tf.Tensors[tn]
+			if tt == nil {
+				t.Errorf("%s %s: the torch checkpoint lacks %s", bench, name, tn)
+				continue
+			}
+			if strings.HasPrefix(tn, "encoder.") {
+				encoder++
+			}
+			gv, tv := gt.Float32s(), tt.Float32s()
+			worst := 0.0
+			for j := range gv {
+				worst = max(worst, math.Abs(float64(gv[j]-tv[j])))
+			}
+			if worst > 6e-3 {
+				t.Errorf("%s %s %s: differs by %.3g", bench, name, tn, worst)
+			}
+		}
+		if encoder == 0 || len(gf.Tensors) != len(tf.Tensors) {
+			t.Errorf("%s %s: %d tensors in Go, %d on torch, %d of the encoder", bench, name, len(gf.Tensors), len(tf.Tensors), encoder)
+		}
+		files[i] = tf
+	}
+	// Between the two kept iterations the torch runtime's encoder moved
+	// (fine-tuning) or stayed (a probe), every tensor of it.
+	for tn, a := range files[0].Tensors {
+		if !strings.HasPrefix(tn, "encoder.") {
+			continue
+		}
+		moved := !slices.Equal(a.Data, files[1].Tensors[tn].Data)
+		if moved == probe {
+			t.Errorf("%s: encoder tensor %s moved=%v in a run with probe=%v", bench, tn, moved, probe)
+		}
+	}
+}

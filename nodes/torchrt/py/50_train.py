@@ -1,0 +1,442 @@
+# ---- training: the train block on the torch runtime -------------------------
+#
+# gatepipe draws, the worker computes: the initial weights (the recipe's
+# seed's initialisation, or the encoder's weights), every iteration's
+# examples (or few-shot episode) and the evaluation episodes come from Go in
+# config.draws, so both runtimes train the same model on the same batches.
+# The worker keeps the top-k parameter sets by the validation score, lowers
+# the learning rate on a plateau of the validation loss, and writes the
+# kept sets and the top-k ensemble's test predictions; gatepipe computes the
+# test metrics from them with the Go runtime's code.
+
+LOG_EVERY = 20
+
+
+class Targets:
+    """A split's targets on the device: class indices, float targets
+    (multi-label, regression), masks, and question / caption tokens."""
+
+    def __init__(self, f, task, device):
+        self.y = f.tensor("y").to(device)
+        if task in ("multilabel", "regression"):
+            self.y = self.y.float()
+            if self.y.dim() == 1:
+                self.y = self.y.unsqueeze(1)
+        elif task != "retrieval":
+            self.y = self.y.long()
+        self.q = f.tensor("q").to(device).long() if "q" in f.header else None
+
+
+class Examples:
+    """A split's examples: the stored tensor (on the GPU when it fits in a
+    quarter of its free memory, else memory-mapped and copied per batch
+    through pinned memory), turned into the encoder's input per batch."""
+
+    def __init__(self, f, inputs, device):
+        self.inputs = inputs
+        x = f.tensor("x")
+        self.n = x.shape[0]
+        if device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info()
+            if x.numel() * x.element_size() < free // 4:
+                x = x.to(device)
+        self.x = x
+
+    def batch(self, idx):
+        if self.x.device.type == "cpu" and self.inputs.device.type == "cuda":
+            return self.inputs(self.x[idx.cpu()].pin_memory())
+        return self.inputs(self.x[idx.to(self.x.device)])
+
+
+def standardizer(t):
+    """The training targets' mean and std per output (float64; population
+    std, 1 where it is below 1e-8), as gatepipe's regression head."""
+    t = t.double()
+    mean = t.mean(dim=0)
+    std = torch.sqrt(torch.clamp((t * t).mean(dim=0) - mean * mean, min=0))
+    std[std < 1e-8] = 1
+    return mean, std
+
+
+def task_loss(task, out, target, extra):
+    if task == "multilabel":
+        return F.binary_cross_entropy_with_logits(out.float(), target)
+    if task == "regression":
+        mean, std = extra
+        return F.mse_loss(out.float(), ((target.double() - mean) / std).float())
+    if task == "retrieval":
+        z = out[0].float()
+        ids = torch.arange(z.shape[0], device=z.device)
+        return (F.cross_entropy(z, ids) + F.cross_entropy(z.T, ids)) / 2
+    return F.cross_entropy(out.float(), target)
+
+
+def predictions(task, out, extra):
+    """What the task's metrics take: probabilities, sigmoid outputs,
+    values in target units, per-pixel probabilities (pixel-major) or
+    embeddings."""
+    if task == "multilabel":
+        return torch.sigmoid(out.float())
+    if task == "regression":
+        mean, std = extra
+        return (out.double() * std + mean).float()
+    if task == "segmentation":
+        return torch.softmax(out.float(), dim=1).permute(0, 2, 3, 1).flatten(1)
+    if task == "retrieval":
+        return out[1].float()
+    return torch.softmax(out.float(), dim=-1)
+
+
+# Validation metrics: the score checkpoints are ranked by and the loss the
+# plateau scheduler watches, as gatepipe's Go code computes them.
+
+def _ap(scores, truth):
+    order = np.argsort(-scores, kind="stable")
+    s, t = scores[order], truth[order]
+    pos = int(t.sum())
+    if pos == 0 or pos == len(t):
+        return None
+    ap, tp, fp, prev, i = 0.0, 0, 0, 0.0, 0
+    while i < len(s):
+        j = i
+        while j < len(s) and s[j] == s[i]:
+            tp += int(t[j])
+            fp += 1 - int(t[j])
+            j += 1
+        recall = tp / pos
+        ap += (recall - prev) * tp / (tp + fp)
+        prev, i = recall, j
+    return ap
+
+
+def val_metrics(task, pred, tg, classes, episodes=None):
+    if task == "fewshot":
+        return episode_metrics(pred, episodes)
+    if task == "regression":
+        e = pred.double() - tg.y.double()
+        return {"mae": e.abs().mean().item(), "mse": (e * e).mean().item(), "loss": (e * e).mean().item()}
+    if task == "multilabel":
+        p, y = pred.double().cpu().numpy(), tg.y.cpu().numpy() > 0.5
+        aps = [a for a in (_ap(p[:, j], y[:, j]) for j in range(p.shape[1])) if a is not None]
+        pc = np.clip(p, 1e-7, 1 - 1e-7)
+        yf = y.astype(np.float64)
+        out = {"loss": float(-(yf * np.log(pc) + (1 - yf) * np.log(1 - pc)).mean())}
+        if aps:
+            out["aps"] = 100 * float(np.mean(aps))
+        return out
+    if task == "segmentation":
+        p = pred.view(pred.shape[0], -1, classes)
+        y = tg.y.flatten(1)
+        best = p.argmax(dim=2)
+        loss = -torch.log(p.gather(2, y.unsqueeze(2)).double() + 1e-7).mean().item()
+        conf = torch.bincount((y * classes + best).flatten(), minlength=classes * classes).view(classes, classes).double()
+        tp, truth, predicted = conf.diag(), conf.sum(dim=1), conf.sum(dim=0)
+        present = (truth + predicted) > 0
+        out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(y.numel(), 1)}
+        if present.any():
+            out["miou"] = 100 * (tp / (truth + predicted - tp))[present].mean().item()
+        return out
+    if task == "retrieval":
+        return retrieval_metrics(pred, tg)
+    p = pred.double()
+    y = tg.y
+    py = p.gather(1, y.unsqueeze(1))
+    rank = (p > py).sum(dim=1)
+    return {"acc1": 100 * (rank == 0).double().mean().item(), "loss": -torch.log(py + 1e-7).mean().item()}
+
+
+def retrieval_metrics(emb, tg):
+    n = emb.shape[0]
+    d = emb.shape[1] // 2
+    e = emb.double()
+    img = e[:, :d] / (e[:, :d].norm(dim=1, keepdim=True) + 1e-12)
+    txt = e[:, d:] / (e[:, d:].norm(dim=1, keepdim=True) + 1e-12)
+    sim = img @ txt.T
+    q = tg.q
+    same = (q.unsqueeze(1) == q.unsqueeze(0)).all(dim=2)
+    out = {}
+    for name, s in (("i2t", sim), ("t2i", sim.T)):
+        order = torch.from_numpy(np.argsort(-s.cpu().numpy(), axis=1, kind="stable")).to(s.device)
+        top = same.gather(1, order[:, :1])
+        out[name + "_acc1"] = 100 * top.any(dim=1).double().mean().item()
+        z = s * 10.0
+        out[name + "_loss"] = (torch.logsumexp(z, dim=1) - z.diag()).mean().item()
+    out["loss"] = (out["i2t_loss"] + out["t2i_loss"]) / 2
+    return out
+
+
+def episode_metrics(probs, settings):
+    """probs: per setting (shots), [episodes, ways*queries, ways]."""
+    accs, losses = [], []
+    for p in probs:
+        ways = p.shape[2]
+        truth = torch.arange(ways, device=p.device).repeat_interleave(p.shape[1] // ways)
+        best = p.argmax(dim=2)
+        accs.append(100 * (best == truth).double().mean().item())
+        losses.append(-torch.log(p.gather(2, truth.view(1, -1, 1).expand(p.shape[0], -1, 1)).double() + 1e-7).mean().item())
+    return {"acc1": sum(accs) / len(accs), "loss": sum(losses) / len(losses)}
+
+
+def selection_score(task, m):
+    if task == "multilabel":
+        return m.get("aps", 0.0)
+    if task == "regression":
+        return -m["mae"]
+    if task == "segmentation":
+        return m.get("miou", 0.0)
+    if task == "retrieval":
+        return (m["i2t_acc1"] + m["t2i_acc1"]) / 2
+    return m["acc1"]
+
+
+class Trainer:
+    def __init__(self, run):
+        self.run, cfg = run, run.cfg
+        self.cfg, self.task, self.rec = cfg, cfg["task"], cfg["recipe"]
+        store = Store(cfg["store"])
+        self.inputs = Inputs(store, cfg.get("preprocess"), run.device)
+        self.outputs = int(cfg["outputs"])
+        self.model = TaskModel(self.task, cfg["encoder"], self.inputs.out_shape(), self.outputs,
+                               int(cfg.get("qlen") or 0), int(cfg.get("vocab") or 0))
+        load_weights(self.model, cfg["weights"])
+        self.model.to(run.device)
+        self.conv = cfg["encoder"].get("arch") in ("convnet", "resnet", "convnext")
+        if run.cuda and self.conv:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        self.probe = bool(self.rec.get("linear_probe"))
+        self.learn = [p for name, p in self.model.named_parameters() if not (self.probe and name.startswith("encoder."))]
+        if self.probe:
+            for name, p in self.model.named_parameters():
+                p.requires_grad_(not name.startswith("encoder."))
+        if not self.learn:
+            raise SystemExit("nothing to train: the %s head has no parameters and the encoder is frozen" % self.task)
+        self.opt = torch.optim.AdamW(self.learn, lr=self.rec["lr"], betas=(0.9, 0.999), eps=1e-8, weight_decay=self.rec["weight_decay"])
+        self.splits = {}
+        for name in ("train", "val", "test"):
+            f = store.split(name)
+            self.splits[name] = (Examples(f, self.inputs, run.device), Targets(f, self.task, run.device))
+        self.extra = None
+        if self.task == "regression":
+            self.extra = standardizer(self.splits["train"][1].y.cpu())
+            self.extra = (self.extra[0].to(run.device), self.extra[1].to(run.device))
+        self.draws = SafeTensors(cfg["draws"])
+        self.sizes = head_sizes(cfg["encoder"])
+        self.eval_batch = int(cfg.get("eval_batch") or 256)
+
+    def input(self, x):
+        if self.run.cuda and self.conv and x.dim() == 4:
+            return x.contiguous(memory_format=torch.channels_last)
+        return x
+
+    def forward(self, split, idx, shots=None):
+        ex, tg = self.splits[split]
+        x = self.input(ex.batch(idx))
+        q = tg.q[idx] if tg.q is not None and self.task in ("relational", "retrieval") else None
+        with self.run.autocast():
+            if self.task == "fewshot":
+                s = self.sizes
+                return self.model(x, episode=(s["ways"], shots or s["shots"], s["queries"])), None
+            return self.model(x, q), tg.y[idx] if self.task != "retrieval" else None
+
+    def evaluate(self, split, states):
+        """The ensemble's predictions on split (mean over states), and, for
+        few-shot, per evaluation setting."""
+        self.model.eval()
+        ex, tg = self.splits[split]
+        keep = {k: v.clone() for k, v in self.model.state_dict().items()}
+        total = None
+        with torch.inference_mode():
+            for st in states:
+                self.model.load_state_dict(st)
+                if self.task == "fewshot":
+                    out = []
+                    for k in self.cfg["eval_shots"]:
+                        eps = self.draws.tensor("%s_episodes_%d" % (split, k)).long().to(self.run.device)
+                        out.append(torch.stack([predictions(self.task, self.forward(split, e, k)[0], None) for e in eps]))
+                else:
+                    parts = []
+                    for i in range(0, ex.n, self.eval_batch):
+                        idx = torch.arange(i, min(i + self.eval_batch, ex.n), device=self.run.device)
+                        parts.append(predictions(self.task, self.forward(split, idx)[0], self.extra))
+                    out = torch.cat(parts)
+                if total is None:
+                    total = out
+                elif self.task == "fewshot":
+                    total = [a + b for a, b in zip(total, out)]
+                else:
+                    total = total + out
+        self.model.load_state_dict(keep)
+        if self.task == "fewshot":
+            return [t / len(states) for t in total]
+        return total / len(states)
+
+    def train_mode(self):
+        # A linear probe keeps the frozen encoder's batch norms on their running statistics.
+        self.model.train(not self.probe)
+
+
+def job_train(run):
+    t = Trainer(run)
+    cfg, rec = t.cfg, t.rec
+    iterations, validate_every = int(rec["iterations"]), max(int(rec["validate_every"]), 1)
+    top_k = max(int(rec.get("top_k") or 1), 1)
+    order = t.draws.tensor("batches").long().to(run.device)
+    lr = float(rec["lr"])
+    best_loss, bad, kept = math.inf, 0, []
+    state = TrainState(run.exp, cfg.get("checkpoint_every"), validate_every, run)
+    first = 1
+    saved = state.load(t)
+    if saved is not None:
+        lr, best_loss, bad, kept, first = saved
+        run.progress(first - 1, iterations, force=True, resumed=True)
+    for g in t.opt.param_groups:
+        g["lr"] = lr
+    t.train_mode()
+    seen, tick, timed, step_time = 0, time.time(), 0, 0.0
+    loss_sum = None
+    for it in range(first, iterations + 1):
+        started = time.time()
+        idx = order[it - 1]
+        out, y = t.forward("train", idx)
+        loss = task_loss(t.task, out, y if t.task != "fewshot" else
+                         torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"]), t.extra)
+        t.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t.opt.step()
+        seen += idx.numel()
+        validate = it % validate_every == 0 or it == iterations
+        entry = None
+        if validate or it % LOG_EVERY == 0 or it == 1:
+            value = loss.item()
+            if not math.isfinite(value):
+                raise SystemExit("training diverged: the loss is %s at iteration %d (lower the learning rate, now %g)" % (value, it, lr))
+            entry = {"iteration": it, "step": it, "total": iterations, "loss": value, "lr": lr}
+        if it > 1 or iterations == 1:
+            if run.cuda and entry is not None:
+                torch.cuda.synchronize()
+            step_time += time.time() - started
+            timed += 1
+        if validate:
+            entry["images_per_sec"] = seen / max(time.time() - tick, 1e-9)
+            tick, seen = time.time(), 0
+            current = {k: v.detach().to("cpu", copy=True) for k, v in t.model.state_dict().items()}
+            vp = t.evaluate("val", [current])
+            m = val_metrics(t.task, vp, t.splits["val"][1], t.outputs)
+            entry["val"] = m
+            kept.append({"iteration": it, "score": selection_score(t.task, m), "state": current})
+            kept.sort(key=lambda c: -c["score"])  # stable: earlier first among ties
+            kept = kept[:top_k]
+            if m["loss"] < best_loss * (1 - rec["plateau_threshold"]):
+                best_loss, bad = m["loss"], 0
+            else:
+                bad += 1
+                if bad > rec["plateau_patience"]:
+                    lr *= rec["plateau_factor"]
+                    bad = 0
+                    for g in t.opt.param_groups:
+                        g["lr"] = lr
+            t.train_mode()
+        if entry is not None:
+            run.log(entry)
+        else:
+            run.progress(it, iterations)
+        if state.due(it, iterations):
+            state.save(t, it, lr, best_loss, bad, kept)
+    run.progress(iterations, iterations, force=True, phase="testing")
+    states = [c["state"] for c in kept]
+    pred = t.evaluate("test", states)
+    work = cfg["work"]
+    if t.task == "fewshot":
+        write_safetensors(os.path.join(work, "pred.safetensors"), {"pred_%d" % k: p.cpu() for k, p in zip(cfg["eval_shots"], pred)})
+    else:
+        write_safetensors(os.path.join(work, "pred.safetensors"), {"pred": pred.cpu()})
+    names = {local: g for g, local in gatepipe_names(t.model).items()}
+    for i, c in enumerate(kept):
+        tensors = {names[k]: v.float() for k, v in c["state"].items() if k in names}
+        write_safetensors(os.path.join(work, "kept_%d.safetensors" % i), tensors, {"iteration": c["iteration"], "val_score": repr(c["score"])})
+    with open(os.path.join(work, "result.json"), "w") as f:
+        json.dump({"images_per_sec": timed * order.shape[1] / step_time if step_time > 0 else 0,
+                   "kept": [{"iteration": c["iteration"], "val_score": c["score"]} for c in kept]}, f)
+
+
+class TrainState:
+    """Resumable checkpoints in the resume directory gatepipe gives
+    (experiment.json resume_dir): the model, the optimiser's moments, the
+    schedule and the kept sets as one safetensors file (state and
+    bookkeeping in its metadata), with the log up to it, written through a
+    temporary file and a rename. A damaged checkpoint or one of another
+    action is reported and ignored: training starts over."""
+
+    FILE = "torch-state.safetensors"
+
+    def __init__(self, exp, every, validate_every, run):
+        self.dir, self.action = exp.get("resume_dir") or "", exp.get("action", "")
+        self.every, self.validate_every, self.run = every, validate_every, run
+        self.last = time.time()
+
+    def due(self, it, total):
+        if not self.dir or it >= total or self.every == 0:
+            return False
+        if self.every is not None:
+            return it % int(self.every) == 0
+        return it % self.validate_every == 0 and time.time() - self.last >= 60
+
+    def save(self, t, it, lr, best_loss, bad, kept):
+        self.last = time.time()
+        tensors = {"model/" + k: v for k, v in t.model.state_dict().items()}
+        slots = []
+        for i, p in enumerate(t.learn):
+            st = t.opt.state.get(p, {})
+            for name, v in st.items():
+                if isinstance(v, torch.Tensor):
+                    tensors["opt/%d/%s" % (i, name)] = v.reshape(-1) if v.dim() == 0 else v
+                    slots.append([i, name, v.dim() == 0])
+        for j, c in enumerate(kept):
+            for k, v in c["state"].items():
+                tensors["kept/%d/%s" % (j, k)] = v
+        meta = {"action": self.action, "iteration": it, "lr": lr, "best_loss": best_loss if math.isfinite(best_loss) else None,
+                "bad": bad, "kept": [[c["iteration"], c["score"]] for c in kept], "slots": slots}
+        log = self.run.log_path
+        if os.path.exists(log):
+            shutil.copyfile(log, os.path.join(self.dir, "torch-log.jsonl.tmp"))
+            os.replace(os.path.join(self.dir, "torch-log.jsonl.tmp"), os.path.join(self.dir, "torch-log.jsonl"))
+        write_safetensors(os.path.join(self.dir, self.FILE), {k: v.detach() for k, v in tensors.items()}, {"state": json.dumps(meta)})
+
+    def load(self, t):
+        p = os.path.join(self.dir, self.FILE) if self.dir else ""
+        if not p or not os.path.exists(p):
+            return None
+        try:
+            f = SafeTensors(p)
+            meta = json.loads(f.header["__metadata__"]["state"])
+        except (Exception, SystemExit) as e:
+            self.run.warn("the checkpoint %s is damaged (%s): not used, training starts over" % (p, str(e).splitlines()[0][:200]))
+            os.remove(p)
+            return None
+        if meta.get("action") != self.action:
+            self.run.warn("the checkpoint at iteration %d was written by another configuration of this block "
+                          "(action %s, now %s): not used, training starts over" % (meta["iteration"], str(meta.get("action"))[:12], self.action[:12]))
+            os.remove(p)
+            return None
+        dev = self.run.device
+        t.model.load_state_dict({k: f.tensor("model/" + k).clone() for k in t.model.state_dict()})
+        for i, name, scalar in meta["slots"]:
+            v = f.tensor("opt/%d/%s" % (i, name)).clone()
+            t.opt.state[t.learn[i]][name] = v.reshape(()) if scalar else v.to(dev)
+        kept = [{"iteration": ki, "score": ks, "state": {k: f.tensor("kept/%d/%s" % (j, k)).clone() for k in t.model.state_dict()}}
+                for j, (ki, ks) in enumerate(meta["kept"])]
+        it = int(meta["iteration"])
+        src = os.path.join(self.dir, "torch-log.jsonl")
+        if os.path.exists(src):
+            with open(src) as a, open(self.run.log_path, "a") as b:
+                for line in a:
+                    try:
+                        if int(json.loads(line).get("step", 0)) <= it:
+                            b.write(line)
+                    except ValueError:
+                        pass
+        best = meta["best_loss"] if meta["best_loss"] is not None else math.inf
+        return meta["lr"], best, meta["bad"], kept, it + 1
+
+
+JOBS["train"] = job_train

@@ -1,0 +1,202 @@
+package trainnode
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// readRuntime reads the block's runtime and precision.
+func readRuntime(v cty.Value, decl nodes.Decl) (runtime, precision string, diags hcl.Diagnostics) {
+	a := &featureset.Attrs{V: v, Decl: decl}
+	runtime = a.Str("runtime", torchrt.Go, torchrt.Runtimes...)
+	precision = a.Str("precision", "auto", torchrt.Precisions...)
+	if runtime != torchrt.Torch && !v.GetAttr("precision").IsNull() {
+		a.Diags = append(a.Diags, decl.Errorf("precision", "Unused precision", "precision applies to runtime = \"torch\"; this block runs on the %q runtime.", runtime))
+	}
+	return runtime, precision, a.Diags
+}
+
+// loadTargets reads the benchmark's splits' targets only (the torch
+// runtime reads the examples itself), with the shape the encoder sees.
+func (n *Node) loadTargets(meta *examplestore.Meta) (*loaded, error) {
+	d := &loaded{task: n.task}
+	shape := meta.Shape
+	if n.preprocess != nil && len(shape) == 3 {
+		shape = n.preprocess.OutShape(shape[0])
+	}
+	for i, name := range []string{"train", "val", "test"} {
+		var err error
+		if d.splits[i], d.counts[i], d.outputs, err = train.LoadTargets(n.dataset, name, meta, n.task); err != nil {
+			return nil, err
+		}
+		d.splits[i].Shape = shape
+	}
+	return d, nil
+}
+
+// fitOnTorch trains on the torch runtime: gatepipe writes the initial
+// weights (init where it names a tensor, else the recipe's seed's
+// initialisation), every iteration's batch (or episode) and the
+// evaluation episodes; the worker (job train) trains and writes the kept
+// parameter sets and the top-k ensemble's test predictions, whose metrics
+// gatepipe computes as for its own runtime. The worker's log.jsonl is the
+// run's.
+func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe, init train.Weights) (*train.Result, error) {
+	tr, val, test := d.splits[0], d.splits[1], d.splits[2]
+	enc := n.enc.SizedBy(tr)
+	scratch := filepath.Join(env.OutDir, ".torch")
+	defer os.RemoveAll(scratch)
+	work := filepath.Join(scratch, "out")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	weights := filepath.Join(scratch, "init.safetensors")
+	if err := train.WriteWeights(weights, enc, n.task, tr.Shape, d.outputs, init, recipe.Seed); err != nil {
+		return nil, err
+	}
+	var ts []safetensors.Tensor
+	var evalShots []int
+	if n.task == train.FewShot {
+		eps, err := train.TrainEpisodes(tr, enc.Head, recipe.Iterations, recipe.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("training split: %w", err)
+		}
+		ts = append(ts, episodeTensor("batches", eps))
+		evalShots = train.EvalShots(enc.Head)
+		for _, split := range []struct {
+			name string
+			d    *train.Data
+		}{{"val", val}, {"test", test}} {
+			for _, k := range evalShots {
+				eps, err := train.EvalEpisodes(split.d, enc.Head, k)
+				if err != nil {
+					return nil, fmt.Errorf("%s split: %w", split.name, err)
+				}
+				ts = append(ts, episodeTensor(fmt.Sprintf("%s_episodes_%d", split.name, k), eps))
+			}
+		}
+	} else {
+		b := max(recipe.BatchSize, 1)
+		ts = append(ts, int32Tensor("batches", []int{recipe.Iterations, b}, train.DrawBatches(d.counts[0], b, recipe.Iterations, recipe.Seed)))
+	}
+	draws := filepath.Join(scratch, "draws.safetensors")
+	if err := safetensors.WriteFile(draws, ts, nil); err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{
+		"job": "train", "task": string(n.task), "encoder": enc, "weights": weights, "store": n.dataset, "preprocess": n.preprocess,
+		"outputs": d.outputs, "qlen": tr.QLen, "vocab": tr.Vocab, "recipe": recipe, "checkpoint_every": n.checkpointEvery,
+		"draws": draws, "eval_shots": evalShots, "precision": n.precision, "work": work,
+	}
+	if err := torchrt.Run(ctx, env, env.OutDir, torchrt.Job{Config: cfg}); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"experiment.json", torchrt.WorkerLog} {
+		os.Remove(filepath.Join(env.OutDir, f)) // the run's own files stay: log.jsonl
+	}
+	return readTorchResult(work, n.task, enc.Head, test, d.outputs)
+}
+
+// readTorchResult reads the worker's kept sets and test predictions.
+func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train.Data, outputs int) (*train.Result, error) {
+	var summary struct {
+		ImagesPerSec float64 `json:"images_per_sec"`
+		Kept         []struct {
+			Iteration int     `json:"iteration"`
+			ValScore  float64 `json:"val_score"`
+		} `json:"kept"`
+	}
+	data, err := os.ReadFile(filepath.Join(work, "result.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &summary)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("torch runtime output: %w", err)
+	}
+	res := &train.Result{ImagesPerSec: summary.ImagesPerSec}
+	for i, k := range summary.Kept {
+		f, err := safetensors.ReadFile(filepath.Join(work, "kept_"+strconv.Itoa(i)+".safetensors"))
+		if err != nil {
+			return nil, fmt.Errorf("torch runtime output: %w", err)
+		}
+		c := train.Checkpoint{Iteration: k.Iteration, ValScore: k.ValScore, Values: map[string][]float32{}, Shapes: map[string][]int{}}
+		for name, t := range f.Tensors {
+			c.Values[name], c.Shapes[name] = t.Float32s(), t.Shape
+		}
+		res.Checkpoints = append(res.Checkpoints, c)
+	}
+	f, err := safetensors.ReadFile(filepath.Join(work, "pred.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("torch runtime output: %w", err)
+	}
+	rows := func(name string) ([][]float32, error) {
+		t := f.Tensors[name]
+		if t == nil || t.DType != safetensors.F32 || len(t.Shape) < 2 {
+			return nil, fmt.Errorf("torch runtime output pred.safetensors: no F32 tensor %s", name)
+		}
+		v, w := t.Float32s(), t.NumElements()/t.Shape[0]
+		out := make([][]float32, t.Shape[0])
+		for i := range out {
+			out[i] = v[i*w : (i+1)*w]
+		}
+		return out, nil
+	}
+	if task == train.FewShot {
+		var probs [][][]float32
+		for _, k := range train.EvalShots(h) {
+			p, err := rows("pred_" + strconv.Itoa(k))
+			if err != nil {
+				return nil, err
+			}
+			probs = append(probs, p)
+		}
+		res.Metrics = train.EpisodeMetricsOf(h, probs)
+		return res, nil
+	}
+	pred, err := rows("pred")
+	if err != nil {
+		return nil, err
+	}
+	if res.Metrics, err = train.MetricsOf(task, test, pred, outputs); err != nil {
+		return nil, fmt.Errorf("torch runtime output: %w", err)
+	}
+	return res, nil
+}
+
+func int32Tensor(name string, shape []int, v []int32) safetensors.Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+	}
+	return safetensors.Tensor{Name: name, DType: safetensors.I32, Shape: shape, Data: b}
+}
+
+// episodeTensor lays episodes (each of the same length) out as one I32
+// tensor [episodes, examples].
+func episodeTensor(name string, eps [][]int) safetensors.Tensor {
+	var flat []int32
+	for _, e := range eps {
+		for _, k := range e {
+			flat = append(flat, int32(k))
+		}
+	}
+	width := 0
+	if len(eps) > 0 {
+		width = len(eps[0])
+	}
+	return int32Tensor(name, []int{len(eps), width}, flat)
+}

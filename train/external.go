@@ -1,0 +1,94 @@
+package train
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// What another runtime (the torch one) needs to train the model Train
+// would: the same draws, and the same metrics of its predictions.
+
+// DrawBatches returns the example indices of every iteration's batch,
+// iteration i's at [i*b, (i+1)*b), as Train draws them from the recipe's
+// seed.
+func DrawBatches(n, b, iterations int, seed uint64) []int32 {
+	rng := rand.New(rand.NewPCG(seed, trainSamplingStream))
+	out := make([]int32, 0, b*iterations)
+	for range iterations {
+		for _, k := range drawExamples(rng, n, b) {
+			out = append(out, int32(k))
+		}
+	}
+	return out
+}
+
+// EpisodeSizes returns the few-shot head's ways, shots and queries
+// (defaults filled in).
+func EpisodeSizes(h HeadSpec) (ways, shots, queries int) { return h.episodeShape() }
+
+// TrainEpisodes returns the training episodes Train draws for a few-shot
+// head from d's labels: iterations lists of ways*(shots+queries) example
+// indices, the support set by class, then the queries by class.
+func TrainEpisodes(d *Data, h HeadSpec, iterations int, seed uint64) ([][]int, error) {
+	ways, shots, queries := h.episodeShape()
+	return d.episodes(rand.New(rand.NewPCG(seed, 0xe9)), iterations, ways, shots, queries)
+}
+
+// EvalShots are the shots the few-shot evaluation runs episodes with:
+// 1 and the head's shots.
+func EvalShots(h HeadSpec) []int {
+	_, shots, _ := h.episodeShape()
+	if shots == 1 {
+		return []int{1}
+	}
+	return []int{1, shots}
+}
+
+// EvalEpisodes returns the evaluation episodes of a setting of k shots
+// on d, as the evaluation draws them.
+func EvalEpisodes(d *Data, h HeadSpec, k int) ([][]int, error) {
+	ways, _, queries := h.episodeShape()
+	return d.episodes(rand.New(rand.NewPCG(uint64(k), 0xe7a1)), evalEpisodes, ways, k, queries)
+}
+
+// MetricsOf computes a task's metrics from the top-k ensemble's
+// predictions on d, as Train does: probabilities (classification, video,
+// relational), sigmoid outputs (multi-label), values in target units
+// (regression), per-pixel probabilities pixel-major (segmentation), or
+// image and caption embeddings (retrieval). d needs its targets only.
+func MetricsOf(task Task, d *Data, pred [][]float32, outputs int) (map[string]float64, error) {
+	if len(pred) == 0 {
+		return nil, fmt.Errorf("no predictions")
+	}
+	want := outputs
+	switch task {
+	case Segmentation:
+		want = d.pixels() * outputs
+	case Retrieval:
+		want = len(pred[0])
+	}
+	for i, p := range pred {
+		if len(p) != want {
+			return nil, fmt.Errorf("prediction %d has %d values, want %d", i, len(p), want)
+		}
+	}
+	return metrics(task, d, pred, outputs), nil
+}
+
+// EpisodeMetricsOf computes the few-shot metrics from the ensemble's
+// query probabilities per evaluation setting (EvalShots' order; per
+// episode ways*queries rows of ways).
+func EpisodeMetricsOf(h HeadSpec, probs [][][]float32) map[string]float64 {
+	ways, _, queries := h.episodeShape()
+	out := map[string]float64{}
+	var accSum, lossSum float64
+	for i, k := range EvalShots(h) {
+		acc, loss := episodeScores(probs[i], ways, queries)
+		out[fmt.Sprintf("acc1_%dshot", k)] = acc
+		accSum += acc
+		lossSum += loss
+	}
+	n := float64(len(probs))
+	out["acc1"], out["loss"] = accSum/n, lossSum/n
+	return out
+}
