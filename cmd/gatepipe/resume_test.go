@@ -202,10 +202,14 @@ func sameOutputs(t *testing.T, a, b string) {
 	}
 }
 
-// stripVarying drops the fields of log lines that depend on the clock.
-var varyingRE = regexp.MustCompile(`,?"(images_per_sec|energy_joules)":[^,}]*`)
+// stripVarying drops the fields of log lines that depend on the clock,
+// and the torch runtime's note of a resume (a line of its own).
+var (
+	varyingRE = regexp.MustCompile(`,?"(images_per_sec|energy_joules)":[^,}]*`)
+	resumeRE  = regexp.MustCompile(`(?m)^\{"resumed": true[^\n]*\n`)
+)
 
-func stripVarying(b []byte) []byte { return varyingRE.ReplaceAll(b, nil) }
+func stripVarying(b []byte) []byte { return varyingRE.ReplaceAll(resumeRE.ReplaceAll(b, nil), nil) }
 
 // torchResumePipeline trains the stdlib PyTorch trainer's small CNN for
 // a few seconds, checkpointing every 50 iterations.
@@ -268,5 +272,42 @@ func TestKilledTorchTrainResumes(t *testing.T) {
 	r = gp(t, cache, "apply", dir)
 	if r.code != 0 || resumed.MatchString(r.stderr) || !strings.Contains(r.stderr, "was written by another configuration of this block") {
 		t.Fatalf("changed configuration: exit %d, want a warning and no resume:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestKilledTrainOnTorchRuntimeResumes: the train block on the torch
+// runtime, killed with its apply, goes on from its checkpoint (gatepipe
+// says where) and ends with the checkpoints, metrics and log of a run
+// that never stopped, bit for bit (CPU torch is deterministic); a
+// checkpoint of a changed recipe is not used.
+func TestKilledTrainOnTorchRuntimeResumes(t *testing.T) {
+	needTorch(t)
+	pipeline := strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime   = \"torch\"\n}", 1)
+	if pipeline == resumePipeline {
+		t.Fatal("the pipeline did not change")
+	}
+	env := append(os.Environ(), "GATEPIPE_PYTHON="+torchPython())
+	t.Setenv("GATEPIPE_PYTHON", torchPython()) // for killAfterCheckpoint's apply
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), pipeline)
+	ref := gpWith(t, append(env, "GATEPIPE_CACHE_DIR="+t.TempDir()), "apply", dir)
+	if ref.code != 0 {
+		t.Fatalf("uninterrupted apply: %d\n%s", ref.code, ref.stderr)
+	}
+	cache := t.TempDir()
+	killAfterCheckpoint(t, cache, dir, "torch-state.safetensors")
+	r := gpWith(t, append(env, "GATEPIPE_CACHE_DIR="+cache), "apply", dir)
+	if m := resumedRE.FindStringSubmatch(r.stderr); r.code != 0 || m == nil || m[1] == "0" {
+		t.Fatalf("apply after kill -9: exit %d, no 'resumed at iteration N of 2500':\n%s", r.code, r.stderr)
+	}
+	sameOutputs(t, outputDir(t, ref.stdout), outputDir(t, r.stdout))
+
+	changed := strings.Replace(pipeline, "lr               = 0.001", "lr               = 0.003", 1)
+	writeFile(t, filepath.Join(dir, "main.hcl"), changed)
+	killAfterCheckpoint(t, cache, dir, "torch-state.safetensors")
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(changed, "0.003", "0.002", 1))
+	r = gpWith(t, append(env, "GATEPIPE_CACHE_DIR="+cache), "apply", dir)
+	if r.code != 0 || resumedRE.MatchString(r.stderr) || !strings.Contains(r.stderr, "was written by another configuration of this block") {
+		t.Fatalf("changed recipe: exit %d, want a warning and no resume:\n%s", r.code, r.stderr)
 	}
 }

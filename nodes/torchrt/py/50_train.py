@@ -336,10 +336,8 @@ def job_train(run):
                     for g in t.opt.param_groups:
                         g["lr"] = lr
             t.train_mode()
-        if entry is not None:
+        if entry is not None:  # progress comes with the log lines: the log stays the same run after run
             run.log(entry)
-        else:
-            run.progress(it, iterations)
         if state.due(it, iterations):
             state.save(t, it, lr, best_loss, bad, kept)
     run.progress(iterations, iterations, force=True, phase="testing")
