@@ -57,6 +57,9 @@ type Options struct {
 	// Reads, when set, records every local file the plan reads outside
 	// the configuration (configuration functions, node fingerprints).
 	Reads *readset.Set
+	// Defaults are the pipeline's block defaults (the gatepipe block's
+	// runtime and python), given to every kind's Decode.
+	Defaults nodes.Defaults
 }
 
 // Devices are the schedulable resources of this machine.

@@ -183,13 +183,13 @@ func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
 	}
 	in.config, in.node = cfg, nil
 	if pc, ok := v.nodeKind.(nodes.PartialChecker); ok && !cfg.IsWhollyKnown() {
-		pDiags := pc.CheckPartial(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver()})
+		pDiags := pc.CheckPartial(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver(), Defaults: e.opts.Defaults})
 		if diags = append(diags, pDiags...); pDiags.HasErrors() {
 			return diags
 		}
 	}
 	if cfg.IsWhollyKnown() {
-		node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver()})
+		node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver(), Defaults: e.opts.Defaults})
 		diags = append(diags, dDiags...)
 		if dDiags.HasErrors() {
 			return diags

@@ -55,6 +55,17 @@ type Decl struct {
 	// decoding (a Hub model's config.json): from the lock, the caches, and
 	// the network only where the command resolves sources (apply, fetch).
 	Sources *sources.Resolver
+	// Defaults are the pipeline's defaults for blocks that leave an
+	// attribute unset (the gatepipe block's settings).
+	Defaults Defaults
+}
+
+// Defaults are pipeline-wide defaults of block attributes.
+type Defaults struct {
+	// Runtime is the runtime of encoder-backed blocks ("go" or
+	// "torch"; empty: "go"), Python the torch runtime's interpreter
+	// (empty: $GATEPIPE_PYTHON, else python3).
+	Runtime, Python string
 }
 
 // AttrRange returns the source range of attribute name in the block body,

@@ -123,7 +123,10 @@ type Settings struct {
 	Devices     []string
 	// DevicesRange is where devices is set, for diagnostics about a spec.
 	DevicesRange hcl.Range
-	DeclRange    hcl.Range
+	// Runtime and Python are the defaults of encoder-backed blocks'
+	// runtime ("go" or "torch") and of the torch runtime's interpreter.
+	Runtime, Python string
+	DeclRange       hcl.Range
 }
 
 // Module is one module instance in the loaded tree.

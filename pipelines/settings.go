@@ -16,6 +16,8 @@ var settingsSchema = &hcl.BodySchema{
 		{Name: "devices"},
 		{Name: "keep_runs"},
 		{Name: "mirror"},
+		{Name: "runtime"},
+		{Name: "python"},
 	},
 }
 
@@ -28,6 +30,16 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 	if attr, ok := content.Attributes["mirror"]; ok {
 		diags = append(diags, literalString(attr, &s.Mirror)...)
 		s.MirrorRange = attr.Expr.Range()
+	}
+	if attr, ok := content.Attributes["python"]; ok {
+		diags = append(diags, literalString(attr, &s.Python)...)
+	}
+	if attr, ok := content.Attributes["runtime"]; ok {
+		diags = append(diags, literalString(attr, &s.Runtime)...)
+		if s.Runtime != "go" && s.Runtime != "torch" && !diags.HasErrors() {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid runtime",
+				Detail: fmt.Sprintf("runtime must be \"go\" or \"torch\", not %q.", s.Runtime), Subject: attr.Expr.Range().Ptr()})
+		}
 	}
 	if attr, ok := content.Attributes["parallelism"]; ok {
 		diags = append(diags, positiveInt(attr, "parallelism", &s.Parallelism)...)

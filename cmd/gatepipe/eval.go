@@ -32,8 +32,9 @@ second eval or apply of it reuses everything cached.
 
 ENCODER is an architecture (mlp, convnet, resnet, convnext, vit: built-in
 sizes), a preset (resnet50, vit_b_16, convnext_tiny, ...: SPEC.md lists
-them) or timm:NAME (a timm model name; built-in runtime: a preset of that
-name; torch runtime: the timm model itself). Examples:
+them) or timm:NAME (a timm model name that is one of the presets: gatepipe
+builds the same network on either runtime). -runtime torch trains every
+benchmark of the tier on PyTorch (one GPU per node with -gpus 1). Examples:
 
   gatepipe eval -encoder resnet50 -weights torchvision:resnet50.IMAGENET1K_V2 -tier small -scale cpu
   gatepipe eval -encoder timm:vit_base_patch16_224 -weights hf:timm/vit_base_patch16_224.augreg2_in21k_ft_in1k -tier base -runtime torch -gpus 1
@@ -57,7 +58,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset or timm:NAME (required)")
 	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
 	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
-	fs.StringVar(&cfg.runtime, "runtime", "go", "go (gatepipe's trainer, CPU) or torch (PyTorch: classification and segmentation on GPUs)")
+	fs.StringVar(&cfg.runtime, "runtime", "go", "go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
 	fs.StringVar(&cfg.scale, "scale", "full", "full (GATE's protocol), cpu (capped for a CPU machine) or test (tiny, for checks)")
 	fs.StringVar(&cfg.model, "model", "", "the encoder's name in results (default: from -encoder)")
 	fs.StringVar(&cfg.out, "out", "", "directory to write main.hcl into (default: eval-MODEL-TIER)")
@@ -163,15 +164,13 @@ func (e evalConfig) pipeline() (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n# Re-run it with: gatepipe apply DIR (every block is cached).\n\n", evalMarker)
 	b.WriteString("encoder \"mine\" {\n")
-	torchArch := ""
 	name, isTimm := strings.CutPrefix(e.encoder, "timm:")
 	switch {
 	case isTimm:
 		if _, err := train.Preset(name); err != nil {
-			return "", fmt.Errorf("-encoder %s: gatepipe has no preset %q (the closest: %s); the tier's benchmarks that stay on gatepipe's own runtime (few-shot, multi-label, retrieval, VQA) need one, even with -runtime torch", e.encoder, name, strings.Join(train.ClosestPresets(name, 4), ", "))
+			return "", fmt.Errorf("-encoder %s: gatepipe has no preset %q (the closest: %s); both runtimes build timm models from gatepipe's presets", e.encoder, name, strings.Join(train.ClosestPresets(name, 4), ", "))
 		}
 		fmt.Fprintf(&b, "  preset = %q\n", name)
-		torchArch = e.encoder
 	case slices.Contains(train.Archs, e.encoder):
 		fmt.Fprintf(&b, "  arch = %q\n", e.encoder)
 	default:
@@ -197,9 +196,6 @@ func (e evalConfig) pipeline() (string, error) {
 	fmt.Fprintf(&b, "module \"gate\" {\n  source  = \"stdlib/tiers/%s\"\n  encoder = encoder.mine\n  model   = %q\n  scale   = %q\n", e.tier, e.modelName(), e.scale)
 	if e.runtime == "torch" {
 		b.WriteString("  trainer = \"torch\"\n")
-		if torchArch != "" {
-			fmt.Fprintf(&b, "  torch_arch = %q\n", torchArch)
-		}
 		if e.gpus > 0 {
 			fmt.Fprintf(&b, "  gpus = %d\n", e.gpus)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/internal/readset"
+	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/all"
 	"github.com/gatepipe/gatepipe/pipelines"
 	"github.com/gatepipe/gatepipe/sources"
@@ -136,6 +137,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	}
 	opts := o.engine
 	opts.Version = version
+	opts.Defaults = nodes.Defaults{Runtime: settings.Runtime, Python: settings.Python}
 	devs := settings.Devices
 	if o.devicesFlag != "" {
 		devs = strings.Split(o.devicesFlag, ",")

@@ -211,3 +211,80 @@ func compareRuns(t *testing.T, bench, goDir, torchDir string, probe bool) {
 		}
 	}
 }
+
+// defaultRuntimePipeline trains briefly with the runtime the gatepipe
+// block chooses.
+const defaultRuntimePipeline = `
+gatepipe {
+  runtime = "torch"
+  python  = "@PYTHON@"
+}
+` + shapesDataset + `
+encoder "cnn" {
+  arch     = "convnet"
+  channels = [4]
+}
+adapter "head" {}
+recipe "r" {
+  batch_size     = 8
+  iterations     = 4
+  validate_every = 2
+}
+train "gen" {
+  encoder   = encoder.cnn
+  adapter   = adapter.head
+  recipe    = recipe.r
+  benchmark = benchmark.gen
+}
+output "dir" {
+  value = train.gen.out_dir
+}
+`
+
+// TestPipelineDefaultRuntime: the gatepipe block's runtime and python
+// reach blocks that set none; a block's own runtime wins; a runtime
+// that does not exist, an interpreter that does not exist and one without
+// torch are one clear error each.
+func TestPipelineDefaultRuntime(t *testing.T) {
+	needTorch(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(defaultRuntimePipeline))
+	r := gp(t, cache, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
+	if info := readFile(filepath.Join(outputDir(t, r.stdout), "run.json")); !strings.Contains(info, `"runtime": "torch"`) {
+		t.Fatalf("the pipeline's default did not reach the train block:\n%s", info)
+	}
+	// The block's own runtime wins over the pipeline's, and the two runs
+	// are different cache entries.
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(defaultRuntimePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime   = \"go\"\n}", 1)))
+	r2 := gp(t, cache, "apply", dir)
+	if r2.code != 0 || outputDir(t, r2.stdout) == outputDir(t, r.stdout) {
+		t.Fatalf("block runtime go: exit %d, same output %v\n%s", r2.code, outputDir(t, r2.stdout) == outputDir(t, r.stdout), r2.stderr)
+	}
+	if info := readFile(filepath.Join(outputDir(t, r2.stdout), "run.json")); !strings.Contains(info, `"runtime": "go"`) {
+		t.Fatalf("the block's runtime did not win:\n%s", info)
+	}
+
+	// A Python that cannot import torch: Debian's without its site packages.
+	noTorch := filepath.Join(t.TempDir(), "python-without-torch")
+	writeFile(t, noTorch, "#!/bin/sh\nexec "+torchPython()+" -S \"$@\"\n")
+	if err := os.Chmod(noTorch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"unknown runtime", `runtime = "torch"`, `runtime = "tpu"`, `main.hcl:3`},
+		{"missing interpreter", "@PYTHON@", "/nonexistent/python3", `no Python interpreter "/nonexistent/python3"`},
+		{"python without torch", "@PYTHON@", noTorch, "cannot import torch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(defaultRuntimePipeline, tc.from, tc.to, 1)))
+			r := gp(t, t.TempDir(), "apply", dir)
+			out := r.stdout + r.stderr
+			if r.code == 0 || !strings.Contains(out, tc.want) || strings.Contains(out, "panic") {
+				t.Fatalf("exit %d, want an error with %q:\n%s", r.code, tc.want, out)
+			}
+		})
+	}
+}

@@ -35,6 +35,8 @@ type Info struct {
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 	// BLAS is the matrix-product library training used.
 	BLAS string `json:"blas,omitempty"`
+	// Runtime is the runtime that trained ("go", "torch"; empty: go).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Write writes info to dir's File.

@@ -17,6 +17,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2"
@@ -36,19 +37,17 @@ func (Kind) Version() string { return "4" } // 4: the ViT's GELU is exact by def
 // IsolatedProcess: the encoder runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
 
-var spec = hcldec.ObjectSpec{
+var spec = torchrt.AddSpec(hcldec.ObjectSpec{
 	"encoder":   &hcldec.AttrSpec{Name: "encoder", Type: cty.DynamicPseudoType, Required: true},
 	"benchmark": &hcldec.AttrSpec{Name: "benchmark", Type: cty.DynamicPseudoType, Required: true},
 	// output "probabilities" stores the model's softmax outputs over its
 	// `classes` source classes instead of the pooled features.
 	"output":  &hcldec.AttrSpec{Name: "output", Type: cty.String},
 	"classes": &hcldec.AttrSpec{Name: "classes", Type: cty.Number},
-	// runtime "torch" computes them in PyTorch (nodes/torchrt), at the
-	// given precision, in batches of batch_size.
-	"runtime":    &hcldec.AttrSpec{Name: "runtime", Type: cty.String},
-	"precision":  &hcldec.AttrSpec{Name: "precision", Type: cty.String},
+	// batch_size: the torch runtime's batches (runtime, precision and
+	// python: torchrt.AddSpec).
 	"batch_size": &hcldec.AttrSpec{Name: "batch_size", Type: cty.Number},
-}
+})
 
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
@@ -70,8 +69,9 @@ type Node struct {
 	// classes > 0: store the source head's probabilities over this many
 	// classes, not the features.
 	classes int
-	// torch runs the encoder on the torch runtime (nil: in Go).
-	torch *torchOptions
+	// rt are the runtime attributes; batch the torch runtime's batch size.
+	rt    torchrt.Options
+	batch int
 }
 
 // CheckPartial checks the references' kinds before their values exist.
@@ -104,7 +104,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.preprocess = r.Preprocess()
 	n.dataset = r.Str("benchmark", "dataset")
 	n.classes, r.Diags = readOutput(v, decl, r.Diags)
-	n.torch, r.Diags = readRuntime(v, decl, r.Diags)
+	n.rt, n.batch, r.Diags = readRuntime(v, decl, r.Diags)
 	return n, r.Diags
 }
 
@@ -113,6 +113,9 @@ func (n *Node) Downloads() []sources.Ref { return n.weights.Downloads() }
 
 // Fingerprint hashes the weights file; the dataset path names its content.
 func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
+	if err := n.rt.Fingerprint(w); err != nil {
+		return err
+	}
 	return n.weights.Fingerprint(ctx, w)
 }
 
@@ -150,7 +153,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	slices.Sort(names)
 	var onTorch map[string]torchFeatures
-	if n.torch != nil {
+	if n.rt.Torch() {
 		if onTorch, err = n.runTorch(ctx, env, meta, shape, w, names); err != nil {
 			return cty.NilVal, err
 		}
@@ -168,7 +171,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 		var feats []float32
 		f := 0
-		if n.torch != nil {
+		if n.rt.Torch() {
 			t := onTorch[name]
 			if t.rows != src.Len() {
 				return cty.NilVal, fmt.Errorf("split %s: the torch runtime returned %d rows for %d examples", name, t.rows, src.Len())

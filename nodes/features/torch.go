@@ -16,27 +16,16 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// torchOptions are a block's settings for the torch runtime.
-type torchOptions struct {
-	precision string
-	batch     int
-}
-
-// readRuntime reads runtime, precision and batch_size: nil options for
-// the Go runtime (where precision and batch_size are errors).
-func readRuntime(v cty.Value, decl nodes.Decl, diags hcl.Diagnostics) (*torchOptions, hcl.Diagnostics) {
+// readRuntime reads the runtime attributes and batch_size (an error on
+// the Go runtime, which sizes its own batches).
+func readRuntime(v cty.Value, decl nodes.Decl, diags hcl.Diagnostics) (torchrt.Options, int, hcl.Diagnostics) {
 	a := &featureset.Attrs{V: v, Decl: decl}
-	runtime := a.Str("runtime", torchrt.Go, torchrt.Runtimes...)
-	o := &torchOptions{precision: a.Str("precision", "auto", torchrt.Precisions...), batch: a.Int("batch_size", 64, 1)}
-	if runtime != torchrt.Torch {
-		for _, name := range []string{"precision", "batch_size"} {
-			if !v.GetAttr(name).IsNull() {
-				a.Diags = append(a.Diags, decl.Errorf(name, "Unused "+name, "%s applies to runtime = \"torch\"; this block runs on the %q runtime.", name, runtime))
-			}
-		}
-		o = nil
+	o := torchrt.ReadOptions(a, torchrt.Precisions...)
+	batch := a.Int("batch_size", 64, 1)
+	if !o.Torch() && !v.GetAttr("batch_size").IsNull() {
+		a.Diags = append(a.Diags, decl.Errorf("batch_size", "Unused batch_size", "batch_size applies to runtime = \"torch\"; this block runs on the %q runtime.", o.Runtime))
 	}
-	return o, append(diags, a.Diags...)
+	return o, batch, append(diags, a.Diags...)
 }
 
 // torchFeatures is one split's output of the torch runtime.
@@ -61,9 +50,9 @@ func (n *Node) runTorch(ctx context.Context, env *nodes.Env, meta *examplestore.
 	work := filepath.Join(dir, "out")
 	cfg := map[string]any{
 		"job": "features", "encoder": n.enc, "weights": weights, "store": n.dataset, "splits": splits,
-		"preprocess": n.preprocess, "classes": n.classes, "precision": n.torch.precision, "batch_size": n.torch.batch, "work": work,
+		"preprocess": n.preprocess, "classes": n.classes, "precision": n.rt.Precision, "batch_size": n.batch, "work": work,
 	}
-	if err := torchrt.Run(ctx, env, dir, torchrt.Job{Config: cfg}); err != nil {
+	if err := torchrt.Run(ctx, env, dir, n.rt.Job(cfg)); err != nil {
 		return nil, err
 	}
 	out := map[string]torchFeatures{}

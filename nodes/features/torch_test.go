@@ -104,7 +104,6 @@ func readFeatures(t *testing.T, dir string) ([]float32, []int) {
 // features' scale.
 func TestTorchRuntimeMatchesGo(t *testing.T) {
 	torchtest.Need(t, "torch")
-	t.Setenv(torchrt.PythonEnv, torchtest.Python())
 	preset := func(name string) train.EncoderSpec {
 		p, err := train.Preset(name)
 		if err != nil {
@@ -149,16 +148,16 @@ func TestTorchRuntimeMatchesGo(t *testing.T) {
 				shape = tc.pre.OutShape(tc.c)
 			}
 			weights := randomWeights(t, tc.enc, shape, max(tc.classes, 1))
-			run := func(torch *torchOptions) ([]float32, []int) {
-				n := &Node{enc: tc.enc, weights: specs.Weights(weights), preprocess: tc.pre, dataset: store, classes: tc.classes, torch: torch}
+			run := func(rt torchrt.Options) ([]float32, []int) {
+				n := &Node{enc: tc.enc, weights: specs.Weights(weights), preprocess: tc.pre, dataset: store, classes: tc.classes, rt: rt, batch: 2}
 				env := testEnv(t)
 				if _, err := n.Run(context.Background(), env); err != nil {
 					t.Fatal(err)
 				}
 				return readFeatures(t, env.OutDir)
 			}
-			goX, goShape := run(nil)
-			torchX, torchShape := run(&torchOptions{precision: "fp32", batch: 2})
+			goX, goShape := run(torchrt.Options{Runtime: torchrt.Go})
+			torchX, torchShape := run(torchrt.Options{Runtime: torchrt.Torch, Precision: "fp32", Python: torchtest.Python()})
 			if len(goShape) != 2 || goShape[0] != torchShape[0] || goShape[1] != torchShape[1] {
 				t.Fatalf("shapes: go %v, torch %v", goShape, torchShape)
 			}

@@ -30,7 +30,7 @@ func (Kind) Name() string { return "probe" }
 // Version is bumped when outputs for an unchanged config would change.
 func (Kind) Version() string { return "1" }
 
-var spec = hcldec.ObjectSpec{
+var spec = torchrt.AddSpec(hcldec.ObjectSpec{
 	"features":       &hcldec.AttrSpec{Name: "features", Type: cty.DynamicPseudoType, Required: true},
 	"model":          &hcldec.AttrSpec{Name: "model", Type: cty.String},
 	"shots":          &hcldec.AttrSpec{Name: "shots", Type: cty.List(cty.Number)},
@@ -43,11 +43,7 @@ var spec = hcldec.ObjectSpec{
 	"epochs":         &hcldec.AttrSpec{Name: "epochs", Type: cty.Number},
 	"final_epochs":   &hcldec.AttrSpec{Name: "final_epochs", Type: cty.Number},
 	"batch_size":     &hcldec.AttrSpec{Name: "batch_size", Type: cty.Number},
-	// runtime "torch" runs the search on the torch runtime (nodes/torchrt);
-	// precision "fp64" (default) or "fp32" there.
-	"runtime":   &hcldec.AttrSpec{Name: "runtime", Type: cty.String},
-	"precision": &hcldec.AttrSpec{Name: "precision", Type: cty.String},
-}
+})
 
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
@@ -68,8 +64,9 @@ type Node struct {
 	shots, seeds            []int
 	vtab1k                  bool
 	tune                    probe.TuneConfig
-	// runtime is "go" or "torch"; precision the torch runtime's.
-	runtime, precision string
+	// rt are the runtime attributes (nodes/torchrt); the torch runtime's
+	// precision is "fp64" (default) or "fp32".
+	rt torchrt.Options
 }
 
 // CheckPartial checks the features reference before it has a value.
@@ -102,15 +99,11 @@ func (n *Node) readAttrs(a *featureset.Attrs) {
 	n.tune.Epochs = a.Int("epochs", n.tune.Epochs, 1)
 	n.tune.FinalEpochs = a.Int("final_epochs", n.tune.FinalEpochs, 1)
 	n.tune.Batch = a.Int("batch_size", n.tune.Batch, 2)
-	n.runtime = a.Str("runtime", torchrt.Go, torchrt.Runtimes...)
-	n.precision = a.Str("precision", "fp64", "fp64", "fp32")
-	if n.runtime != torchrt.Torch && !a.V.GetAttr("precision").IsNull() {
-		a.Diags = append(a.Diags, a.Decl.Errorf("precision", "Unused precision", "precision applies to runtime = \"torch\"; this block runs on the %q runtime.", n.runtime))
-	}
+	n.rt = torchrt.ReadOptions(a, "fp64", "fp32")
 }
 
 // Fingerprint: the features path names its content.
-func (n *Node) Fingerprint(context.Context, io.Writer) error { return nil }
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.rt.Fingerprint(w) }
 
 // DefaultResources: the learning rates are searched on two cores.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 2} }
@@ -191,7 +184,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			jobs = append(jobs, tuneJob{subset: name, shots: shots, seed: seed, train: trIdx, val: valIdx})
 		}
 	}
-	if n.runtime == torchrt.Torch {
+	if n.rt.Torch() {
 		err = n.tuneOnTorch(ctx, env, jobs, train, classes, tune)
 	} else {
 		err = n.tuneInGo(ctx, env, jobs, train, test, classes, tune)

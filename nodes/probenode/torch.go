@@ -51,11 +51,11 @@ func (n *Node) tuneOnTorch(ctx context.Context, env *nodes.Env, jobs []tuneJob, 
 	}
 	cfg := map[string]any{
 		"job": "probe", "store": n.features, "train_split": n.trainSplit, "test_split": n.testSplit, "classes": classes,
-		"precision": n.precision, "draws": draws, "runs": runs, "work": work,
+		"precision": n.rt.Precision, "draws": draws, "runs": runs, "work": work,
 		"tune": map[string]any{"lrs": tune.LRs, "wds": tune.WDs, "coarse": tune.Coarse, "epochs": tune.Epochs,
 			"final_epochs": tune.FinalEpochs, "batch": tune.Batch, "metric": n.metric},
 	}
-	if err := torchrt.Run(ctx, env, dir, torchrt.Job{Config: cfg}); err != nil {
+	if err := torchrt.Run(ctx, env, dir, n.rt.Job(cfg)); err != nil {
 		return err
 	}
 	data, err := os.ReadFile(filepath.Join(work, "probe.json"))

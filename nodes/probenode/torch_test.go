@@ -50,7 +50,6 @@ func featureStore(t *testing.T, n, d, classes int) string {
 // and scores (float64 on both: within 1e-9).
 func TestProbeOnTorchEqualsGo(t *testing.T) {
 	torchtest.Need(t, "torch")
-	t.Setenv(torchrt.PythonEnv, torchtest.Python())
 	store := featureStore(t, 90, 6, 3)
 	for _, metric := range probe.MetricNames() {
 		t.Run(metric, func(t *testing.T) {
@@ -59,7 +58,7 @@ func TestProbeOnTorchEqualsGo(t *testing.T) {
 				tune := probe.DefaultTune(m)
 				tune.LRs, tune.Epochs, tune.FinalEpochs, tune.Batch = probe.Logspace(-3, -1, 3), 3, 4, 8
 				n := &Node{features: store, model: "m", metric: metric, trainSplit: "train", testSplit: "test",
-					shots: []int{5, 0}, seeds: []int{0, 1}, tune: tune, runtime: runtime, precision: "fp64"}
+					shots: []int{5, 0}, seeds: []int{0, 1}, tune: tune, rt: torchrt.Options{Runtime: runtime, Precision: "fp64", Python: torchtest.Python()}}
 				env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2}}
 				if _, err := n.Run(context.Background(), env); err != nil {
 					t.Fatal(err)

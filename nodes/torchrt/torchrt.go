@@ -94,7 +94,7 @@ func Run(ctx context.Context, env *nodes.Env, dir string, job Job) error {
 		python = Python()
 	}
 	if _, err := exec.LookPath(python); err != nil {
-		return fmt.Errorf("runtime torch: no Python interpreter %q (%v): install Python with PyTorch, or set %s to one", python, unwrapExec(err), PythonEnv)
+		return fmt.Errorf("runtime torch: no Python interpreter %q (%v): install Python with PyTorch, or point python (the block's, the gatepipe block's) or %s at one", python, unwrapExec(err), PythonEnv)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -12,23 +12,9 @@ import (
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
-	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/train"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 )
-
-// readRuntime reads the block's runtime and precision.
-func readRuntime(v cty.Value, decl nodes.Decl) (runtime, precision string, diags hcl.Diagnostics) {
-	a := &featureset.Attrs{V: v, Decl: decl}
-	runtime = a.Str("runtime", torchrt.Go, torchrt.Runtimes...)
-	precision = a.Str("precision", "auto", torchrt.Precisions...)
-	if runtime != torchrt.Torch && !v.GetAttr("precision").IsNull() {
-		a.Diags = append(a.Diags, decl.Errorf("precision", "Unused precision", "precision applies to runtime = \"torch\"; this block runs on the %q runtime.", runtime))
-	}
-	return runtime, precision, a.Diags
-}
 
 // loadTargets reads the benchmark's splits' targets only (the torch
 // runtime reads the examples itself), with the shape the encoder sees.
@@ -100,9 +86,9 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 	cfg := map[string]any{
 		"job": "train", "task": string(n.task), "encoder": enc, "weights": weights, "store": n.dataset, "preprocess": n.preprocess,
 		"outputs": d.outputs, "qlen": tr.QLen, "vocab": tr.Vocab, "recipe": recipe, "checkpoint_every": n.checkpointEvery,
-		"draws": draws, "eval_shots": evalShots, "precision": n.precision, "work": work,
+		"draws": draws, "eval_shots": evalShots, "precision": n.rt.Precision, "work": work,
 	}
-	if err := torchrt.Run(ctx, env, env.OutDir, torchrt.Job{Config: cfg}); err != nil {
+	if err := torchrt.Run(ctx, env, env.OutDir, n.rt.Job(cfg)); err != nil {
 		return nil, err
 	}
 	for _, f := range []string{"experiment.json", torchrt.WorkerLog} {

@@ -22,6 +22,7 @@ import (
 	"github.com/gatepipe/gatepipe/internal/numfmt"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
+	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/sources"
@@ -44,17 +45,13 @@ func (Kind) Version() string { return "10" } // 10: CLEVR's per-question-type ac
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
 
-var spec = hcldec.ObjectSpec{
+var spec = torchrt.AddSpec(hcldec.ObjectSpec{
 	"encoder":   &hcldec.AttrSpec{Name: "encoder", Type: cty.DynamicPseudoType, Required: true},
 	"adapter":   &hcldec.AttrSpec{Name: "adapter", Type: cty.DynamicPseudoType, Required: true},
 	"recipe":    &hcldec.AttrSpec{Name: "recipe", Type: cty.DynamicPseudoType, Required: true},
 	"benchmark": &hcldec.AttrSpec{Name: "benchmark", Type: cty.DynamicPseudoType, Required: true},
 	"model":     &hcldec.AttrSpec{Name: "model", Type: cty.String},
-	// runtime "torch" trains on the torch runtime (nodes/torchrt) at the
-	// given precision.
-	"runtime":   &hcldec.AttrSpec{Name: "runtime", Type: cty.String},
-	"precision": &hcldec.AttrSpec{Name: "precision", Type: cty.String},
-}
+})
 
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
@@ -85,8 +82,8 @@ type Node struct {
 	// seeds are the recipe's seeds: one training each (none: the
 	// recipe's seed alone).
 	seeds []uint64
-	// runtime is "go" or "torch"; precision the torch runtime's.
-	runtime, precision string
+	// rt are the runtime attributes (nodes/torchrt).
+	rt torchrt.Options
 }
 
 // references lists, for each reference of a train block, an attribute
@@ -141,9 +138,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if m := v.GetAttr("model"); !m.IsNull() {
 		n.model = m.AsString()
 	}
-	var diags hcl.Diagnostics
-	n.runtime, n.precision, diags = readRuntime(v, decl)
-	return n, append(r.Diags, diags...)
+	a := &featureset.Attrs{V: v, Decl: decl}
+	n.rt = torchrt.ReadOptions(a, torchrt.Precisions...)
+	return n, append(r.Diags, a.Diags...)
 }
 
 // Downloads is the Hub model the encoder's weights name, if any.
@@ -153,6 +150,9 @@ func (n *Node) Downloads() []sources.Ref { return n.weights.Downloads() }
 // the configuration (the dataset path
 // names its content).
 func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
+	if err := n.rt.Fingerprint(w); err != nil {
+		return err
+	}
 	return n.weights.Fingerprint(ctx, w)
 }
 
@@ -203,7 +203,7 @@ func (n *Node) load() (*loaded, error) {
 			return nil, fmt.Errorf("benchmark dataset has no %s split (set val_fraction / test files on the dataset)", name)
 		}
 	}
-	if n.runtime == torchrt.Torch {
+	if n.rt.Torch() {
 		return n.loadTargets(meta)
 	}
 	d := &loaded{task: n.task} // a few-shot head reads a classification dataset's labels as they are
@@ -234,7 +234,7 @@ func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe t
 	}
 	started := time.Now()
 	var res *train.Result
-	if n.runtime == torchrt.Torch {
+	if n.rt.Torch() {
 		res, err = n.fitOnTorch(ctx, env, d, recipe, init)
 	} else {
 		res, err = n.fitInGo(ctx, env, d, recipe, init)
@@ -268,7 +268,10 @@ func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe t
 	}
 	seed := recipe.Seed
 	out.info = runmeta.Info{Seed: &seed, Started: started.UTC(), Seconds: time.Since(started).Seconds(),
-		Iterations: recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.InUse()}
+		Iterations: recipe.Iterations, ImagesPerSec: res.ImagesPerSec, EnergyJ: res.EnergyJ, BLAS: cblas.InUse(), Runtime: n.rt.Runtime}
+	if n.rt.Torch() {
+		out.info.BLAS = "" // torch's own
+	}
 	out.info.PeakRSSBytes = runmeta.PeakRSS()
 	if err := command.WriteRunInfo(env, out.info); err != nil {
 		return nil, err

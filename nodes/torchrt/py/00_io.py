@@ -37,7 +37,7 @@ try:
     from torch import nn
 except ImportError as e:
     raise SystemExit("%s cannot import torch (%s): install PyTorch for it (Debian: apt-get install python3-torch; "
-                     "else pip install torch), or set runtime_python / GATEPIPE_PYTHON to an interpreter that has it"
+                     "else pip install torch), or point python (the block's, the gatepipe block's) or GATEPIPE_PYTHON at an interpreter that has it"
                      % (sys.executable, e))
 
 DTYPES = {"F32": (torch.float32, np.float32), "F16": (torch.float16, np.float16), "F64": (torch.float64, np.float64),

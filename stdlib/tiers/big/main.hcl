@@ -47,7 +47,7 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" or \"torch\" (stdlib/trainers/torch; see stdlib/tiers/run)."
+  description = "\"builtin\" (the Go runtime, CPU) or \"torch\" (the torch runtime: the encoder in PyTorch, on GPUs with gpus = 1; see stdlib/tiers/run)."
   default     = "builtin"
   validation {
     condition     = contains(["builtin", "torch"], var.trainer)
@@ -56,18 +56,20 @@ variable "trainer" {
 }
 
 variable "torch_arch" {
-  description = "The torch trainer's model: a torchvision name, timm:NAME or convnet (default: the encoder's preset)."
+  description = "With trainer = \"torch\": a torchvision name, timm:NAME or convnet that stdlib/trainers/torch trains on the classification and segmentation benchmarks instead of the encoder (default: the encoder itself)."
   type        = string
   default     = null
 }
 
 variable "gpus" {
-  description = "GPUs per torch-trainer node."
+  description = "GPUs per torch node (0 or 1)."
   default     = 0
 }
 
 variable "python" {
-  default = "python3"
+  description = "The Python with PyTorch for trainer = \"torch\" (null: the pipeline's, else $GATEPIPE_PYTHON, else python3)."
+  type        = string
+  default     = null
 }
 
 variable "split_seed" {

@@ -63,7 +63,7 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" (gatepipe's trainer, CPU) or \"torch\" (stdlib/trainers/torch: PyTorch, one GPU per node with gpus = 1; classification and segmentation benchmarks; the few-shot, medical multi-label, retrieval and VQA ones stay on the built-in trainer)."
+  description = "\"builtin\" (gatepipe's Go runtime, CPU) or \"torch\" (every benchmark's train block on the torch runtime: the encoder itself in PyTorch, one GPU per node with gpus = 1; with torch_arch set, its classification and segmentation benchmarks train that model with stdlib/trainers/torch instead)."
   default     = "builtin"
   validation {
     condition     = contains(["builtin", "torch"], var.trainer)
@@ -72,18 +72,19 @@ variable "trainer" {
 }
 
 variable "torch_arch" {
-  description = "The torch trainer's model: a torchvision name, timm:NAME or convnet (default: the encoder's preset, else convnet)."
+  description = "With trainer = \"torch\": a torchvision name, timm:NAME or convnet that stdlib/trainers/torch trains on the classification and segmentation benchmarks instead of the encoder (default: null, the encoder on the torch runtime)."
   type        = string
   default     = null
 }
 
 variable "python" {
-  description = "The Python with PyTorch for the torch trainer."
-  default     = "python3"
+  description = "The Python with PyTorch for the torch runtime (null: the pipeline's, else $GATEPIPE_PYTHON, else python3)."
+  type        = string
+  default     = null
 }
 
 variable "gpus" {
-  description = "GPUs per torch-trainer node (0 or 1)."
+  description = "GPUs per torch node (0 or 1)."
   default     = 0
 }
 
@@ -179,8 +180,9 @@ locals {
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
 
-  # Which trainer runs each benchmark.
-  torch   = var.trainer == "torch" ? toset([for b in local.run : b if contains(["classification", "segmentation"], local.readable[b].adapter)]) : toset([])
+  # Which block trains each benchmark: the stdlib torch trainer (a
+  # torch_arch model) or a train block (on the runtime trainer names).
+  torch   = var.trainer == "torch" && var.torch_arch != null ? toset([for b in local.run : b if contains(["classification", "segmentation"], local.readable[b].adapter)]) : toset([])
   builtin = setsubtract(local.run, local.torch)
   # One torch node per benchmark and seed (keyed "cifar100/1" when seeds
   # are given); the results block averages a benchmark's seeds.
@@ -479,17 +481,24 @@ train "run" {
   recipe    = recipe.r[0]
   benchmark = benchmark.b[each.key]
   model     = var.model
+  runtime   = var.trainer == "torch" ? "torch" : "go"
+  python    = var.trainer == "torch" ? var.python : null
+  resources {
+    cpus = 1
+    gpus = var.trainer == "torch" ? var.gpus : 0
+  }
 }
 
-# The same experiments on PyTorch (trainer = "torch"), the encoder's
-# preset as the torchvision model and its weights as the initial state.
+# The classification and segmentation experiments of a torch_arch model
+# on stdlib/trainers/torch (trainer = "torch"), the encoder's weights as
+# its initial state.
 command "torch" {
   for_each = local.torch_runs
-  run      = [var.python, "-c", file("../../trainers/torch/trainer.py")]
+  run      = [coalesce(var.python, "python3"), "-c", file("../../trainers/torch/trainer.py")]
   inputs   = var.encoder.weights == "" ? [] : [var.encoder.weights]
   experiment = {
     model          = var.model
-    arch           = var.torch_arch != null ? var.torch_arch : (var.encoder.preset != "" ? var.encoder.preset : "convnet")
+    arch           = var.torch_arch
     benchmark      = each.value.bench
     category       = local.readable[each.value.bench].category
     dataset        = local.data[each.value.bench].path
