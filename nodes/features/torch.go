@@ -2,7 +2,9 @@ package features
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -54,6 +56,13 @@ func (n *Node) runTorch(ctx context.Context, env *nodes.Env, meta *examplestore.
 	}
 	if err := torchrt.Run(ctx, env, dir, n.rt.Job(cfg)); err != nil {
 		return nil, err
+	}
+	var stats struct {
+		Images  int     `json:"images"`
+		Seconds float64 `json:"seconds"`
+	}
+	if data, err := os.ReadFile(filepath.Join(work, "stats.json")); err == nil && json.Unmarshal(data, &stats) == nil && stats.Seconds > 0 {
+		env.Log.Info().Int("images", stats.Images).Float64("images_per_sec", math.Round(float64(stats.Images)/stats.Seconds)).Msg("torch runtime features")
 	}
 	out := map[string]torchFeatures{}
 	for _, name := range splits {

@@ -128,8 +128,11 @@ class BasicBlock(nn.Module):
         self.downsample = shortcut(cin, planes, stride)
 
     def forward(self, x):
-        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
-        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
+        # In-place ReLUs, as torchvision's: after a batch norm and after the
+        # sum they are safe for autograd and save an allocation each.
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)), inplace=True)))
+        out += self.downsample(x) if self.downsample is not None else x
+        return F.relu(out, inplace=True)
 
 
 class Bottleneck(nn.Module):
@@ -147,10 +150,11 @@ class Bottleneck(nn.Module):
         self.downsample = shortcut(cin, self.width, stride)
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = F.relu(self.bn2(self.conv2(out)))
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = F.relu(self.bn2(self.conv2(out)), inplace=True)
         out = self.bn3(self.conv3(out))
-        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
+        out += self.downsample(x) if self.downsample is not None else x
+        return F.relu(out, inplace=True)
 
 
 def shortcut(cin, cout, stride):
@@ -179,7 +183,7 @@ class ResNet(nn.Module):
         self.width = c
 
     def trunk(self, x):
-        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = self.pool(F.relu(self.bn1(self.conv1(x)), inplace=True))
         for i in range(self.depth):
             x = getattr(self, "layer%d" % (i + 1))(x)
         return x

@@ -1,0 +1,202 @@
+package torchrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/torchtest"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/rs/zerolog"
+)
+
+// The torch runtime against a bare PyTorch loop over the same store and
+// model (testdata/bare_loops.py), on the GPU when the interpreter
+// ($GATEPIPE_TEST_PYTHON) sees one, else on CPU torch with the peer in
+// its best CPU configuration. Sizes: GATEPIPE_BENCH_IMAGES (default 64;
+// 2048 on a GPU), GATEPIPE_BENCH_THREADS (default: every core).
+
+type peerResult struct {
+	Images       int     `json:"images"`
+	Seconds      float64 `json:"seconds"`
+	ImagesPerSec float64 `json:"images_per_sec"`
+	Device       string  `json:"device"`
+	Threads      int     `json:"threads"`
+}
+
+func benchSetup(b *testing.B) (cuda bool, threads, images int) {
+	torchtest.Need(b, "torch", "torchvision")
+	out, err := exec.Command(torchtest.Python(), "-c", "import torch; print(torch.cuda.is_available())").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cuda = strings.TrimSpace(string(out)) == "True"
+	threads, images = runtime.NumCPU(), 128
+	if cuda {
+		images = 2048
+	}
+	if v, err := strconv.Atoi(os.Getenv("GATEPIPE_BENCH_THREADS")); err == nil && v > 0 {
+		threads = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("GATEPIPE_BENCH_IMAGES")); err == nil && v > 0 {
+		images = v
+	}
+	return cuda, threads, images
+}
+
+// imageStore writes a classification store of random 3x224x224 uint8
+// images: n in train, 8 in val and test.
+func imageStore(b *testing.B, n, classes int) string {
+	dir := b.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	split := func(n int) *examplestore.Split {
+		x := make([]byte, n*3*224*224)
+		for i := range x {
+			x[i] = byte(rng.IntN(256))
+		}
+		ys, idx := make([]int64, n), make([]int64, n)
+		for i := range ys {
+			ys[i], idx[i] = int64(i%classes), int64(i)
+		}
+		return &examplestore.Split{X: safetensors.Tensor{DType: safetensors.U8, Shape: []int{n, 3, 224, 224}, Data: x},
+			Y: safetensors.I64Tensor("y", []int{n}, ys), Index: idx}
+	}
+	meta := &examplestore.Meta{Format: "bench", Task: "classification", NumClasses: classes, Shape: []int{3, 224, 224}, DType: "U8",
+		Normalize: examplestore.Normalization{Scale: 1.0 / 255, Mean: []float64{0.45, 0.45, 0.45}, Std: []float64{0.225, 0.225, 0.225}}}
+	if err := examplestore.Write(dir, meta, map[string]*examplestore.Split{"train": split(n), "val": split(8), "test": split(8)}); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// peerEnv is the peer's best CPU configuration (the same for the worker).
+func peerEnv(threads int) []string {
+	return []string{fmt.Sprintf("OMP_NUM_THREADS=%d", threads), "OPENBLAS_NUM_THREADS=1",
+		"MALLOC_MMAP_THRESHOLD_=1000000000", "MALLOC_TRIM_THRESHOLD_=1000000000"}
+}
+
+func runPeer(b *testing.B, threads int, args ...string) peerResult {
+	cmd := exec.Command(torchtest.Python(), append([]string{filepath.Join("testdata", "bare_loops.py")}, args...)...)
+	cmd.Env = append(os.Environ(), peerEnv(threads)...)
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("bare loop: %v", err)
+	}
+	var r peerResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("bare loop output %q: %v", out, err)
+	}
+	return r
+}
+
+func benchEnv(b *testing.B, cuda bool, threads int) *nodes.Env {
+	for _, kv := range peerEnv(threads) {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	env := &nodes.Env{OutDir: b.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: threads}}
+	if cuda {
+		env.Devices.GPUs = []string{"0"}
+	}
+	return env
+}
+
+func report(b *testing.B, what string, ours, peer float64, p peerResult, threads int) {
+	b.ReportMetric(ours, "img/s")
+	b.ReportMetric(peer, "peer-img/s")
+	b.ReportMetric(ours/peer, "ratio")
+	fmt.Printf("%s: torch runtime %.1f img/s, bare PyTorch loop %.1f img/s (%s, %d threads; peer env %s): %.2fx\n",
+		what, ours, peer, p.Device, p.Threads, strings.Join(peerEnv(threads), " "), ours/peer)
+}
+
+// BenchmarkTorchRuntimeFeaturesResNet50: frozen ResNet-50 features at
+// 224 px through the features job against a bare inference_mode loop.
+func BenchmarkTorchRuntimeFeaturesResNet50(b *testing.B) {
+	cuda, threads, images := benchSetup(b)
+	store := imageStore(b, images, 10)
+	enc, err := train.Preset("resnet50")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		env := benchEnv(b, cuda, threads)
+		dir := filepath.Join(env.OutDir, "w")
+		os.MkdirAll(dir, 0o755)
+		weights := filepath.Join(dir, "weights.safetensors")
+		if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 1, nil, 0); err != nil {
+			b.Fatal(err)
+		}
+		work := filepath.Join(dir, "out")
+		cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
+			"classes": 0, "precision": "auto", "batch_size": 64, "work": work}
+		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+			b.Fatal(err)
+		}
+		var st struct{ Images, Seconds float64 }
+		data, err := os.ReadFile(filepath.Join(work, "stats.json"))
+		if err != nil || json.Unmarshal(data, &st) != nil {
+			b.Fatalf("stats: %v", err)
+		}
+		peer := runPeer(b, threads, "features", store, "resnet50", "64")
+		report(b, "features ResNet-50 224px", st.Images/st.Seconds, peer.ImagesPerSec, peer, threads)
+	}
+}
+
+// BenchmarkTorchRuntimeTrainResNet18: fine-tuning steps of ResNet-18 at
+// 224 px (batch 32) through the train job against a bare AdamW loop.
+func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
+	cuda, threads, images := benchSetup(b)
+	iters := max(images/32, 8) // with replacement: any number of steps
+	store := imageStore(b, images, 10)
+	enc, err := train.Preset("resnet18")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		env := benchEnv(b, cuda, threads)
+		dir := filepath.Join(env.OutDir, "w")
+		work := filepath.Join(dir, "out")
+		os.MkdirAll(work, 0o755)
+		weights := filepath.Join(dir, "init.safetensors")
+		if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 10, nil, 0); err != nil {
+			b.Fatal(err)
+		}
+		batches := train.DrawBatches(images, 32, iters, 0)
+		raw := make([]byte, 4*len(batches))
+		for i, v := range batches {
+			raw[4*i], raw[4*i+1], raw[4*i+2], raw[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		}
+		draws := filepath.Join(dir, "draws.safetensors")
+		if err := safetensors.WriteFile(draws, []safetensors.Tensor{{Name: "batches", DType: safetensors.I32, Shape: []int{iters, 32}, Data: raw}}, nil); err != nil {
+			b.Fatal(err)
+		}
+		recipe := train.Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 32, Iterations: iters, ValidateEvery: iters, TopK: 1,
+			PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
+		cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
+			"outputs": 10, "recipe": recipe, "draws": draws, "precision": "auto", "work": work}
+		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+			b.Fatal(err)
+		}
+		var res struct {
+			ImagesPerSec float64 `json:"images_per_sec"`
+		}
+		data, err := os.ReadFile(filepath.Join(work, "result.json"))
+		if err != nil || json.Unmarshal(data, &res) != nil {
+			b.Fatalf("result: %v", err)
+		}
+		peer := runPeer(b, threads, "train", store, "resnet18", "32", strconv.Itoa(iters-1), "10")
+		report(b, "train ResNet-18 224px batch 32", res.ImagesPerSec, peer.ImagesPerSec, peer, threads)
+	}
+}

@@ -1,0 +1,105 @@
+"""Bare PyTorch loops, the peers of the torch runtime's benchmarks: what a
+PyTorch user writes for the same work on the same store.
+
+  bare_loops.py features STORE ARCH BATCH   frozen pooled features, inference_mode
+  bare_loops.py train STORE ARCH BATCH ITERS CLASSES  AdamW fine-tuning steps
+
+ARCH is a torchvision model (resnet50, resnet18, vit_b_16). The store's
+split "train" (uint8 images) is read with numpy from its safetensors file.
+Prints one JSON line: images, seconds, images_per_sec, device, threads.
+"""
+import json
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+cuda = torch.cuda.is_available()
+dev = torch.device("cuda" if cuda else "cpu")
+
+
+def store_x(path):
+    with open(path + "/train.safetensors", "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        h = json.loads(f.read(n))
+    b, e = h["x"]["data_offsets"]
+    x = np.memmap(path + "/train.safetensors", dtype=np.uint8, mode="r", offset=8 + n + b, shape=tuple(h["x"]["shape"]))
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+def model(arch, classes):
+    m = getattr(torchvision.models, arch)(num_classes=classes)
+    m = m.to(dev)
+    if cuda and not arch.startswith("vit"):
+        m = m.to(memory_format=torch.channels_last)
+    return m
+
+
+def prep(xb):
+    x = xb.to(dev, non_blocking=True).float().div_(255)
+    x = (x - 0.45) / 0.225
+    if cuda:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def autocast():
+    return torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+
+
+def features(store, arch, batch):
+    x = store_x(store)
+    m = model(arch, 1000)
+    if hasattr(m, "fc"):
+        m.fc = torch.nn.Identity()
+    else:
+        m.heads = torch.nn.Identity()
+    m.eval()
+    t = None
+    with torch.inference_mode():
+        for i in range(0, len(x), batch):
+            if i == batch:  # the first batch is warm-up, as the runtime counts it
+                if cuda:
+                    torch.cuda.synchronize()
+                t = time.time()
+            with autocast():
+                m(prep(x[i:i + batch])).float().cpu()
+        if cuda:
+            torch.cuda.synchronize()
+    return len(x) - batch, time.time() - t
+
+
+def train(store, arch, batch, iters, classes):
+    x = store_x(store)
+    m = model(arch, classes)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
+    g = torch.Generator().manual_seed(0)
+    idx = torch.randint(0, len(x), (iters + 1, batch), generator=g)
+    y = torch.randint(0, classes, (iters + 1, batch), generator=g)
+    m.train()
+    t = None
+    for it in range(iters + 1):
+        if it == 1:  # the first step is warm-up
+            if cuda:
+                torch.cuda.synchronize()
+            t = time.time()
+        with autocast():
+            loss = torch.nn.functional.cross_entropy(m(prep(x[idx[it]])).float(), y[it].to(dev))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    if cuda:
+        torch.cuda.synchronize()
+    return iters * batch, time.time() - t
+
+
+if __name__ == "__main__":
+    job = sys.argv[1]
+    if job == "features":
+        n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+    print(json.dumps({"images": n, "seconds": s, "images_per_sec": n / s, "device": str(dev), "threads": torch.get_num_threads()}))
