@@ -7,14 +7,17 @@ package episodesnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/probe"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -30,7 +33,7 @@ func (Kind) Name() string { return "episodes" }
 // Version is bumped when outputs for an unchanged config would change.
 func (Kind) Version() string { return "1" }
 
-var spec = hcldec.ObjectSpec{
+var spec = torchrt.AddSpec(hcldec.ObjectSpec{
 	"features":    &hcldec.AttrSpec{Name: "features", Type: cty.DynamicPseudoType, Required: true},
 	"model":       &hcldec.AttrSpec{Name: "model", Type: cty.String},
 	"source":      &hcldec.AttrSpec{Name: "source", Type: cty.String},
@@ -46,7 +49,7 @@ var spec = hcldec.ObjectSpec{
 	"max_ways":    &hcldec.AttrSpec{Name: "max_ways", Type: cty.Number},
 	"max_query":   &hcldec.AttrSpec{Name: "max_query", Type: cty.Number},
 	"max_support": &hcldec.AttrSpec{Name: "max_support", Type: cty.Number},
-}
+})
 
 // Spec returns the block schema.
 func (Kind) Spec() hcldec.Spec { return spec }
@@ -66,6 +69,9 @@ type Node struct {
 	seed                                  uint64
 	adapters                              []string
 	cfg                                   probe.EpisodeConfig
+	// rt are the runtime attributes (nodes/torchrt); the torch runtime's
+	// precision is "fp64" (default) or "fp32".
+	rt torchrt.Options
 }
 
 // CheckPartial checks the features reference before it has a value.
@@ -107,6 +113,7 @@ func (n *Node) readAttrs(a *featureset.Attrs) {
 	if n.cfg.MaxWaysUpperBound < n.cfg.MinWays {
 		a.Diags = append(a.Diags, decl.Errorf("max_ways", "Invalid max_ways", "max_ways (%d) is below min_ways (%d).", n.cfg.MaxWaysUpperBound, n.cfg.MinWays))
 	}
+	n.rt = torchrt.ReadOptions(a, "fp64", "fp32")
 	if len(n.adapters) == 0 {
 		a.Diags = append(a.Diags, decl.Errorf("adapters", "No adapters", "List at least one of %q.", probe.AdapterNames()))
 	}
@@ -120,7 +127,7 @@ func btoi(b bool) int {
 }
 
 // Fingerprint: the features path names its content.
-func (n *Node) Fingerprint(context.Context, io.Writer) error { return nil }
+func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.rt.Fingerprint(w) }
 
 // DefaultResources: episodes run on two cores.
 func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 2} }
@@ -158,6 +165,38 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episode_indices.json"), eps); err != nil {
 		return cty.NilVal, err
 	}
+	var acc [][]float64
+	if n.rt.Torch() {
+		acc, err = n.adaptOnTorch(ctx, env, filepath.Join(env.OutDir, "episode_indices.json"))
+	} else {
+		acc, err = n.adaptInGo(ctx, env, set, eps)
+	}
+	if err != nil {
+		return cty.NilVal, err
+	}
+	sampler := "Meta-Dataset variable-way variable-shot"
+	if n.cfg.Fixed() {
+		sampler = fmt.Sprintf("%d-way %d-shot, %d queries per class", n.cfg.Ways, n.cfg.Shots, n.cfg.Queries)
+	}
+	res := Result{Model: n.model, Source: n.source, Group: n.group, Sampler: sampler, Episodes: n.count, MeanWays: ways, MeanShot: shots}
+	means, cis := map[string]cty.Value{}, map[string]cty.Value{}
+	for k, name := range n.adapters {
+		m, ci := probe.MeanCI(acc[k])
+		res.Results = append(res.Results, probe.EpisodeResult{Adapter: name, Mean: m, CI95: ci, Episodes: n.count, Accuracy: acc[k]})
+		means[name], cis[name] = cty.NumberFloatVal(m), cty.NumberFloatVal(ci)
+		env.Log.Info().Str("adapter", name).Float64("accuracy", m).Float64("ci95", ci).Msg("episodes")
+	}
+	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episodes.json"), res); err != nil {
+		return cty.NilVal, err
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"path": cty.StringVal(env.OutDir), "model": cty.StringVal(n.model), "source": cty.StringVal(n.source),
+		"group": cty.StringVal(n.group), "accuracy": cty.MapVal(means), "ci95": cty.MapVal(cis),
+	}), nil
+}
+
+// adaptInGo runs every adapter on every episode, on the node's CPUs.
+func (n *Node) adaptInGo(ctx context.Context, env *nodes.Env, set *featureset.Split, eps []probe.Episode) ([][]float64, error) {
 	acc := make([][]float64, len(n.adapters))
 	for k := range acc {
 		acc[k] = make([]float64, n.count)
@@ -189,26 +228,36 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	close(work)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return cty.NilVal, err
+	return acc, ctx.Err()
+}
+
+// adaptOnTorch runs every adapter on the episodes of indices (written by
+// Run) in the torch runtime's worker (job episodes).
+func (n *Node) adaptOnTorch(ctx context.Context, env *nodes.Env, indices string) ([][]float64, error) {
+	dir := filepath.Join(env.OutDir, ".torch")
+	defer os.RemoveAll(dir)
+	work := filepath.Join(dir, "out")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
 	}
-	sampler := "Meta-Dataset variable-way variable-shot"
-	if n.cfg.Fixed() {
-		sampler = fmt.Sprintf("%d-way %d-shot, %d queries per class", n.cfg.Ways, n.cfg.Shots, n.cfg.Queries)
+	cfg := map[string]any{"job": "episodes", "store": n.features, "split": n.split, "episodes": indices,
+		"adapters": n.adapters, "precision": n.rt.Precision, "work": work}
+	if err := torchrt.Run(ctx, env, dir, n.rt.Job(cfg)); err != nil {
+		return nil, err
 	}
-	res := Result{Model: n.model, Source: n.source, Group: n.group, Sampler: sampler, Episodes: n.count, MeanWays: ways, MeanShot: shots}
-	means, cis := map[string]cty.Value{}, map[string]cty.Value{}
+	var byName map[string][]float64
+	data, err := os.ReadFile(filepath.Join(work, "accuracy.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &byName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("torch runtime output: %w", err)
+	}
+	acc := make([][]float64, len(n.adapters))
 	for k, name := range n.adapters {
-		m, ci := probe.MeanCI(acc[k])
-		res.Results = append(res.Results, probe.EpisodeResult{Adapter: name, Mean: m, CI95: ci, Episodes: n.count, Accuracy: acc[k]})
-		means[name], cis[name] = cty.NumberFloatVal(m), cty.NumberFloatVal(ci)
-		env.Log.Info().Str("adapter", name).Float64("accuracy", m).Float64("ci95", ci).Msg("episodes")
+		if acc[k] = byName[name]; len(acc[k]) != n.count {
+			return nil, fmt.Errorf("torch runtime output: %d accuracies of %s for %d episodes", len(acc[k]), name, n.count)
+		}
 	}
-	if err := featureset.WriteJSON(filepath.Join(env.OutDir, "episodes.json"), res); err != nil {
-		return cty.NilVal, err
-	}
-	return cty.ObjectVal(map[string]cty.Value{
-		"path": cty.StringVal(env.OutDir), "model": cty.StringVal(n.model), "source": cty.StringVal(n.source),
-		"group": cty.StringVal(n.group), "accuracy": cty.MapVal(means), "ci95": cty.MapVal(cis),
-	}), nil
+	return acc, nil
 }
