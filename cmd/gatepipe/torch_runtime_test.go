@@ -13,8 +13,10 @@ import (
 	commandnode "github.com/gatepipe/gatepipe/nodes/command"
 )
 
-// familiesOnBothRuntimes trains every task family on generated data twice,
-// once per runtime, from the same draws (model "go" and model "torch").
+// familiesOnBothRuntimes trains every task family on generated data with
+// every encoder kind of @KINDS@ twice, once per runtime, from the same
+// draws (models "go/KIND" and "torch/KIND"); an mlp has no feature map for
+// segmentation.
 const familiesOnBothRuntimes = `
 locals {
   tasks = {
@@ -27,7 +29,15 @@ locals {
     captions   = "retrieval"
     fewshot    = "fewshot"
   }
-  runs = { for pair in setproduct(keys(local.tasks), ["go", "torch"]) : "${pair[0]}/${pair[1]}" => { task = pair[0], runtime = pair[1] } }
+  kinds = @KINDS@
+  runs = { for p in setproduct(keys(local.tasks), local.kinds, ["go", "torch"]) : "${p[0]}/${p[1]}/${p[2]}" => { task = p[0], kind = p[1], runtime = p[2] } if !(p[1] == "mlp" && p[0] == "segment") }
+  encoders = {
+    convnet  = encoder.cnn
+    resnet   = encoder.res
+    convnext = encoder.cnx
+    vit      = encoder.vit
+    mlp      = encoder.mlp
+  }
 }
 dataset "gen" {
   for_each = local.tasks
@@ -45,6 +55,27 @@ encoder "cnn" {
   arch     = "convnet"
   channels = [4]
   hidden   = [8]
+}
+encoder "res" {
+  arch     = "resnet"
+  channels = [4, 8]
+  blocks   = [1, 1]
+}
+encoder "cnx" {
+  arch     = "convnext"
+  channels = [8, 16]
+  blocks   = [1, 1]
+}
+encoder "vit" {
+  arch  = "vit"
+  patch = 4
+  dim   = 16
+  depth = 1
+  heads = 2
+}
+encoder "mlp" {
+  arch   = "mlp"
+  hidden = [8]
 }
 adapter "head" {
   for_each = local.tasks
@@ -70,11 +101,11 @@ benchmark "gen" {
 }
 train "gen" {
   for_each  = local.runs
-  encoder   = encoder.cnn
+  encoder   = local.encoders[each.value.kind]
   adapter   = adapter.head[each.value.task]
   recipe    = recipe.quick
   benchmark = benchmark.gen[each.value.task]
-  model     = each.value.runtime
+  model     = "${each.value.runtime}/${each.value.kind}"
   runtime   = each.value.runtime
 }
 `
@@ -102,32 +133,42 @@ func readRuns(t *testing.T, dir string) map[string]map[string]string {
 }
 
 // TestEveryFamilyTrainsOnTorchAsInGo trains the eight task families on
-// both runtimes from the same draws, fine-tuned and as linear probes, and
-// requires the torch runtime to write the Go runtime's metric names with
-// values within float32 tolerance of them, the same kept iterations, and
-// checkpoints holding every encoder tensor, changed by fine-tuning and
-// unchanged by a probe.
+// both runtimes from the same draws, fine-tuned with every encoder kind
+// and as linear probes with a convnet, and requires the torch runtime to
+// write the Go runtime's metric names with values within float32
+// tolerance of them, the same kept iterations, and checkpoints holding
+// every tensor the Go runtime's hold, the encoder's changed by fine-tuning
+// and unchanged by a probe.
 func TestEveryFamilyTrainsOnTorchAsInGo(t *testing.T) {
 	needTorch(t)
 	for _, mode := range []string{"finetune", "linear_probe"} {
 		t.Run(mode, func(t *testing.T) {
 			cache, dir := t.TempDir(), t.TempDir()
+			kinds := []string{"convnet", "resnet", "convnext", "vit", "mlp"}
 			conf, families := strings.ReplaceAll(familiesOnBothRuntimes, "@MODE@", mode), 8
 			if mode == "linear_probe" {
 				// Prototypes have no parameters: a frozen encoder leaves nothing to train.
-				conf, families = strings.Replace(conf, `    fewshot    = "fewshot"`+"\n", "", 1), 7
+				conf, families, kinds = strings.Replace(conf, `    fewshot    = "fewshot"`+"\n", "", 1), 7, []string{"convnet"}
 			}
+			conf = strings.ReplaceAll(conf, "@KINDS@", `["`+strings.Join(kinds, `", "`)+`"]`)
 			writeFile(t, filepath.Join(dir, "main.hcl"), conf)
 			r := gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython()), "apply", dir)
 			if r.code != 0 {
 				t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			runs := readRuns(t, cache)
-			if len(runs["go"]) != families || len(runs["torch"]) != families {
-				t.Fatalf("runs: go %d, torch %d", len(runs["go"]), len(runs["torch"]))
-			}
-			for bench, goDir := range runs["go"] {
-				compareRuns(t, bench, goDir, runs["torch"][bench], mode == "linear_probe")
+			for _, kind := range kinds {
+				want := families
+				if kind == "mlp" {
+					want--
+				}
+				g, tr := runs["go/"+kind], runs["torch/"+kind]
+				if len(g) != want || len(tr) != want {
+					t.Fatalf("%s: runs go %d, torch %d, want %d", kind, len(g), len(tr), want)
+				}
+				for bench, goDir := range g {
+					compareRuns(t, kind+" "+bench, goDir, tr[bench], mode == "linear_probe")
+				}
 			}
 		})
 	}
@@ -158,9 +199,10 @@ func compareRuns(t *testing.T, bench, goDir, torchDir string, probe bool) {
 	}
 	// The kept checkpoints: the same iterations, every tensor, the encoder
 	// fine-tuned (or frozen for a probe) alike. AdamW turns noise-level
-	// gradients (the attention's key bias has none in exact arithmetic)
-	// into steps of the learning rate's size, so single parameters may
-	// differ by a few steps of 1e-3 where the functions agree.
+	// gradients into steps of the learning rate's size: a parameter whose
+	// exact gradient is zero (the attention's key bias; a bias before
+	// prototype distances, which a shift leaves alike) may differ by up to
+	// one step of 1e-3 per iteration where the functions agree.
 	var files [2]*safetensors.File
 	for i := 0; i < 2; i++ {
 		name := "checkpoint_" + string(rune('0'+i)) + ".safetensors"
@@ -190,7 +232,7 @@ func compareRuns(t *testing.T, bench, goDir, torchDir string, probe bool) {
 			for j := range gv {
 				worst = max(worst, math.Abs(float64(gv[j]-tv[j])))
 			}
-			if worst > 6e-3 {
+			if worst > 1e-2 {
 				t.Errorf("%s %s %s: differs by %.3g", bench, name, tn, worst)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
@@ -113,12 +114,45 @@ func benchEnv(b *testing.B, cuda bool, threads int) *nodes.Env {
 	return env
 }
 
-func report(b *testing.B, what string, ours, peer float64, p peerResult, threads int) {
+func report(b *testing.B, what string, ours, peer float64, p peerResult, threads int, busy string) {
 	b.ReportMetric(ours, "img/s")
 	b.ReportMetric(peer, "peer-img/s")
 	b.ReportMetric(ours/peer, "ratio")
-	fmt.Printf("%s: torch runtime %.1f img/s, bare PyTorch loop %.1f img/s (%s, %d threads; peer env %s): %.2fx\n",
-		what, ours, peer, p.Device, p.Threads, strings.Join(peerEnv(threads), " "), ours/peer)
+	fmt.Printf("%s: torch runtime %.1f img/s%s, bare PyTorch loop %.1f img/s (%s, %d threads; peer env %s): %.2fx\n",
+		what, ours, busy, peer, p.Device, p.Threads, strings.Join(peerEnv(threads), " "), ours/peer)
+}
+
+// utilisation samples GPU 0's utilisation (nvidia-smi) every 200 ms
+// until stop is called, which returns ", GPU busy N% (mean of K samples)"
+// (empty without a GPU or nvidia-smi).
+func utilisation(cuda bool) (stop func() string) {
+	if _, err := exec.LookPath("nvidia-smi"); !cuda || err != nil {
+		return func() string { return "" }
+	}
+	done := make(chan struct{})
+	res := make(chan string)
+	go func() {
+		var sum, n float64
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				if n == 0 {
+					res <- ""
+				} else {
+					res <- fmt.Sprintf(", GPU busy %.0f%% (mean of %.0f samples)", sum/n, n)
+				}
+				return
+			case <-tick.C:
+				out, err := exec.Command("nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-i", "0").Output()
+				if v, perr := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && perr == nil {
+					sum, n = sum+v, n+1
+				}
+			}
+		}
+	}()
+	return func() string { close(done); return <-res }
 }
 
 // BenchmarkTorchRuntimeFeaturesResNet50: frozen ResNet-50 features at
@@ -141,16 +175,18 @@ func BenchmarkTorchRuntimeFeaturesResNet50(b *testing.B) {
 		work := filepath.Join(dir, "out")
 		cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
 			"classes": 0, "precision": "auto", "batch_size": 64, "work": work}
+		busy := utilisation(cuda)
 		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
 			b.Fatal(err)
 		}
+		gpu := busy()
 		var st struct{ Images, Seconds float64 }
 		data, err := os.ReadFile(filepath.Join(work, "stats.json"))
 		if err != nil || json.Unmarshal(data, &st) != nil {
 			b.Fatalf("stats: %v", err)
 		}
 		peer := runPeer(b, threads, "features", store, "resnet50", "64")
-		report(b, "features ResNet-50 224px", st.Images/st.Seconds, peer.ImagesPerSec, peer, threads)
+		report(b, "features ResNet-50 224px", st.Images/st.Seconds, peer.ImagesPerSec, peer, threads, gpu)
 	}
 }
 
@@ -186,9 +222,11 @@ func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
 			PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
 		cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
 			"outputs": 10, "recipe": recipe, "draws": draws, "precision": "auto", "work": work}
+		busy := utilisation(cuda)
 		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
 			b.Fatal(err)
 		}
+		gpu := busy()
 		var res struct {
 			ImagesPerSec float64 `json:"images_per_sec"`
 		}
@@ -197,6 +235,6 @@ func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
 			b.Fatalf("result: %v", err)
 		}
 		peer := runPeer(b, threads, "train", store, "resnet18", "32", strconv.Itoa(iters-1), "10")
-		report(b, "train ResNet-18 224px batch 32", res.ImagesPerSec, peer.ImagesPerSec, peer, threads)
+		report(b, "train ResNet-18 224px batch 32", res.ImagesPerSec, peer.ImagesPerSec, peer, threads, gpu)
 	}
 }

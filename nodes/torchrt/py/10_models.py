@@ -314,6 +314,11 @@ class Encoder(nn.Module):
                              "use runtime = \"go\" for this block" % (spec["input_shape"], list(shape)))
         self.spec = spec
         self.body = arch(spec, shape)
+        if dense:  # the pooled features' norms are not part of a dense head's trunk
+            if isinstance(self.body, ConvNeXt):
+                del self.body.head
+            if isinstance(self.body, ViT) and self.body.avg:
+                del self.body.fc_norm
         widths, f = [], self.body.width
         for out in ([] if dense else spec.get("hidden") or []):
             widths.append(nn.Linear(f, out))
