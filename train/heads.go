@@ -23,7 +23,15 @@ const (
 )
 
 // Tasks lists the tasks Train handles.
-var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation, Video, Relational, Retrieval, FewShot}
+var Tasks = []Task{Classification, MultiLabel, Regression, Segmentation, Video, VideoRegression, Relational, Retrieval, FewShot}
+
+// regresses reports whether a task predicts values (standardised
+// targets, mean squared error, MAE and MSE).
+func (t Task) regresses() bool { return t == Regression || t == VideoRegression }
+
+// clips reports whether a task's examples are clips [T, C, H, W] through
+// the video head.
+func (t Task) clips() bool { return t == Video || t == VideoRegression }
 
 // HeadSpec sizes the transformer of the video and relational heads.
 type HeadSpec struct {
@@ -68,7 +76,7 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 		return b.must(G.Sigmoid(z)), loss
 	case Segmentation, Video, Relational, FewShot:
 		return crossEntropyOn(b, z, y, z.Shape()[0])
-	case Regression:
+	case Regression, VideoRegression:
 		d := b.must(G.Sub(z, y))
 		loss = b.must(G.HadamardProd(b.must(G.Sum(b.must(G.Square(d)))), b.scalar(float32(1)/float32(batch*z.Shape()[1]))))
 		return z, loss

@@ -20,7 +20,7 @@ func metrics(task Task, d *Data, pred [][]float32, outputs int) map[string]float
 		return retrievalMetrics(d, pred)
 	case MultiLabel:
 		return multiLabelMetrics(d, pred)
-	case Regression:
+	case Regression, VideoRegression:
 		return regressionMetrics(d, pred)
 	default:
 		return classificationMetrics(d, pred)
@@ -182,7 +182,7 @@ func selectionScore(task Task, m map[string]float64) float64 {
 	switch task {
 	case MultiLabel:
 		return m["aps"]
-	case Regression:
+	case Regression, VideoRegression:
 		return -m["mae"]
 	case Segmentation:
 		return m["miou"]
@@ -223,7 +223,7 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 			add(fmt.Sprintf("%d AUC", j), fmt.Sprintf("auc/%d", j), true)
 			add(fmt.Sprintf("%d BS", j), fmt.Sprintf("bs/%d", j), false)
 		}
-	case Regression:
+	case Regression, VideoRegression:
 		add("MAE Score", "mae", false)
 		add("MSE Loss", "mse", false)
 	case Segmentation:

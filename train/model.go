@@ -33,7 +33,7 @@ type model struct {
 // classification head, initialised as PyTorch does, from seed.
 func newParams(enc EncoderSpec, task Task, shape []int, classes int, seed uint64) ([]*param, error) {
 	frameShape := shape
-	if task == Video {
+	if task.clips() {
 		if len(shape) != 4 {
 			return nil, fmt.Errorf("video needs clips [T, C, H, W], not %v", shape)
 		}
@@ -73,7 +73,7 @@ func (b *builder) forward(enc EncoderSpec, task Task, shape []int, classes, batc
 	switch task {
 	case Segmentation:
 		logits = b.segmentationHead(enc, x, shape, classes)
-	case Video:
+	case Video, VideoRegression:
 		logits = b.videoHead(enc, x, shape, classes)
 	case Relational:
 		h := enc.Head

@@ -15,6 +15,11 @@ import (
 // pooling over time and a linear classifier; Data.Y holds a class per clip.
 const Video Task = "video"
 
+// VideoRegression: the video head predicting values (a count per clip,
+// iWildCam's animals per camera-trap sequence), trained as Regression
+// (mean squared error on standardised targets); Data.T holds the targets.
+const VideoRegression Task = "video_regression"
+
 // videoHead returns clip logits [B, K] for x [B, T, C, H, W]: frame
 // features [B*T, F] projected to D ("head.proj"), a learned time embedding
 // ("head.pos_embed" [1, T, D]), pre-norm transformer blocks

@@ -176,7 +176,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		}
 	}
 	var std *standardizer
-	if task == Regression {
+	if task.regresses() {
 		std = newStandardizer(trainD, classes)
 	}
 	// A linear probe freezes the encoder: batch norms keep their running

@@ -25,6 +25,7 @@ locals {
     colours    = "multilabel"
     segment    = "segmentation"
     video      = "video"
+    video_count = "video_regression"
     relational = "relational"
     captions   = "retrieval"
     fewshot    = "fewshot"
@@ -132,7 +133,7 @@ func readRuns(t *testing.T, dir string) map[string]map[string]string {
 	return out
 }
 
-// TestEveryFamilyTrainsOnTorchAsInGo trains the eight task families on
+// TestEveryFamilyTrainsOnTorchAsInGo trains the nine task families on
 // both runtimes from the same draws, fine-tuned with every encoder kind
 // and as linear probes with a convnet, and requires the torch runtime to
 // write the Go runtime's metric names with values within float32
@@ -145,10 +146,10 @@ func TestEveryFamilyTrainsOnTorchAsInGo(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cache, dir := t.TempDir(), t.TempDir()
 			kinds := []string{"convnet", "resnet", "convnext", "vit", "mlp"}
-			conf, families := strings.ReplaceAll(familiesOnBothRuntimes, "@MODE@", mode), 8
+			conf, families := strings.ReplaceAll(familiesOnBothRuntimes, "@MODE@", mode), 9
 			if mode == "linear_probe" {
 				// Prototypes have no parameters: a frozen encoder leaves nothing to train.
-				conf, families, kinds = strings.Replace(conf, `    fewshot    = "fewshot"`+"\n", "", 1), 7, []string{"convnet"}
+				conf, families, kinds = strings.Replace(conf, `    fewshot    = "fewshot"`+"\n", "", 1), 8, []string{"convnet"}
 			}
 			conf = strings.ReplaceAll(conf, "@KINDS@", `["`+strings.Join(kinds, `", "`)+`"]`)
 			writeFile(t, filepath.Join(dir, "main.hcl"), conf)

@@ -24,7 +24,7 @@ var (
 )
 
 // Tasks lists the generators.
-var Tasks = []string{"shape", "count", "colours", "segment", "video", "relational", "captions", "fewshot", "sketch"}
+var Tasks = []string{"shape", "count", "colours", "segment", "video", "video_count", "relational", "captions", "fewshot", "sketch"}
 
 // Sizes split the few-shot task's classes further.
 var Sizes = []string{"small", "large"}
@@ -160,6 +160,9 @@ func Generate(c Config) (*Set, error) {
 	case "video":
 		s.Task, s.Classes = "video", append([]string(nil), Directions...)
 		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
+	case "video_count":
+		s.Task, s.Width = "video_regression", 1
+		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
 	}
 	size := 3 * c.Size * c.Size
 	s.Pixels = make([]byte, 0, c.N*size)
@@ -217,6 +220,15 @@ func Generate(c Config) (*Set, error) {
 			o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
 			s.Labels = append(s.Labels, int64(sz*len(Shapes)+o.shape))
 			s.Pixels = append(s.Pixels, sketch(rng, o, c.Size)...)
+			continue
+		case "video_count":
+			// A camera-trap sequence: the same animals in every frame,
+			// the target their number.
+			objs = place(rng, 1+rng.IntN(c.MaxObjects), c.Size)
+			s.Targets = append(s.Targets, float32(len(objs)))
+			for range c.Frames {
+				s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
+			}
 			continue
 		case "video":
 			dir := rng.IntN(len(Directions))

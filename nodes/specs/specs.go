@@ -188,7 +188,7 @@ func Adapter() nodes.Kind {
 		"shots":   {ty: cty.Number, def: num(5)},
 		"queries": {ty: cty.Number, def: num(5)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
-		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "relational", "retrieval", "fewshot")
+		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "video_regression", "relational", "retrieval", "fewshot")
 		diags = append(diags, positive(decl, v, "layers", "dim", "heads", "ways", "shots", "queries")...)
 		d, _ := v["dim"].AsBigFloat().Int64()
 		h, _ := v["heads"].AsBigFloat().Int64()

@@ -442,13 +442,14 @@ class TaskModel(nn.Module):
         super().__init__()
         self.task, self.sizes = task, head_sizes(spec)
         h = self.sizes
-        frame = shape[1:] if task == "video" else shape
+        clips = task in ("video", "video_regression")
+        frame = shape[1:] if clips else shape
         # A dense head takes the trunk's map: no dense layers after it.
         self.encoder = Encoder(spec, frame, dense=task == "segmentation")
         f = self.encoder.width
         if task == "segmentation":
             self.head = nn.Conv2d(self.encoder.spatial_width(), outputs, 1)
-        elif task == "video":
+        elif clips:
             self.head = SequenceHead("video", f, shape[0], outputs, h)
         elif task == "relational":
             self.head = SequenceHead("relational", f, qlen + 1, outputs, h, vocab)
@@ -464,7 +465,7 @@ class TaskModel(nn.Module):
         if t == "segmentation":
             z = self.head(self.encoder.spatial(x))
             return F.interpolate(z, size=x.shape[2:], mode="bilinear", align_corners=False)
-        if t == "video":
+        if t in ("video", "video_regression"):
             b, frames = x.shape[0], x.shape[1]
             feat = self.encoder(x.flatten(0, 1)).view(b, frames, -1)
             return self.head(feat)

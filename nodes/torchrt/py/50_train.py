@@ -11,6 +11,9 @@
 
 LOG_EVERY = 20
 
+# The tasks that predict values: standardised targets, MSE, MAE.
+REGRESSION = ("regression", "video_regression")
+
 
 class Targets:
     """A split's targets on the device: class indices, float targets
@@ -18,7 +21,7 @@ class Targets:
 
     def __init__(self, f, task, device):
         self.y = f.tensor("y").to(device)
-        if task in ("multilabel", "regression"):
+        if task in ("multilabel", "regression", "video_regression"):
             self.y = self.y.float()
             if self.y.dim() == 1:
                 self.y = self.y.unsqueeze(1)
@@ -61,7 +64,7 @@ def standardizer(t):
 def task_loss(task, out, target, extra):
     if task == "multilabel":
         return F.binary_cross_entropy_with_logits(out.float(), target)
-    if task == "regression":
+    if task in REGRESSION:
         mean, std = extra
         return F.mse_loss(out.float(), ((target.double() - mean) / std).float())
     if task == "retrieval":
@@ -77,7 +80,7 @@ def predictions(task, out, extra):
     embeddings."""
     if task == "multilabel":
         return torch.sigmoid(out.float())
-    if task == "regression":
+    if task in REGRESSION:
         mean, std = extra
         return (out.double() * std + mean).float()
     if task == "segmentation":
@@ -112,7 +115,7 @@ def _ap(scores, truth):
 def val_metrics(task, pred, tg, classes, episodes=None):
     if task == "fewshot":
         return episode_metrics(pred, episodes)
-    if task == "regression":
+    if task in REGRESSION:
         e = pred.double() - tg.y.double()
         return {"mae": e.abs().mean().item(), "mse": (e * e).mean().item(), "loss": (e * e).mean().item()}
     if task == "multilabel":
@@ -180,7 +183,7 @@ def episode_metrics(probs, settings):
 def selection_score(task, m):
     if task == "multilabel":
         return m.get("aps", 0.0)
-    if task == "regression":
+    if task in REGRESSION:
         return -m["mae"]
     if task == "segmentation":
         return m.get("miou", 0.0)
@@ -216,7 +219,7 @@ class Trainer:
             f = store.split(name)
             self.splits[name] = (Examples(f, self.inputs, run.device), Targets(f, self.task, run.device))
         self.extra = None
-        if self.task == "regression":
+        if self.task in REGRESSION:
             self.extra = standardizer(self.splits["train"][1].y.cpu())
             self.extra = (self.extra[0].to(run.device), self.extra[1].to(run.device))
         self.draws = SafeTensors(cfg["draws"])
