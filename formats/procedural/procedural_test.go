@@ -27,7 +27,7 @@ func TestGenerateIsSeededAndLabelled(t *testing.T) {
 			}
 			planes := 3
 			switch task {
-			case "video":
+			case "video", "video_count":
 				planes = 4 * 3
 			case "sketch":
 				planes = 1
