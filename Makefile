@@ -118,6 +118,8 @@ FUZZ_TARGETS := \
 	./formats/imagecsv:FuzzParseTable:40000x \
 	./formats/imagecsv:FuzzParseLabelList:40000x \
 	./formats/vqajson:FuzzRead:40000x \
+	./formats/cameratrap:FuzzReadSequences:40000x \
+	./formats/cameratrap:FuzzReadCounts:40000x \
 	./formats/tabular:FuzzRead:50000x \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \

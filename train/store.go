@@ -121,8 +121,8 @@ func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *im
 	if p == nil {
 		return LoadSplit(store, split, meta, task)
 	}
-	if len(meta.Shape) != 3 {
-		return nil, 0, fmt.Errorf("the encoder's preprocess resizes images [C, H, W]; this dataset's examples are %v", meta.Shape)
+	if len(meta.Shape) != 3 && len(meta.Shape) != 4 {
+		return nil, 0, fmt.Errorf("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %v", meta.Shape)
 	}
 	raw := *meta
 	channels, _ := examplestore.ChannelLayout(meta.Shape)
@@ -134,9 +134,14 @@ func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *im
 	if err != nil {
 		return nil, 0, err
 	}
-	c, h, w := meta.Shape[0], meta.Shape[1], meta.Shape[2]
+	// A clip's frames each go through the transform.
+	frames, img := 1, meta.Shape
+	if len(img) == 4 {
+		frames, img = img[0], img[1:]
+	}
+	c, h, w := img[0], img[1], img[2]
 	size := c * h * w
-	n := d.Len()
+	n := d.Len() * frames
 	shape := p.OutShape(c)
 	out := make([]float32, 0, n*shape[0]*shape[1]*shape[2])
 	for i := range n {
@@ -145,6 +150,9 @@ func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *im
 			return nil, 0, fmt.Errorf("split %s: %w", split, err)
 		}
 		out = append(out, img...)
+	}
+	if len(meta.Shape) == 4 {
+		shape = append([]int{frames}, shape...)
 	}
 	d.X, d.Shape = out, shape
 	return d, outputs, nil

@@ -75,6 +75,17 @@ func clevrZip(t *testing.T, perSplit map[string]int, questions string) []byte {
 	return b.Bytes()
 }
 
+// kaggleMirror serves urls and Hub repos as a mirror whose Kaggle paths
+// require the test's Kaggle key, and returns it with the environment of
+// an apply against it (the key allowed to reach the mirror).
+func kaggleMirror(t *testing.T, urls map[string][]byte, repos map[string]map[string][]byte) (*tierHub, []string) {
+	t.Helper()
+	h := &tierHub{urls: urls, repos: repos, kaggle: "ada:kaggle-key-123"}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
+}
+
 // TestCLEVRModuleThroughMirror applies the stdlib CLEVR module to the
 // Kaggle zip in its real layout through a mirror, with Kaggle
 // credentials: every question with its image is a relational example (the
@@ -83,10 +94,7 @@ func clevrZip(t *testing.T, perSplit map[string]int, questions string) []byte {
 // paper's matrix names them. A damaged question file is an error naming
 // it and the offset.
 func TestCLEVRModuleThroughMirror(t *testing.T) {
-	h := &tierHub{urls: map[string][]byte{clevrURL: clevrZip(t, map[string]int{"train": 30, "val": 9}, "")}, kaggle: "ada:kaggle-key-123"}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
+	h, env := kaggleMirror(t, map[string][]byte{clevrURL: clevrZip(t, map[string]int{"train": 30, "val": 9}, "")}, nil)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.hcl"), `
 module "clevr" {

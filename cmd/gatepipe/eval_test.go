@@ -16,7 +16,7 @@ func TestEvalWritesThePipelineAndAppliesIt(t *testing.T) {
 	}
 	hub, srv := newTierHub(t)
 	hub.token = "hf_tier"
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	cache := filepath.Join(t.TempDir(), "c")
 	out := filepath.Join(t.TempDir(), "ev")
 	r := gpEnv(t, cache, env, "eval", "-encoder", "convnet", "-tier", "small", "-scale", "test", "-out", out)

@@ -71,14 +71,18 @@ func TestSmallTierFromTheHFCacheOffline(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "c")
 	home := t.TempDir()
 
-	// CIFAR-100 is a plain URL, not a Hub repository: fetched once, while
-	// the network is there, through a pipeline holding it alone.
+	// CIFAR-100 and iWildCam's competition zip are plain URLs, not Hub
+	// repositories: fetched once, while the network is there, through a
+	// pipeline holding them alone.
 	writeFile(t, filepath.Join(dir, "main.hcl"), `
 module "cifar" {
   source = "stdlib/datasets/cifar100"
 }
+module "iwildcam" {
+  source = "stdlib/datasets/iwildcam"
+}
 `)
-	if r := gpEnv(t, cache, []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + home}, "fetch", dir); r.code != 0 {
+	if r := gpEnv(t, cache, []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + home, "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}, "fetch", dir); r.code != 0 {
 		t.Fatalf("fetch: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	blobsBefore := listTree(t, filepath.Join(cache, "blobs"))
@@ -98,7 +102,7 @@ module "cifar" {
 	if r.code != 0 {
 		t.Fatalf("offline apply from the Hugging Face cache: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{`"acdc"`, `"ade20k"`, `"cifar100"`, `"clevr-math"`, `"cubirds"`, `"imagenet1k"`, `"mini"`} {
+	for _, want := range []string{`"acdc"`, `"ade20k"`, `"cifar100"`, `"clevr-math"`, `"cubirds"`, `"imagenet1k"`, `"iwildcam"`, `"mini"`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("measured lacks %s:\n%s", want, r.stdout)
 		}
@@ -304,7 +308,7 @@ func TestHubWeightsFromTheHFCache(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir2 := t.TempDir()
 	writeFile(t, filepath.Join(dir2, "main.hcl"), hubWeightsPipeline)
-	online := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	online := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	if r = gpEnv(t, filepath.Join(t.TempDir(), "c2"), online, "apply", dir2); r.code != 0 || !strings.Contains(r.stdout, "dim = 16") {
 		t.Fatalf("online apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -339,7 +343,7 @@ dataset "tiny" {
 output "splits" { value = dataset.tiny.splits }
 `)
 	hfRoot := filepath.Join(t.TempDir(), "hf", "hub") // does not exist yet
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_HUB_CACHE=" + hfRoot}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "HF_HUB_CACHE=" + hfRoot, "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	if r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "fetch", "-hf-cache", dir); r.code != 0 || !strings.Contains(r.stdout, "also in the Hugging Face cache "+hfRoot) {
 		t.Fatalf("fetch -hf-cache: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

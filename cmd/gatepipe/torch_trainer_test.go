@@ -93,7 +93,7 @@ func TestStdlibTorchTrainer(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(torchPipeline))
 	cache := filepath.Join(t.TempDir(), "c")
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	r := gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -169,7 +169,7 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
   seeds   = [0, 1]
   python  = "@PYTHON@"`, 1)))
 	cache := filepath.Join(t.TempDir(), "c")
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier"}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	r := gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -272,7 +272,7 @@ results "t" {
   metrics = [module.torch_acdc.metrics]
 }
 `))
-	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)

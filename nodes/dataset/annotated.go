@@ -23,7 +23,7 @@ const (
 )
 
 func annotated(format string) bool {
-	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json"
+	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps"
 }
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
@@ -33,6 +33,9 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if cfg.Format == "image_list" || cfg.Format == "vqa_json" {
 		return n.decodeImageList(decl)
+	}
+	if cfg.Format == "camera_traps" {
+		return n.decodeCameraTraps(decl)
 	}
 	if len(cfg.Annotations) == 0 {
 		diags = append(diags, decl.Errorf("format", "Missing annotations", "Format %q needs annotations = [\"labels.csv\"]: the CSV file(s) inside the fetched sources that name each image.", cfg.Format))
@@ -116,6 +119,9 @@ type annotatedRows struct {
 // val and test image lists name (all to train when neither is set), and
 // every split uses the training rows' classes or vocabulary.
 func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
+	if n.cfg.Format == "camera_traps" {
+		return n.parseCameraTraps(ctx, env, rawDir)
+	}
 	rows, err := n.readAnnotations(rawDir)
 	if err != nil {
 		return nil, nil, nil, err

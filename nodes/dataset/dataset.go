@@ -44,11 +44,10 @@ var Unreadable = map[string]string{
 	"hdf5":         "HDF5 files (NYU Depth v2)",
 	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
 	"voc_mat":      "VOC tarballs with MATLAB masks (PASCAL-Context)",
-	"coco_json":    "image archives with COCO-style JSON (iWildCam)",
 }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
@@ -103,6 +102,8 @@ var spec = hcldec.ObjectSpec{
 	"max_tokens":      &hcldec.AttrSpec{Name: "max_tokens", Type: cty.Number},
 	"question_column": &hcldec.AttrSpec{Name: "question_column", Type: cty.String},
 	"max_vocabulary":  &hcldec.AttrSpec{Name: "max_vocabulary", Type: cty.Number},
+	// camera_traps (cameratraps.go): frames per clip.
+	"frames": &hcldec.AttrSpec{Name: "frames", Type: cty.Number},
 }
 
 // Spec returns the block schema.
@@ -178,6 +179,7 @@ type config struct {
 	MaxTokens      *int     `cty:"max_tokens"`
 	QuestionColumn *string  `cty:"question_column"`
 	MaxVocabulary  *int     `cty:"max_vocabulary"`
+	Frames         *int     `cty:"frames"`
 }
 
 // source is one validated source.
@@ -281,6 +283,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	if len(cfg.Val) > 0 && cfg.ValFraction != nil {
 		diags = append(diags, decl.Errorf("val_fraction", "Conflicting validation split", "Use either val files or val_fraction, not both."))
+	}
+	if cfg.Frames != nil && cfg.Format != "camera_traps" {
+		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps sequences; this dataset's format is %q.", cfg.Format))
 	}
 	if cfg.QuestionColumn != nil && cfg.Format != "parquet" {
 		diags = append(diags, decl.Errorf("question_column", "Invalid question_column", "question_column names a Parquet string column (a VQA question); this dataset's format is %q.", cfg.Format))

@@ -21,8 +21,11 @@ import (
 func (n *Node) loadTargets(meta *examplestore.Meta) (*loaded, error) {
 	d := &loaded{task: n.task}
 	shape := meta.Shape
-	if n.preprocess != nil && len(shape) == 3 {
+	switch {
+	case n.preprocess != nil && len(shape) == 3:
 		shape = n.preprocess.OutShape(shape[0])
+	case n.preprocess != nil && len(shape) == 4: // each frame of a clip
+		shape = append([]int{shape[0]}, n.preprocess.OutShape(shape[1])...)
 	}
 	for i, name := range []string{"train", "val", "test"} {
 		var err error

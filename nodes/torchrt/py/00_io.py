@@ -160,8 +160,8 @@ class Inputs:
         self.mean = torch.tensor(norm["mean"], dtype=torch.float32, device=device).view(view)
         self.std = torch.tensor(norm["std"], dtype=torch.float32, device=device).view(view)
         if pre:
-            if len(self.shape) != 3:
-                raise SystemExit("the encoder's preprocess resizes images [C, H, W]; this dataset's examples are %s" % self.shape)
+            if len(self.shape) not in (3, 4):
+                raise SystemExit("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %s" % self.shape)
             pm = pre.get("mean") or []
             self.pmean = torch.tensor(pm, dtype=torch.float32, device=device).view(1, -1, 1, 1) if pm else None
             self.pstd = torch.tensor(pre.get("std"), dtype=torch.float32, device=device).view(1, -1, 1, 1) if pm else None
@@ -169,8 +169,10 @@ class Inputs:
     def out_shape(self):
         if not self.pre:
             return self.shape
-        c = self.pre.get("channels") or self.shape[0]
-        return [c] + list(self.pre["size"])
+        frame = self.shape[-3:]
+        c = self.pre.get("channels") or frame[0]
+        out = [c] + list(self.pre["size"])
+        return [self.shape[0]] + out if len(self.shape) == 4 else out
 
     def __call__(self, x):
         # Copied as stored (uint8 is a quarter of float32), converted on the device.
@@ -178,6 +180,13 @@ class Inputs:
         if not self.pre:
             return (x * self.scale - self.mean) / self.std
         x = x * self.scale
+        if x.dim() == 5:  # clips: every frame through the transform
+            b, t = x.shape[0], x.shape[1]
+            y = self.transform(x.flatten(0, 1))
+            return y.view(b, t, *y.shape[1:])
+        return self.transform(x)
+
+    def transform(self, x):
         p = self.pre
         c = p.get("channels") or 0
         if c and x.shape[1] != c:

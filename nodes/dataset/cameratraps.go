@@ -1,0 +1,185 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/formats/cameratrap"
+	"github.com/gatepipe/gatepipe/formats/imagecsv"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// defaultFrames is the clip length of a camera_traps dataset: GATE's
+// iWildCam loader keeps up to 10 frames per sequence.
+const defaultFrames = 10
+
+// decodeCameraTraps checks a camera_traps dataset: camera-trap sequences
+// (iWildCam 2022) as clips, the target each sequence's animal count.
+func (n *Node) decodeCameraTraps(decl nodes.Decl) hcl.Diagnostics {
+	cfg := n.cfg
+	var diags hcl.Diagnostics
+	n.task = "video_regression"
+	var jsons, csvs int
+	for _, a := range cfg.Annotations {
+		switch {
+		case strings.HasSuffix(a, ".json"):
+			jsons++
+		case strings.HasSuffix(a, ".csv"):
+			csvs++
+		}
+	}
+	if jsons == 0 || csvs == 0 || jsons+csvs != len(cfg.Annotations) {
+		diags = append(diags, decl.Errorf("annotations", "Invalid annotations", "A camera_traps dataset needs annotations = [\"....json\", \"....csv\"]: the COCO-style image list (file_name, seq_id, seq_frame_num per image) and the sequence counts (seq_id,count)."))
+	}
+	if len(cfg.Train) == 0 {
+		diags = append(diags, decl.Errorf("train", "Missing training list", "Format \"camera_traps\" needs train = [...]: files of sequence ids, one per line (iWildCam's train.txt)."))
+	}
+	if cfg.Task != nil && *cfg.Task != "video_regression" {
+		diags = append(diags, decl.Errorf("task", "Invalid task", "A camera_traps dataset is a video_regression task (a count per sequence), not %q.", *cfg.Task))
+	}
+	if cfg.Frames != nil && (*cfg.Frames < 1 || *cfg.Frames > 64) {
+		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames must be between 1 and 64, not %d.", *cfg.Frames))
+	}
+	for _, a := range []struct {
+		name string
+		set  bool
+	}{{"image_column", cfg.ImageColumn != nil}, {"label_column", cfg.LabelColumn != nil}, {"split_column", cfg.SplitColumn != nil},
+		{"caption_column", cfg.CaptionColumn != nil}, {"keep_classes", len(cfg.KeepClasses) > 0}} {
+		if a.set {
+			diags = append(diags, decl.Errorf(a.name, "Invalid "+a.name, "%s does not apply to camera_traps datasets.", a.name))
+		}
+	}
+	return diags
+}
+
+// parseCameraTraps reads the sequences the train, val and test lists name:
+// each a clip of its first frames (in seq_frame_num order, zero frames
+// after its last, as GATE pads them), the target its count.
+func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
+	paths, err := resolveFiles(rawDir, n.cfg.Annotations)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("annotations: %w", err)
+	}
+	seqs, counts := map[string][]cameratrap.Frame{}, map[string]float64{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if strings.HasSuffix(p, ".csv") {
+			var c map[string]float64
+			if c, err = cameratrap.ReadCounts(f, p); err == nil {
+				for k, v := range c {
+					counts[k] = v
+				}
+			}
+		} else {
+			var s map[string][]cameratrap.Frame
+			if s, err = cameratrap.ReadSequences(f, p); err == nil {
+				for k, v := range s {
+					seqs[k] = append(seqs[k], v...)
+				}
+			}
+		}
+		f.Close()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	index, err := n.imageIndex(rawDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	frames := defaultFrames
+	if n.cfg.Frames != nil {
+		frames = *n.cfg.Frames
+	}
+	channels := 3
+	if n.cfg.Channels != nil {
+		channels = *n.cfg.Channels
+	}
+	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
+	split := map[string]*examples{}
+	seen := map[string]string{}
+	err = n.eachSplitFile(rawDir, "list", func(name, p string) error {
+		ids, err := imagecsv.ReadList(p)
+		if err != nil {
+			return err
+		}
+		ex := split[name]
+		if ex == nil {
+			lazy := &sequenceImages{ctx: ctx, clip: frames, channels: channels, h: h, w: w, progress: env.Progress}
+			ex = &examples{dtype: safetensors.U8, shape: []int{frames, channels, h, w}, lazy: lazy, task: "video_regression"}
+			split[name] = ex
+		}
+		lazy := ex.lazy.(*sequenceImages)
+		for _, id := range ids {
+			if other, ok := seen[id]; ok {
+				return fmt.Errorf("sequence %q is listed for both %s and %s", id, other, name)
+			}
+			seen[id] = name
+			fs, ok := seqs[id]
+			if !ok {
+				return fmt.Errorf("%s: sequence %q has no images in the annotations", p, id)
+			}
+			count, ok := counts[id]
+			if !ok {
+				return fmt.Errorf("%s: sequence %q has no count", p, id)
+			}
+			var files []string
+			for _, f := range fs[:min(len(fs), frames)] {
+				path, err := index.Find(f.File)
+				if err != nil {
+					return fmt.Errorf("sequence %q: %w", id, err)
+				}
+				files = append(files, path)
+			}
+			lazy.seqs = append(lazy.seqs, files)
+			ex.yf = append(ex.yf, float32(count))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if split["train"] == nil || len(split["train"].yf) == 0 {
+		return nil, nil, nil, fmt.Errorf("the training list names no sequence")
+	}
+	return split["train"], split["val"], split["test"], nil
+}
+
+// sequenceImages decodes sequences' frames when a split takes them, each
+// sequence a clip of clip frames (zero frames after its last).
+type sequenceImages struct {
+	ctx            context.Context
+	clip           int
+	seqs           [][]string // frame paths per sequence
+	channels, h, w int
+	progress       nodes.Progress
+}
+
+func (s *sequenceImages) decode(idx []int) ([]byte, error) {
+	var paths []string
+	for _, i := range idx {
+		paths = append(paths, s.seqs[i]...)
+	}
+	pixels, err := imagecsv.Decode(s.ctx, paths, s.channels, s.h, s.w, func(done int) {
+		s.progress.Update(int64(done), int64(len(paths)), "decoding frames")
+	})
+	if err != nil {
+		return nil, err
+	}
+	frame := s.channels * s.h * s.w
+	out := make([]byte, len(idx)*s.clip*frame)
+	at := 0
+	for k, i := range idx {
+		n := len(s.seqs[i]) * frame
+		copy(out[k*s.clip*frame:], pixels[at:at+n])
+		at += n
+	}
+	return out, nil
+}
