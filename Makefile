@@ -120,6 +120,8 @@ FUZZ_TARGETS := \
 	./formats/vqajson:FuzzRead:40000x \
 	./formats/cameratrap:FuzzReadSequences:40000x \
 	./formats/cameratrap:FuzzReadCounts:40000x \
+	./formats/gulp:FuzzReadMeta:40000x \
+	./formats/gulp:FuzzReadSplit:40000x \
 	./formats/tabular:FuzzRead:50000x \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \

@@ -23,7 +23,7 @@ const (
 )
 
 func annotated(format string) bool {
-	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps"
+	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp"
 }
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
@@ -36,6 +36,9 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	}
 	if cfg.Format == "camera_traps" {
 		return n.decodeCameraTraps(decl)
+	}
+	if cfg.Format == "gulp" {
+		return n.decodeGulp(decl)
 	}
 	if len(cfg.Annotations) == 0 {
 		diags = append(diags, decl.Errorf("format", "Missing annotations", "Format %q needs annotations = [\"labels.csv\"]: the CSV file(s) inside the fetched sources that name each image.", cfg.Format))
@@ -119,8 +122,11 @@ type annotatedRows struct {
 // val and test image lists name (all to train when neither is set), and
 // every split uses the training rows' classes or vocabulary.
 func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
-	if n.cfg.Format == "camera_traps" {
+	switch n.cfg.Format {
+	case "camera_traps":
 		return n.parseCameraTraps(ctx, env, rawDir)
+	case "gulp":
+		return n.parseGulp(ctx, env, rawDir)
 	}
 	rows, err := n.readAnnotations(rawDir)
 	if err != nil {

@@ -39,7 +39,6 @@ func (Kind) Version() string { return "1" }
 // gatepipe has no reader yet, with what the data is: validate refuses
 // them with that explanation instead of pretending.
 var Unreadable = map[string]string{
-	"gulp":         "GulpIO video chunks (HMDB51, UCF-101)",
 	"video":        "archives of MP4 videos (Kinetics)",
 	"hdf5":         "HDF5 files (NYU Depth v2)",
 	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
@@ -47,7 +46,7 @@ var Unreadable = map[string]string{
 }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
@@ -284,8 +283,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if len(cfg.Val) > 0 && cfg.ValFraction != nil {
 		diags = append(diags, decl.Errorf("val_fraction", "Conflicting validation split", "Use either val files or val_fraction, not both."))
 	}
-	if cfg.Frames != nil && cfg.Format != "camera_traps" {
-		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps sequences; this dataset's format is %q.", cfg.Format))
+	if cfg.Frames != nil && cfg.Format != "camera_traps" && cfg.Format != "gulp" {
+		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps and gulp datasets; this dataset's format is %q.", cfg.Format))
 	}
 	if cfg.QuestionColumn != nil && cfg.Format != "parquet" {
 		diags = append(diags, decl.Errorf("question_column", "Invalid question_column", "question_column names a Parquet string column (a VQA question); this dataset's format is %q.", cfg.Format))

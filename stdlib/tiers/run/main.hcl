@@ -132,6 +132,8 @@ locals {
     clevr-math  = { adapter = "relational", category = "Img Relational" }
     clevr       = { adapter = "relational", category = "Img Relational" }
     iwildcam    = { adapter = "video_regression", category = "Video Reg" }
+    hmdb51      = { adapter = "video", category = "Video Class" }
+    ucf         = { adapter = "video", category = "Video Class" }
   }
 
   scales = {
@@ -215,6 +217,8 @@ locals {
     clevr-math  = module.clevr_math.dataset
     clevr       = module.clevr.dataset
     iwildcam    = module.iwildcam.dataset
+    hmdb51      = module.hmdb51.dataset
+    ucf         = module.ucf.dataset
   }
 }
 
@@ -421,6 +425,26 @@ module "chexpert" {
 module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "hmdb51" {
+  source     = "stdlib/datasets/hmdb51"
+  enabled    = contains(local.run, "hmdb51")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "ucf" {
+  source     = "stdlib/datasets/ucf"
+  enabled    = contains(local.run, "ucf")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val
