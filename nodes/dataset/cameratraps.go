@@ -41,9 +41,7 @@ func (n *Node) decodeCameraTraps(decl nodes.Decl) hcl.Diagnostics {
 	if cfg.Task != nil && *cfg.Task != "video_regression" {
 		diags = append(diags, decl.Errorf("task", "Invalid task", "A camera_traps dataset is a video_regression task (a count per sequence), not %q.", *cfg.Task))
 	}
-	if cfg.Frames != nil && (*cfg.Frames < 1 || *cfg.Frames > 64) {
-		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames must be between 1 and 64, not %d.", *cfg.Frames))
-	}
+	diags = append(diags, n.checkFrames(decl)...)
 	for _, a := range []struct {
 		name string
 		set  bool
@@ -94,15 +92,7 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	frames := defaultFrames
-	if n.cfg.Frames != nil {
-		frames = *n.cfg.Frames
-	}
-	channels := 3
-	if n.cfg.Channels != nil {
-		channels = *n.cfg.Channels
-	}
-	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
+	frames, channels, h, w := n.clipGeometry(defaultFrames)
 	split := map[string]*examples{}
 	seen := map[string]string{}
 	err = n.eachSplitFile(rawDir, "list", func(name, p string) error {
@@ -182,4 +172,25 @@ func (s *sequenceImages) decode(idx []int) ([]byte, error) {
 		at += n
 	}
 	return out, nil
+}
+
+// checkFrames checks a clip dataset's frames attribute.
+func (n *Node) checkFrames(decl nodes.Decl) hcl.Diagnostics {
+	if f := n.cfg.Frames; f != nil && (*f < 1 || *f > 64) {
+		return hcl.Diagnostics{decl.Errorf("frames", "Invalid frames", "frames must be between 1 and 64, not %d.", *f)}
+	}
+	return nil
+}
+
+// clipGeometry is a clip dataset's frames per clip (def unless set),
+// channels (3 unless set) and frame size.
+func (n *Node) clipGeometry(def int) (frames, channels, h, w int) {
+	frames, channels = def, 3
+	if n.cfg.Frames != nil {
+		frames = *n.cfg.Frames
+	}
+	if n.cfg.Channels != nil {
+		channels = *n.cfg.Channels
+	}
+	return frames, channels, n.cfg.ImageSize[0], n.cfg.ImageSize[1]
 }

@@ -33,9 +33,7 @@ func (n *Node) decodeGulp(decl nodes.Decl) hcl.Diagnostics {
 	if cfg.Task != nil && *cfg.Task != "video" {
 		diags = append(diags, decl.Errorf("task", "Invalid task", "A gulp dataset is a video task (a class per clip), not %q.", *cfg.Task))
 	}
-	if cfg.Frames != nil && (*cfg.Frames < 1 || *cfg.Frames > 64) {
-		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames must be between 1 and 64, not %d.", *cfg.Frames))
-	}
+	diags = append(diags, n.checkFrames(decl)...)
 	if len(cfg.Annotations) > 0 || cfg.ImageColumn != nil || cfg.LabelColumn != nil {
 		diags = append(diags, decl.Errorf("annotations", "Invalid annotations", "A gulp dataset's clips and labels come from its split lists (train, val, test); annotations, image_column and label_column do not apply."))
 	}
@@ -89,15 +87,7 @@ func (n *Node) parseGulp(ctx context.Context, env *nodes.Env, rawDir string) (tr
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	frames := defaultClipFrames
-	if n.cfg.Frames != nil {
-		frames = *n.cfg.Frames
-	}
-	channels := 3
-	if n.cfg.Channels != nil {
-		channels = *n.cfg.Channels
-	}
-	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
+	frames, channels, h, w := n.clipGeometry(defaultClipFrames)
 	split := map[string]*examples{}
 	err = n.eachSplitFile(rawDir, "list", func(name, p string) error {
 		f, err := os.Open(p)
