@@ -122,6 +122,7 @@ FUZZ_TARGETS := \
 	./formats/cameratrap:FuzzReadCounts:40000x \
 	./formats/gulp:FuzzReadMeta:40000x \
 	./formats/gulp:FuzzReadSplit:40000x \
+	./formats/matv5:FuzzRead:40000x \
 	./formats/tabular:FuzzRead:50000x \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \
