@@ -23,7 +23,7 @@ const (
 )
 
 func annotated(format string) bool {
-	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp"
+	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp" || format == "voc_mat"
 }
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
@@ -39,6 +39,9 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	}
 	if cfg.Format == "gulp" {
 		return n.decodeGulp(decl)
+	}
+	if cfg.Format == "voc_mat" {
+		return n.decodeVOCMat(decl)
 	}
 	if len(cfg.Annotations) == 0 {
 		diags = append(diags, decl.Errorf("format", "Missing annotations", "Format %q needs annotations = [\"labels.csv\"]: the CSV file(s) inside the fetched sources that name each image.", cfg.Format))
@@ -127,6 +130,9 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 		return n.parseCameraTraps(ctx, env, rawDir)
 	case "gulp":
 		return n.parseGulp(ctx, env, rawDir)
+	case "voc_mat":
+		train, err := n.parseVOCMat(ctx, env, rawDir)
+		return train, nil, nil, err
 	}
 	rows, err := n.readAnnotations(rawDir)
 	if err != nil {

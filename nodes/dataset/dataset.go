@@ -42,11 +42,10 @@ var Unreadable = map[string]string{
 	"video":        "archives of MP4 videos (Kinetics)",
 	"hdf5":         "HDF5 files (NYU Depth v2)",
 	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
-	"voc_mat":      "VOC tarballs with MATLAB masks (PASCAL-Context)",
 }
 
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{

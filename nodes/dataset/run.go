@@ -103,7 +103,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	out["task"] = cty.StringVal(task)
 	if len(n.cfg.ClassNames) > 0 {
-		if task != "classification" || len(n.cfg.ClassNames) != len(train.classes) {
+		if (task != "classification" && task != "segmentation") || len(n.cfg.ClassNames) != len(train.classes) {
 			return cty.NilVal, fmt.Errorf("class_names lists %d names but the data has %d classes", len(n.cfg.ClassNames), len(train.classes))
 		}
 		train.classes = n.cfg.ClassNames

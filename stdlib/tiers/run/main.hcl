@@ -133,6 +133,7 @@ locals {
     clevr       = { adapter = "relational", category = "Img Relational" }
     iwildcam    = { adapter = "video_regression", category = "Video Reg" }
     hmdb51      = { adapter = "video", category = "Video Class" }
+    pascal      = { adapter = "segmentation", category = "Img Seg" }
     ucf         = { adapter = "video", category = "Video Class" }
   }
 
@@ -218,6 +219,7 @@ locals {
     clevr       = module.clevr.dataset
     iwildcam    = module.iwildcam.dataset
     hmdb51      = module.hmdb51.dataset
+    pascal      = module.pascal.dataset
     ucf         = module.ucf.dataset
   }
 }
@@ -425,6 +427,16 @@ module "chexpert" {
 module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "pascal" {
+  source     = "stdlib/datasets/pascal"
+  enabled    = contains(local.run, "pascal")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val
