@@ -331,3 +331,73 @@ func TestPipelineDefaultRuntime(t *testing.T) {
 		})
 	}
 }
+
+// TestClipsThroughTheEvaluationTransformOnBothRuntimes: an encoder with an
+// evaluation transform trains on clips (every frame resized, cropped and
+// normalised) on both runtimes alike.
+func TestClipsThroughTheEvaluationTransformOnBothRuntimes(t *testing.T) {
+	needTorch(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+locals {
+  runtimes = toset(["go", "torch"])
+}
+dataset "gen" {
+  format = "generated"
+  generator {
+    task  = "video_count"
+    train = 40
+    test  = 16
+    size  = 16
+    seed  = 3
+  }
+  val_fraction = 0.2
+}
+encoder "cnn" {
+  arch     = "convnet"
+  channels = [4]
+  hidden   = [8]
+  preprocess = {
+    size          = 12
+    crop_pct      = 0.9
+    interpolation = "bicubic"
+    mean          = [0.485, 0.456, 0.406]
+    std           = [0.229, 0.224, 0.225]
+  }
+}
+adapter "count" {
+  task   = "video_regression"
+  layers = 1
+  dim    = 8
+  heads  = 2
+}
+recipe "quick" {
+  batch_size     = 8
+  iterations     = 6
+  validate_every = 3
+  top_k          = 2
+}
+benchmark "gen" {
+  dataset = dataset.gen.path
+  id      = "video_count"
+}
+train "gen" {
+  for_each  = local.runtimes
+  encoder   = encoder.cnn
+  adapter   = adapter.count
+  recipe    = recipe.quick
+  benchmark = benchmark.gen
+  model     = each.key
+  runtime   = each.key
+}
+`)
+	r := gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython()), "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	runs := readRuns(t, cache)
+	if runs["go"]["video_count"] == "" || runs["torch"]["video_count"] == "" {
+		t.Fatalf("runs: %v", runs)
+	}
+	compareRuns(t, "video_count", runs["go"]["video_count"], runs["torch"]["video_count"], false)
+}
