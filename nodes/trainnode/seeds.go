@@ -167,12 +167,25 @@ func readTrained(dir string, task train.Task) (*trained, error) {
 	if v, ok := m.Metrics["Acc@1"]; ok && task == train.Classification {
 		r.acc1 = new(v.Value)
 	}
-	ckpts, err := filepath.Glob(filepath.Join(dir, "checkpoint_*.safetensors"))
-	if err != nil {
-		return nil, err
+	r.checkpoints, err = keptCheckpoints(dir)
+	return r, err
+}
+
+// keptCheckpoints lists dir's checkpoint_<i>.safetensors files best
+// first, by their number (a glob's name order puts checkpoint_10 before
+// checkpoint_2).
+func keptCheckpoints(dir string) ([]string, error) {
+	var out []string
+	for i := 0; ; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("checkpoint_%d.safetensors", i))
+		if _, err := os.Stat(p); err != nil {
+			if os.IsNotExist(err) {
+				return out, nil
+			}
+			return nil, err
+		}
+		out = append(out, p)
 	}
-	r.checkpoints = ckpts
-	return r, nil
 }
 
 // partKey identifies one seed's training by what determines it, as an
