@@ -70,10 +70,10 @@ func TestReportInHeadlessChromium(t *testing.T) {
 	exp := dom[strings.Index(dom, `id="experiments"`):]
 	exp = exp[:strings.Index(exp, "</table>")]
 	for _, want := range []string{
-		"<td>mIoU ↑</td><td>0.4312</td>",
-		"<td>Img2Txt Acc@1 ↑</td><td>31.20</td>",
+		"<td>mIoU ↑</td><td>0.431</td>",
+		"<td>Img2Txt Acc@1 ↑</td><td>31.2</td>",
 		"<td>MAE Score ↓</td><td>1.37</td>",
-		"<td>Acc@1 ↑</td><td>91.50</td>",
+		"<td>Acc@1 ↑</td><td>91.5</td>",
 		"<td>–</td>", // the count run has no other metrics
 	} {
 		if !strings.Contains(exp, want) {

@@ -379,20 +379,7 @@ func (r Run) metricText(k string) string {
 	if st, ok := r.Seeds[k]; ok {
 		return numfmt.MeanStd(r.Metrics[k], st.Std, st.N)
 	}
-	return formatMetric(r.Metrics[k])
-}
-
-// formatMetric prints a metric with the digits its size needs.
-func formatMetric(v float64) string {
-	switch a := math.Abs(v); {
-	case a == 0:
-		return "0"
-	case a >= 100:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.4f", v)
+	return numfmt.Value(r.Metrics[k]) // at the precision a mean with its std gets
 }
 
 // runsHTML writes the experiments table, each row linking to its curves:
