@@ -92,3 +92,19 @@ func EpisodeMetricsOf(h HeadSpec, probs [][][]float32) map[string]float64 {
 	out["acc1"], out["loss"] = accSum/n, lossSum/n
 	return out
 }
+
+// SegmentationMetricsOf computes the segmentation metrics from the
+// ensemble's predicted class of every pixel of d (best, example-major)
+// and its probability of the pixel's true class (py): what the per-pixel
+// probabilities give, without holding N x H x W x K of them.
+func SegmentationMetricsOf(d *Data, best []int32, py []float32, classes int) (map[string]float64, error) {
+	if len(best) != len(d.Y) || len(py) != len(d.Y) {
+		return nil, fmt.Errorf("%d predicted pixels and %d probabilities for %d labelled pixels", len(best), len(py), len(d.Y))
+	}
+	for i, b := range best {
+		if b < 0 || int(b) >= classes {
+			return nil, fmt.Errorf("pixel %d: predicted class %d of %d", i, b, classes)
+		}
+	}
+	return segmentationScores(d.Y, best, py, classes), nil
+}

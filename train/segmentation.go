@@ -70,28 +70,39 @@ func bilinear(h, w, height, width int) []float32 {
 // classes present in the truth or the prediction, overall pixel accuracy,
 // mean Dice (all in %) and the per-pixel cross-entropy.
 func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]float64 {
+	var best []int32
+	var py []float32
+	for i, p := range prob {
+		n := len(p) / classes
+		for px := 0; px < n; px++ {
+			row := p[px*classes : (px+1)*classes]
+			b := 0
+			for k := range row {
+				if row[k] > row[b] {
+					b = k
+				}
+			}
+			best = append(best, int32(b))
+			py = append(py, row[d.Y[i*n+px]])
+		}
+	}
+	return segmentationScores(d.Y, best, py, classes)
+}
+
+// segmentationScores computes the segmentation metrics from every
+// pixel's true class y, predicted class best and predicted probability of
+// its true class py.
+func segmentationScores(y []int64, best []int32, py []float32, classes int) map[string]float64 {
 	conf := make([][]float64, classes) // [truth][pred]
 	for i := range conf {
 		conf[i] = make([]float64, classes)
 	}
 	var loss float64
-	pixels := 0
-	for i, p := range prob {
-		n := len(p) / classes
-		for px := 0; px < n; px++ {
-			row := p[px*classes : (px+1)*classes]
-			best := 0
-			for k := range row {
-				if row[k] > row[best] {
-					best = k
-				}
-			}
-			y := int(d.Y[i*n+px])
-			conf[y][best]++
-			loss -= math.Log(float64(row[y]) + 1e-7)
-			pixels++
-		}
+	for px, t := range y {
+		conf[t][best[px]]++
+		loss -= math.Log(float64(py[px]) + 1e-7)
 	}
+	pixels := len(y)
 	var iou, acc, dice, correct float64
 	present := 0
 	for k := 0; k < classes; k++ {

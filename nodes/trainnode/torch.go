@@ -156,6 +156,20 @@ func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train
 		res.Metrics = train.EpisodeMetricsOf(h, probs)
 		return res, nil
 	}
+	if task == train.Segmentation {
+		best, ptrue := f.Tensors["best"], f.Tensors["ptrue"]
+		if best == nil || best.DType != safetensors.I32 || ptrue == nil || ptrue.DType != safetensors.F32 {
+			return nil, fmt.Errorf("torch runtime output pred.safetensors: no I32 best and F32 ptrue")
+		}
+		b := make([]int32, best.NumElements())
+		for i := range b {
+			b[i] = int32(binary.LittleEndian.Uint32(best.Data[4*i:]))
+		}
+		if res.Metrics, err = train.SegmentationMetricsOf(test, b, ptrue.Float32s(), outputs); err != nil {
+			return nil, fmt.Errorf("torch runtime output: %w", err)
+		}
+		return res, nil
+	}
 	pred, err := rows("pred")
 	if err != nil {
 		return nil, err

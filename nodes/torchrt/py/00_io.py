@@ -98,7 +98,7 @@ class SafeTensors:
 
 def write_safetensors(path, tensors, metadata=None):
     """Writes name -> tensor (float32/int64 on the CPU) through a temporary file and a rename."""
-    names = {torch.float32: "F32", torch.int64: "I64", torch.uint8: "U8", torch.float16: "F16"}
+    names = {torch.float32: "F32", torch.int64: "I64", torch.int32: "I32", torch.uint8: "U8", torch.float16: "F16"}
     header, blobs, off = {}, [], 0
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}

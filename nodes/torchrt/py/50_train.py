@@ -128,11 +128,10 @@ def val_metrics(task, pred, tg, classes, episodes=None):
             out["aps"] = 100 * float(np.mean(aps))
         return out
     if task == "segmentation":
-        p = pred.view(pred.shape[0], -1, classes)
-        y = tg.y.flatten(1)
-        best = p.argmax(dim=2)
-        loss = -torch.log(p.gather(2, y.unsqueeze(2)).double() + 1e-7).mean().item()
-        conf = torch.bincount((y * classes + best).flatten(), minlength=classes * classes).view(classes, classes).double()
+        best, ptrue = pred  # from Trainer.dense
+        y = tg.y.flatten(1).cpu()
+        loss = -torch.log(ptrue.double() + 1e-7).mean().item()
+        conf = torch.bincount((y * classes + best.long()).flatten(), minlength=classes * classes).view(classes, classes).double()
         tp, truth, predicted = conf.diag(), conf.sum(dim=1), conf.sum(dim=0)
         present = (truth + predicted) > 0
         out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(y.numel(), 1)}
@@ -243,7 +242,9 @@ class Trainer:
 
     def evaluate(self, split, states):
         """The ensemble's predictions on split (mean over states), and, for
-        few-shot, per evaluation setting."""
+        few-shot, per evaluation setting; for segmentation, dense()."""
+        if self.task == "segmentation":
+            return self.dense(split, states)
         self.model.eval()
         ex, tg = self.splits[split]
         keep = {k: v.clone() for k, v in self.model.state_dict().items()}
@@ -272,6 +273,30 @@ class Trainer:
         if self.task == "fewshot":
             return [t / len(states) for t in total]
         return total / len(states)
+
+    def dense(self, split, states):
+        """Segmentation: the ensemble's predicted class of every pixel and
+        its probability of the true class ([N, H*W] each, on the CPU),
+        which is what the metrics take, instead of N*H*W*K probabilities."""
+        self.model.eval()
+        ex, tg = self.splits[split]
+        keep = {k: v.clone() for k, v in self.model.state_dict().items()}
+        best, ptrue = [], []
+        with torch.inference_mode():
+            for i in range(0, ex.n, self.eval_batch):
+                idx = torch.arange(i, min(i + self.eval_batch, ex.n), device=self.run.device)
+                total = None
+                for st in states:
+                    if len(states) > 1 or i == 0:
+                        self.model.load_state_dict(st)
+                    p = torch.softmax(self.forward(split, idx)[0].float(), dim=1)
+                    total = p if total is None else total + p
+                total /= len(states)
+                y = tg.y[idx]
+                best.append(total.argmax(dim=1).flatten(1).to(torch.int32).cpu())
+                ptrue.append(total.gather(1, y.unsqueeze(1)).flatten(1).cpu())
+        self.model.load_state_dict(keep)
+        return torch.cat(best), torch.cat(ptrue)
 
     def train_mode(self):
         # A linear probe keeps the frozen encoder's batch norms on their running statistics.
@@ -349,6 +374,8 @@ def job_train(run):
     work = cfg["work"]
     if t.task == "fewshot":
         write_safetensors(os.path.join(work, "pred.safetensors"), {"pred_%d" % k: p.cpu() for k, p in zip(cfg["eval_shots"], pred)})
+    elif t.task == "segmentation":
+        write_safetensors(os.path.join(work, "pred.safetensors"), {"best": pred[0], "ptrue": pred[1]})
     else:
         write_safetensors(os.path.join(work, "pred.safetensors"), {"pred": pred.cpu()})
     names = {local: g for g, local in gatepipe_names(t.model).items()}
