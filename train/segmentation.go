@@ -72,6 +72,7 @@ func bilinear(h, w, height, width int) []float32 {
 func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]float64 {
 	var best []int32
 	var py []float32
+	var ys []int64
 	for i, p := range prob {
 		n := len(p) / classes
 		for px := 0; px < n; px++ {
@@ -82,11 +83,11 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]floa
 					b = k
 				}
 			}
-			best = append(best, int32(b))
-			py = append(py, row[d.Y[i*n+px]])
+			y := d.Y[i*n+px]
+			best, py, ys = append(best, int32(b)), append(py, row[y]), append(ys, y)
 		}
 	}
-	return segmentationScores(d.Y, best, py, classes)
+	return segmentationScores(ys, best, py, classes)
 }
 
 // segmentationScores computes the segmentation metrics from every

@@ -42,6 +42,33 @@ func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, 
 	return d, outputs, nil
 }
 
+// transformMasks puts n segmentation masks [h, w] through p's geometry
+// (ApplyMask), so they stay aligned with their transformed images.
+func transformMasks(y []int64, n, h, w int, p *imageops.Preprocess) ([]int64, error) {
+	var out []int64
+	for i := range n {
+		m, err := p.ApplyMask(y[i*h*w:(i+1)*h*w], h, w)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+// LoadTargetsFor is LoadTargets for an encoder with an evaluation
+// transform (nil for none): segmentation masks go through its geometry.
+func LoadTargetsFor(store, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, int, error) {
+	d, n, outputs, err := LoadTargets(store, split, meta, task)
+	if err != nil || p == nil || task != Segmentation || len(meta.Shape) != 3 {
+		return d, n, outputs, err
+	}
+	if d.Y, err = transformMasks(d.Y, n, meta.Shape[1], meta.Shape[2], p); err != nil {
+		return nil, 0, 0, fmt.Errorf("split %s: %w", split, err)
+	}
+	return d, n, outputs, nil
+}
+
 // LoadTargets reads one split's targets (labels, targets, questions) and
 // not its examples, for metrics computed from another runtime's
 // predictions; the Data's X is nil. It also returns the number of
@@ -155,5 +182,10 @@ func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *im
 		shape = append([]int{frames}, shape...)
 	}
 	d.X, d.Shape = out, shape
+	if task == Segmentation {
+		if d.Y, err = transformMasks(d.Y, n, h, w, p); err != nil {
+			return nil, 0, fmt.Errorf("split %s: %w", split, err)
+		}
+	}
 	return d, outputs, nil
 }

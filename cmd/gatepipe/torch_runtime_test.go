@@ -332,20 +332,37 @@ func TestPipelineDefaultRuntime(t *testing.T) {
 	}
 }
 
-// TestClipsThroughTheEvaluationTransformOnBothRuntimes: an encoder with an
-// evaluation transform trains on clips (every frame resized, cropped and
-// normalised) on both runtimes alike.
-func TestClipsThroughTheEvaluationTransformOnBothRuntimes(t *testing.T) {
+// TestEvaluationTransformOnBothRuntimes: an encoder with an evaluation
+// transform trains on clips (every frame resized, cropped and normalised)
+// and on segmentation (the masks through the same geometry, nearest
+// neighbour) on both runtimes alike.
+func TestEvaluationTransformOnBothRuntimes(t *testing.T) {
 	needTorch(t)
-	cache, dir := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
+	for _, tc := range []struct{ generator, task string }{{"video_count", "video_regression"}, {"segment", "segmentation"}} {
+		t.Run(tc.task, func(t *testing.T) {
+			cache, dir := t.TempDir(), t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.hcl"), strings.NewReplacer("@GEN@", tc.generator, "@TASK@", tc.task).Replace(transformPipeline))
+			r := gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython()), "apply", dir)
+			if r.code != 0 {
+				t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			runs := readRuns(t, cache)
+			if runs["go"]["gen"] == "" || runs["torch"]["gen"] == "" {
+				t.Fatalf("runs: %v", runs)
+			}
+			compareRuns(t, tc.task, runs["go"]["gen"], runs["torch"]["gen"], false)
+		})
+	}
+}
+
+const transformPipeline = `
 locals {
   runtimes = toset(["go", "torch"])
 }
 dataset "gen" {
   format = "generated"
   generator {
-    task  = "video_count"
+    task  = "@GEN@"
     train = 40
     test  = 16
     size  = 16
@@ -365,8 +382,8 @@ encoder "cnn" {
     std           = [0.229, 0.224, 0.225]
   }
 }
-adapter "count" {
-  task   = "video_regression"
+adapter "head" {
+  task   = "@TASK@"
   layers = 1
   dim    = 8
   heads  = 2
@@ -379,25 +396,15 @@ recipe "quick" {
 }
 benchmark "gen" {
   dataset = dataset.gen.path
-  id      = "video_count"
+  id      = "gen"
 }
 train "gen" {
   for_each  = local.runtimes
   encoder   = encoder.cnn
-  adapter   = adapter.count
+  adapter   = adapter.head
   recipe    = recipe.quick
   benchmark = benchmark.gen
   model     = each.key
   runtime   = each.key
 }
-`)
-	r := gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython()), "apply", dir)
-	if r.code != 0 {
-		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	runs := readRuns(t, cache)
-	if runs["go"]["video_count"] == "" || runs["torch"]["video_count"] == "" {
-		t.Fatalf("runs: %v", runs)
-	}
-	compareRuns(t, "video_count", runs["go"]["video_count"], runs["torch"]["video_count"], false)
-}
+`

@@ -143,3 +143,38 @@ func TimmConfig(path string) (Preprocess, string, error) {
 	}
 	return p, file.Architecture, nil
 }
+
+// ApplyMask puts a label mask [h, w] through the transform's geometry, so
+// that it stays aligned with its image: the shorter side resized by
+// nearest neighbour (each output pixel takes the label under its centre),
+// then the centre crop (0, background, where the crop is larger).
+func (p Preprocess) ApplyMask(mask []int64, h, w int) ([]int64, error) {
+	if len(mask) != h*w {
+		return nil, fmt.Errorf("preprocess: mask of %d values is not %dx%d", len(mask), h, w)
+	}
+	oh, ow := ShorterSide(h, w, p.resizeTo())
+	resized := make([]int64, oh*ow)
+	for y := range oh {
+		sy := min(int((float64(y)+0.5)*float64(h)/float64(oh)), h-1)
+		for x := range ow {
+			sx := min(int((float64(x)+0.5)*float64(w)/float64(ow)), w-1)
+			resized[y*ow+x] = mask[sy*w+sx]
+		}
+	}
+	ch, cw := p.Size[0], p.Size[1]
+	top := int(math.RoundToEven(float64(oh-ch) / 2))
+	left := int(math.RoundToEven(float64(ow-cw) / 2))
+	out := make([]int64, ch*cw)
+	for y := range ch {
+		sy := y + top
+		if sy < 0 || sy >= oh {
+			continue
+		}
+		for x := range cw {
+			if sx := x + left; sx >= 0 && sx < ow {
+				out[y*cw+x] = resized[sy*ow+sx]
+			}
+		}
+	}
+	return out, nil
+}

@@ -29,7 +29,7 @@ func (n *Node) loadTargets(meta *examplestore.Meta) (*loaded, error) {
 	}
 	for i, name := range []string{"train", "val", "test"} {
 		var err error
-		if d.splits[i], d.counts[i], d.outputs, err = train.LoadTargets(n.dataset, name, meta, n.task); err != nil {
+		if d.splits[i], d.counts[i], d.outputs, err = train.LoadTargetsFor(n.dataset, name, meta, n.task, n.preprocess); err != nil {
 			return nil, err
 		}
 		d.splits[i].Shape = shape

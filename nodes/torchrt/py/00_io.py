@@ -186,6 +186,28 @@ class Inputs:
             return y.view(b, t, *y.shape[1:])
         return self.transform(x)
 
+    def resized(self, h, w):
+        """The size the shorter-side resize gives an h x w image."""
+        side = self.pre.get("resize_to") or 0
+        if side <= 0:
+            side = int(math.floor(min(self.pre["size"]) / (self.pre.get("crop_pct") or 0.875)))
+        if h <= w:
+            return side, int(side * w / h)
+        return int(side * h / w), side
+
+    def masks(self, y):
+        """Segmentation masks [N, H, W] through the transform's geometry
+        (nearest neighbour at pixel centres, the centre crop, 0 where the
+        crop is larger), aligned with their images as gatepipe aligns them."""
+        if not self.pre:
+            return y
+        h, w = y.shape[1], y.shape[2]
+        oh, ow = self.resized(h, w)
+        ys = torch.clamp(((torch.arange(oh, dtype=torch.float64) + 0.5) * h / oh).long(), max=h - 1)
+        xs = torch.clamp(((torch.arange(ow, dtype=torch.float64) + 0.5) * w / ow).long(), max=w - 1)
+        r = y[:, ys.to(y.device)][:, :, xs.to(y.device)]
+        return center_crop(r.unsqueeze(1), self.pre["size"][0], self.pre["size"][1]).squeeze(1).contiguous()
+
     def transform(self, x):
         p = self.pre
         c = p.get("channels") or 0
@@ -195,13 +217,7 @@ class Inputs:
             x = x.expand(-1, c, -1, -1)
         h, w = x.shape[2], x.shape[3]
         size = p["size"]
-        side = p.get("resize_to") or 0
-        if side <= 0:
-            side = int(math.floor(min(size) / (p.get("crop_pct") or 0.875)))
-        if h <= w:
-            oh, ow = side, int(side * w / h)
-        else:
-            oh, ow = int(side * h / w), side
+        oh, ow = self.resized(h, w)
         mode = p.get("interpolation") or "bilinear"
         if (oh, ow) != (h, w):
             x = F.interpolate(x, size=(oh, ow), mode=mode, align_corners=False, antialias=True)

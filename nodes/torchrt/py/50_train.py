@@ -216,7 +216,10 @@ class Trainer:
         self.splits = {}
         for name in ("train", "val", "test"):
             f = store.split(name)
-            self.splits[name] = (Examples(f, self.inputs, run.device), Targets(f, self.task, run.device))
+            tg = Targets(f, self.task, run.device)
+            if self.task == "segmentation":
+                tg.y = self.inputs.masks(tg.y)
+            self.splits[name] = (Examples(f, self.inputs, run.device), tg)
         self.extra = None
         if self.task in REGRESSION:
             self.extra = standardizer(self.splits["train"][1].y.cpu())
