@@ -40,7 +40,7 @@ type Kind struct{}
 func (Kind) Name() string { return "train" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "10" } // 10: CLEVR's per-question-type accuracies
+func (Kind) Version() string { return "11" } // 11: segmentation masks through the evaluation transform
 
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }
