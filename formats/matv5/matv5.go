@@ -66,7 +66,7 @@ func Read(data []byte, file, name string) (*Matrix, error) {
 	}
 	off := 128
 	for off < len(data) {
-		typ, size, body, next, err := element(data, off, order)
+		typ, _, body, next, err := element(data, off, order)
 		if err != nil {
 			return nil, fmt.Errorf("%s at byte %d: %w", file, off, err)
 		}
@@ -84,7 +84,6 @@ func Read(data []byte, file, name string) (*Matrix, error) {
 				return nil, fmt.Errorf("%s at byte %d (inflated): %w", file, off, err)
 			}
 		}
-		_ = size
 		if typ == miMATRIX {
 			m, err := matrix(body, order)
 			if err != nil {

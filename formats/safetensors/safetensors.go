@@ -82,6 +82,24 @@ func I64Tensor(name string, shape []int, v []int64) Tensor {
 	return Tensor{Name: name, DType: I64, Shape: shape, Data: b}
 }
 
+// I32Tensor builds an int32 tensor.
+func I32Tensor(name string, shape []int, v []int32) Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+	}
+	return Tensor{Name: name, DType: I32, Shape: shape, Data: b}
+}
+
+// F64Tensor builds a float64 tensor.
+func F64Tensor(name string, shape []int, v []float64) Tensor {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return Tensor{Name: name, DType: F64, Shape: shape, Data: b}
+}
+
 // Float32s decodes a F32 tensor (or converts F16/BF16/U8/F64/I64/I32) to
 // float32.
 func (t *Tensor) Float32s() []float32 {
@@ -150,6 +168,18 @@ func (t *Tensor) Int64s() []int64 {
 	}
 	for i := range out {
 		out[i] = int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
+	}
+	return out
+}
+
+// Int32s decodes an I32 tensor (nil for another type).
+func (t *Tensor) Int32s() []int32 {
+	if t.DType != I32 {
+		return nil
+	}
+	out := make([]int32, t.NumElements())
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(t.Data[4*i:]))
 	}
 	return out
 }

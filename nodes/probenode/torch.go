@@ -2,10 +2,8 @@ package probenode
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -34,11 +32,11 @@ func (n *Node) tuneOnTorch(ctx context.Context, env *nodes.Env, jobs []tuneJob, 
 		final := probe.NewDraws(train.D, classes, len(j.train)+len(j.val), tune.FinalEpochs, uint64(j.seed), probe.FinalStream)
 		p := fmt.Sprintf("%d.", r)
 		ts = append(ts,
-			i64Tensor(p+"train", j.train), i64Tensor(p+"val", j.val),
-			f64Tensor(p+"trial_w", []int{classes, train.D}, trial.W), f64Tensor(p+"trial_b", []int{classes}, trial.B),
-			i32Tensor(p+"trial_order", trial.Order),
-			f64Tensor(p+"final_w", []int{classes, train.D}, final.W), f64Tensor(p+"final_b", []int{classes}, final.B),
-			i32Tensor(p+"final_order", final.Order))
+			safetensors.I64Tensor(p+"train", []int{len(j.train)}, int64s(j.train)), safetensors.I64Tensor(p+"val", []int{len(j.val)}, int64s(j.val)),
+			safetensors.F64Tensor(p+"trial_w", []int{classes, train.D}, trial.W), safetensors.F64Tensor(p+"trial_b", []int{classes}, trial.B),
+			safetensors.I32Tensor(p+"trial_order", []int{len(trial.Order)}, trial.Order),
+			safetensors.F64Tensor(p+"final_w", []int{classes, train.D}, final.W), safetensors.F64Tensor(p+"final_b", []int{classes}, final.B),
+			safetensors.I32Tensor(p+"final_order", []int{len(final.Order)}, final.Order))
 		runs[r] = map[string]any{"subset": j.subset, "seed": j.seed}
 	}
 	draws := filepath.Join(dir, "draws.safetensors")
@@ -72,26 +70,11 @@ func (n *Node) tuneOnTorch(ctx context.Context, env *nodes.Env, jobs []tuneJob, 
 	return nil
 }
 
-func i64Tensor(name string, v []int) safetensors.Tensor {
-	b := make([]byte, 8*len(v))
+// int64s widens indices for an I64 tensor.
+func int64s(v []int) []int64 {
+	out := make([]int64, len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+		out[i] = int64(x)
 	}
-	return safetensors.Tensor{Name: name, DType: safetensors.I64, Shape: []int{len(v)}, Data: b}
-}
-
-func i32Tensor(name string, v []int32) safetensors.Tensor {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
-	}
-	return safetensors.Tensor{Name: name, DType: safetensors.I32, Shape: []int{len(v)}, Data: b}
-}
-
-func f64Tensor(name string, shape []int, v []float64) safetensors.Tensor {
-	b := make([]byte, 8*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
-	}
-	return safetensors.Tensor{Name: name, DType: safetensors.F64, Shape: shape, Data: b}
+	return out
 }

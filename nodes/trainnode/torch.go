@@ -2,7 +2,6 @@ package trainnode
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -80,7 +79,7 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		}
 	} else {
 		b := max(recipe.BatchSize, 1)
-		ts = append(ts, int32Tensor("batches", []int{recipe.Iterations, b}, train.DrawBatches(d.counts[0], b, recipe.Iterations, recipe.Seed)))
+		ts = append(ts, safetensors.I32Tensor("batches", []int{recipe.Iterations, b}, train.DrawBatches(d.counts[0], b, recipe.Iterations, recipe.Seed)))
 	}
 	draws := filepath.Join(scratch, "draws.safetensors")
 	if err := safetensors.WriteFile(draws, ts, nil); err != nil {
@@ -161,11 +160,7 @@ func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train
 		if best == nil || best.DType != safetensors.I32 || ptrue == nil || ptrue.DType != safetensors.F32 {
 			return nil, fmt.Errorf("torch runtime output pred.safetensors: no I32 best and F32 ptrue")
 		}
-		b := make([]int32, best.NumElements())
-		for i := range b {
-			b[i] = int32(binary.LittleEndian.Uint32(best.Data[4*i:]))
-		}
-		if res.Metrics, err = train.SegmentationMetricsOf(test, b, ptrue.Float32s(), outputs); err != nil {
+		if res.Metrics, err = train.SegmentationMetricsOf(test, best.Int32s(), ptrue.Float32s(), outputs); err != nil {
 			return nil, fmt.Errorf("torch runtime output: %w", err)
 		}
 		return res, nil
@@ -178,14 +173,6 @@ func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train
 		return nil, fmt.Errorf("torch runtime output: %w", err)
 	}
 	return res, nil
-}
-
-func int32Tensor(name string, shape []int, v []int32) safetensors.Tensor {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
-	}
-	return safetensors.Tensor{Name: name, DType: safetensors.I32, Shape: shape, Data: b}
 }
 
 // episodeTensor lays episodes (each of the same length) out as one I32
@@ -201,5 +188,5 @@ func episodeTensor(name string, eps [][]int) safetensors.Tensor {
 	if len(eps) > 0 {
 		width = len(eps[0])
 	}
-	return int32Tensor(name, []int{len(eps), width}, flat)
+	return safetensors.I32Tensor(name, []int{len(eps), width}, flat)
 }

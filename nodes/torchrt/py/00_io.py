@@ -65,9 +65,6 @@ class SafeTensors:
             self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size > 0 else b""
         self.size = size
 
-    def names(self):
-        return [k for k in self.header if k != "__metadata__"]
-
     def info(self, name):
         h = self.header.get(name)
         if h is None:

@@ -324,7 +324,6 @@ def job_train(run):
         g["lr"] = lr
     t.train_mode()
     seen, tick, timed, step_time = 0, time.time(), 0, 0.0
-    loss_sum = None
     for it in range(first, iterations + 1):
         started = time.time()
         idx = order[it - 1]
