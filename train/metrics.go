@@ -239,6 +239,9 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 		add("Txt2Img Acc@1", "t2i_acc1", true)
 		add("Txt2Img Acc@5", "t2i_acc5", true)
 		add("Txt2Img Loss", "t2i_loss", false)
+		add("Text Score", "text_score", true)
+		add("Image Score", "image_score", true)
+		add("Group Score", "group_score", true)
 	default:
 		add("Acc@1", "acc1", true)
 		add("Acc@5", "acc5", true)

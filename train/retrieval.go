@@ -40,6 +40,108 @@ func (b *builder) retrievalHead(enc EncoderSpec, x, q *G.Node, shape []int) (log
 	return logits, b.must(G.Concat(1, img, txt))
 }
 
+// unitPairs splits each embedding [image | text] into its two halves,
+// each scaled to unit length.
+func unitPairs(emb [][]float32) (imgs, txts [][]float64) {
+	dim := len(emb[0]) / 2
+	unit := func(v []float32) []float64 {
+		var s float64
+		for _, x := range v {
+			s += float64(x) * float64(x)
+		}
+		s = math.Sqrt(s) + 1e-12
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x) / s
+		}
+		return out
+	}
+	imgs, txts = make([][]float64, len(emb)), make([][]float64, len(emb))
+	for i, e := range emb {
+		imgs[i], txts[i] = unit(e[:dim]), unit(e[dim:])
+	}
+	return imgs, txts
+}
+
+// groupRetrievalMetrics scores each group of g consecutive examples (a
+// Winoground item: two images, two captions) on its own g x g
+// similarities, as Thrush et al. score Winoground:
+//   - i2t_acc1 / t2i_acc1: the share of images (captions) whose own
+//     caption (image) scores strictly above the group's others; GATE's
+//     matrix calls these "Img2Txt" and "Txt2Img";
+//   - text_score: the share of groups where every image picks its own
+//     caption; image_score: every caption its own image; group_score:
+//     both (percentages);
+//   - i2t_loss / t2i_loss: the cross-entropy over the group at the
+//     training scale.
+//
+// A tie is a miss, as in Winoground's own scoring.
+func groupRetrievalMetrics(g int, emb [][]float32) map[string]float64 {
+	imgs, txts := unitPairs(emb)
+	groups := len(emb) / g
+	var i2t, t2i, text, image, both, i2tLoss, t2iLoss float64
+	sim := make([][]float64, g)
+	for k := range sim {
+		sim[k] = make([]float64, g)
+	}
+	for c := 0; c < groups; c++ {
+		for a := 0; a < g; a++ {
+			for b := 0; b < g; b++ {
+				var s float64
+				for k, x := range imgs[c*g+a] {
+					s += x * txts[c*g+b][k]
+				}
+				sim[a][b] = s
+			}
+		}
+		allText, allImage := true, true
+		for q := 0; q < g; q++ {
+			hitT, lossT := ownBest(g, q, func(j int) float64 { return sim[q][j] })
+			hitI, lossI := ownBest(g, q, func(j int) float64 { return sim[j][q] })
+			allText, allImage = allText && hitT, allImage && hitI
+			i2t += b2f(hitT)
+			t2i += b2f(hitI)
+			i2tLoss += lossT
+			t2iLoss += lossI
+		}
+		text += b2f(allText)
+		image += b2f(allImage)
+		both += b2f(allText && allImage)
+	}
+	pairs, items := float64(groups*g), float64(groups)
+	out := map[string]float64{
+		"i2t_acc1": 100 * i2t / pairs, "t2i_acc1": 100 * t2i / pairs,
+		"i2t_loss": i2tLoss / pairs, "t2i_loss": t2iLoss / pairs,
+		"text_score": 100 * text / items, "image_score": 100 * image / items, "group_score": 100 * both / items,
+	}
+	out["loss"] = (out["i2t_loss"] + out["t2i_loss"]) / 2
+	return out
+}
+
+// ownBest reports whether candidate self of g scores strictly above every
+// other, and the cross-entropy of self at the training scale.
+func ownBest(g, self int, score func(j int) float64) (bool, float64) {
+	hit, mx := true, math.Inf(-1)
+	for j := 0; j < g; j++ {
+		mx = math.Max(mx, score(j)*retrievalScale)
+		if j != self && score(j) >= score(self) {
+			hit = false
+		}
+	}
+	var z float64
+	for j := 0; j < g; j++ {
+		z += math.Exp(score(j)*retrievalScale - mx)
+	}
+	return hit, -(score(self)*retrievalScale - mx - math.Log(z))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // eye is the identity matrix, the in-batch targets of retrieval.
 func eye(n int) []float32 {
 	m := make([]float32, n*n)
@@ -68,23 +170,11 @@ func retrievalMetrics(d *Data, emb [][]float32) map[string]float64 {
 	if n == 0 {
 		return map[string]float64{}
 	}
-	dim := len(emb[0]) / 2
-	unit := func(v []float32) []float64 {
-		var s float64
-		for _, x := range v {
-			s += float64(x) * float64(x)
-		}
-		s = math.Sqrt(s) + 1e-12
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = float64(x) / s
-		}
-		return out
+	if d.Group > 1 {
+		return groupRetrievalMetrics(d.Group, emb)
 	}
-	imgs, txts := make([][]float64, n), make([][]float64, n)
-	for i, e := range emb {
-		imgs[i], txts[i] = unit(e[:dim]), unit(e[dim:])
-	}
+	imgs, txts := unitPairs(emb)
+	dim := len(imgs[0])
 	same := func(i, j int) bool {
 		return slices.Equal(d.Q[i*d.QLen:(i+1)*d.QLen], d.Q[j*d.QLen:(j+1)*d.QLen])
 	}

@@ -87,8 +87,11 @@ func loadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	d := &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes}
+	d := &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes, Group: meta.Group}
 	outputs := meta.NumClasses
+	if meta.Group > 1 && s.Len()%meta.Group != 0 {
+		return nil, nil, 0, fmt.Errorf("split %s: %d examples are not whole groups of %d", split, s.Len(), meta.Group)
+	}
 	if task == Segmentation && len(meta.Shape) != 3 {
 		return nil, nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
 	}

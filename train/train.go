@@ -43,6 +43,10 @@ type Data struct {
 	// ClassNames names the classes (the store's classes; nil when it
 	// has none): CLEVR's answers give its per-question-type accuracies.
 	ClassNames []string
+	// Group, above 1, says that consecutive runs of Group examples are
+	// one test item whose images and captions are scored against each
+	// other only (Winoground's two images and two captions).
+	Group int
 }
 
 func (d *Data) task() Task {

@@ -38,6 +38,14 @@ type Meta struct {
 	Splits    map[string]int `json:"splits"`
 	SplitSeed int64          `json:"split_seed"`
 	Sources   []Source       `json:"sources"`
+	// Group, above 1, says that consecutive runs of Group examples are
+	// one item of the source, kept in one split and scored together
+	// (Winoground's two image-caption pairs).
+	Group int `json:"group,omitempty"`
+	// MetricNames renames the metrics a benchmark reports to the names
+	// GATE's results matrix gives them for this benchmark ("Img2Txt
+	// Acc@1" is "Img2Txt" in NYCC's and Winoground's columns).
+	MetricNames map[string]string `json:"metric_names,omitempty"`
 }
 
 // Normalization is the per-channel affine transform applied at load.

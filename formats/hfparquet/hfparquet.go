@@ -52,7 +52,17 @@ type Options struct {
 	// indices over all the files, as a LabelsOnly pass counted them),
 	// skipping row groups that hold none: Data.U8 holds them in order.
 	Rows []int
+	// Pairs, when set, reads image-text pairs instead of labelled
+	// images: each row gives one example per pair, in order, with the
+	// pair's image as input and its text in Data.Text (a caption). The
+	// label columns are not read. With more than one pair a row's
+	// examples are a group (Winoground's two images and two captions);
+	// LabelsOnly and Rows then count examples too.
+	Pairs []Pair
 }
+
+// Pair names an image column and the text column that describes it.
+type Pair struct{ Image, Text string }
 
 // ErrNotEncoded is LabelsOnly on an input column that holds arrays, not
 // encoded images (its shape is only known by reading it).
@@ -157,6 +167,9 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 	if err != nil {
 		return err
 	}
+	if len(o.Pairs) > 0 {
+		return readPairs(ctx, pf, fr, sc, o, d)
+	}
 	imgCol, err := pickColumn(sc, o.ImageColumn, []string{"image", "img", "pixel_values"}, isEncodedImage, "image_column")
 	if err != nil {
 		return err
@@ -200,7 +213,8 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 			d.Rows += n // none of its rows is wanted
 			continue
 		}
-		if err := readRowGroup(ctx, fr, rg, leaves, imgCol, labCol, o, d, names); err != nil {
+		read := func(tbl arrow.Table) error { return readTable(tbl, imgCol, labCol, o, d, names) }
+		if err := readRowGroup(ctx, fr, rg, leaves, read); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
@@ -210,8 +224,9 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 // batchRows is how many rows are decoded from Parquet at a time.
 const batchRows = 1
 
-// readRowGroup reads one row group batch by batch into d.
-func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []int, imgCol, labCol string, o Options, d *Data, names *[]string) error {
+// readRowGroup reads one row group's leaves batch by batch, handing each
+// batch to read.
+func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []int, read func(arrow.Table) error) error {
 	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
 	if err != nil {
 		return err
@@ -220,7 +235,7 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		tbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
-		err := readTable(tbl, imgCol, labCol, o, d, names)
+		err := read(tbl)
 		tbl.Release()
 		if err != nil {
 			return err

@@ -194,3 +194,82 @@ func write(w io.Writer, rec arrow.RecordBatch, rowGroup int) error {
 	}
 	return fw.Close()
 }
+
+// Winoground writes a shard in the layout of facebook/winoground's
+// Parquet: "id", "image_0", "image_1", "caption_0", "caption_1", "tag",
+// "secondary_tag", "num_main_preds" and "collapsed_tag", one row per item.
+func Winoground(w io.Writer, images [][2][]byte, captions [][2]string, rowGroup int) error {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "image_0", Type: imageType, Nullable: true},
+		{Name: "image_1", Type: imageType, Nullable: true},
+		{Name: "caption_0", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "caption_1", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "secondary_tag", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "num_main_preds", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "collapsed_tag", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range images {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		for k := range 2 {
+			sb := b.Field(1 + k).(*array.StructBuilder)
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i][k])
+			sb.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("ex_%d_img_%d.png", i, k))
+			b.Field(3 + k).(*array.StringBuilder).Append(captions[i][k])
+		}
+		b.Field(5).(*array.StringBuilder).Append("Object")
+		b.Field(6).(*array.StringBuilder).Append("")
+		b.Field(7).(*array.Int64Builder).Append(1)
+		b.Field(8).(*array.StringBuilder).Append("Object")
+	}
+	return write(w, b.NewRecordBatch(), rowGroup)
+}
+
+// CaptionContest writes a shard in the layout of the "explanation" config
+// of jmhessel/newyorker_caption_contest: the cartoon "image", its contest
+// number and descriptions, "caption_choices" (the caption, a string in
+// this config), the explanation "label" and an "instance_id".
+func CaptionContest(w io.Writer, images [][]byte, contests []int32, captions []string, rowGroup int) error {
+	str := arrow.BinaryTypes.String
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "image", Type: imageType, Nullable: true},
+		{Name: "contest_number", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "image_location", Type: str, Nullable: true},
+		{Name: "image_description", Type: str, Nullable: true},
+		{Name: "image_uncanny_description", Type: str, Nullable: true},
+		{Name: "entities", Type: arrow.ListOf(str), Nullable: true},
+		{Name: "questions", Type: arrow.ListOf(str), Nullable: true},
+		{Name: "caption_choices", Type: str, Nullable: true},
+		{Name: "from_description", Type: str, Nullable: true},
+		{Name: "label", Type: str, Nullable: true},
+		{Name: "n_tokens_label", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "instance_id", Type: str, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range images {
+		sb := b.Field(0).(*array.StructBuilder)
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i])
+		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+		b.Field(1).(*array.Int32Builder).Append(contests[i])
+		b.Field(2).(*array.StringBuilder).Append("an office")
+		b.Field(3).(*array.StringBuilder).Append("Two people talk at a desk.")
+		b.Field(4).(*array.StringBuilder).Append("One of them is a bear.")
+		for _, f := range []int{5, 6} {
+			lb := b.Field(f).(*array.ListBuilder)
+			lb.Append(true)
+			lb.ValueBuilder().(*array.StringBuilder).Append("https://en.wikipedia.org/wiki/Bear")
+		}
+		b.Field(7).(*array.StringBuilder).Append(captions[i])
+		b.Field(8).(*array.StringBuilder).Append("scene: an office")
+		b.Field(9).(*array.StringBuilder).Append("The joke is that the bear is the boss.")
+		b.Field(10).(*array.Int32Builder).Append(9)
+		b.Field(11).(*array.StringBuilder).Append(fmt.Sprintf("%032x", i))
+	}
+	return write(w, b.NewRecordBatch(), rowGroup)
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/formats/archive"
+	"github.com/gatepipe/gatepipe/formats/hfparquet"
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
@@ -39,9 +40,8 @@ func (Kind) Version() string { return "1" }
 // gatepipe has no reader yet, with what the data is: validate refuses
 // them with that explanation instead of pretending.
 var Unreadable = map[string]string{
-	"video":        "archives of MP4 videos (Kinetics)",
-	"hdf5":         "HDF5 files (NYU Depth v2)",
-	"captions_zip": "image-pair and caption-pair sets (Winoground, NYCC)",
+	"video": "archives of MP4 videos (Kinetics)",
+	"hdf5":  "HDF5 files (NYU Depth v2)",
 }
 
 // Formats lists the accepted format values.
@@ -102,6 +102,10 @@ var spec = hcldec.ObjectSpec{
 	"max_vocabulary":  &hcldec.AttrSpec{Name: "max_vocabulary", Type: cty.Number},
 	// camera_traps (cameratraps.go): frames per clip.
 	"frames": &hcldec.AttrSpec{Name: "frames", Type: cty.Number},
+	// parquet image-caption pairs (captions.go).
+	"image_columns":   &hcldec.AttrSpec{Name: "image_columns", Type: cty.List(cty.String)},
+	"caption_columns": &hcldec.AttrSpec{Name: "caption_columns", Type: cty.List(cty.String)},
+	"metric_names":    &hcldec.AttrSpec{Name: "metric_names", Type: cty.Map(cty.String)},
 }
 
 // Spec returns the block schema.
@@ -178,6 +182,10 @@ type config struct {
 	QuestionColumn *string  `cty:"question_column"`
 	MaxVocabulary  *int     `cty:"max_vocabulary"`
 	Frames         *int     `cty:"frames"`
+
+	ImageColumns   []string          `cty:"image_columns"`
+	CaptionColumns []string          `cty:"caption_columns"`
+	MetricNames    map[string]string `cty:"metric_names"`
 }
 
 // source is one validated source.
@@ -216,6 +224,9 @@ type Node struct {
 	maxVal, maxTest int
 	normalize       string
 	task            string
+	// pairs are a parquet dataset's image and caption columns (image-text
+	// retrieval); more than one makes each row a group.
+	pairs []hfparquet.Pair
 }
 
 // Decode validates the configuration.
@@ -285,11 +296,12 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if cfg.Frames != nil && cfg.Format != "camera_traps" && cfg.Format != "gulp" {
 		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps and gulp datasets; this dataset's format is %q.", cfg.Format))
 	}
+	diags = append(diags, n.decodeParquetCaptions(decl)...)
 	if cfg.QuestionColumn != nil && cfg.Format != "parquet" {
 		diags = append(diags, decl.Errorf("question_column", "Invalid question_column", "question_column names a Parquet string column (a VQA question); this dataset's format is %q.", cfg.Format))
 	}
-	if cfg.Format == "parquet" && cfg.QuestionColumn == nil && (cfg.MaxTokens != nil || cfg.MaxVocabulary != nil) {
-		diags = append(diags, decl.Errorf("max_tokens", "Tokens without text", "max_tokens and max_vocabulary shape question tokens; set question_column."))
+	if cfg.Format == "parquet" && cfg.QuestionColumn == nil && len(n.pairs) == 0 && (cfg.MaxTokens != nil || cfg.MaxVocabulary != nil) {
+		diags = append(diags, decl.Errorf("max_tokens", "Tokens without text", "max_tokens and max_vocabulary shape question or caption tokens; set question_column or caption_column."))
 	}
 	if cfg.ImageColumn != nil && cfg.Format != "parquet" && !annotated(cfg.Format) {
 		diags = append(diags, decl.Errorf("image_column", "Invalid image_column", "image_column names a Parquet or annotation-table column; this dataset's format is %q.", cfg.Format))

@@ -41,6 +41,9 @@ type examples struct {
 	// task is the task the data itself shows (parquet label columns); ""
 	// when the block's task applies.
 	task string
+	// group, above 1, makes consecutive runs of group examples one item
+	// of the source: splits and caps keep them together.
+	group int
 	// lazy, when set, holds the images instead of u8: they are decoded
 	// when a split takes them.
 	lazy pixelSource
@@ -273,6 +276,9 @@ func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples,
 	}
 	if n.cfg.Channels != nil {
 		o.Channels = *n.cfg.Channels
+	}
+	if len(n.pairs) > 0 {
+		return n.parseParquetCaptions(paths, vocab, o)
 	}
 	lazy := n.maxTrain > 0 || n.maxVal > 0 || n.maxTest > 0
 	if lazy {

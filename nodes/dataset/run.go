@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -137,6 +138,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		Format: n.cfg.Format, Task: task, Classes: train.classes, NumClasses: len(train.classes),
 		Shape: train.shape, Features: train.features, DType: string(train.dtype), Vocab: train.vocab,
 		Normalize: n.normalization(train, splits["train"]), SplitSeed: n.splitSeed, Sources: metaSources,
+		MetricNames: n.cfg.MetricNames,
+	}
+	if train.group > 1 {
+		meta.Group = train.group
 	}
 	if err := examplestore.Write(env.OutDir, meta, splits); err != nil {
 		return cty.NilVal, err
@@ -248,13 +253,13 @@ func (n *Node) fetchRemote(ctx context.Context, env *nodes.Env, s *source) ([]fe
 // max_val and max_test. Validation and test data of their own (val, test;
 // nil when the block names none) are capped to seeded subsets instead.
 func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split, error) {
-	N := train.len()
+	N := train.items()
 	rng := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x9e3779b97f4a7c15))
 	perm := rng.Perm(N)
 	nVal := int(math.Floor(n.valFraction * float64(N)))
 	nTest := int(math.Floor(n.testFraction * float64(N)))
 	take := func(idx []int) []int {
-		out := append([]int(nil), idx...)
+		out := train.examplesOf(idx)
 		sort.Ints(out)
 		return out
 	}
@@ -303,28 +308,48 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 // split_seed (and stream), sorted; all of them when limit is 0 or not
 // below their count. Classes share the subset evenly (examples.cap).
 func (n *Node) seededSubset(e *examples, limit int, stream uint64) []int {
-	count := e.len()
+	count := e.items()
 	all := rand.New(rand.NewPCG(uint64(n.splitSeed), stream)).Perm(count)
 	if limit == 0 || limit >= count {
 		for i := range all {
 			all[i] = i
 		}
-		return all
+		return e.examplesOf(all)
 	}
-	idx := e.cap(all, limit)
+	idx := e.examplesOf(e.cap(all, limit))
 	sort.Ints(idx)
 	return idx
 }
 
-// cap keeps limit of the shuffled indices idx (all when limit is 0). For
+// items is the number of the source's items: examples, or groups of
+// examples (examples.group) that are split and capped together.
+func (e *examples) items() int { return e.len() / max(e.group, 1) }
+
+// examplesOf returns the examples of the items idx, each item's in order.
+func (e *examples) examplesOf(idx []int) []int {
+	g := max(e.group, 1)
+	if g == 1 {
+		return slices.Clone(idx)
+	}
+	out := make([]int, 0, len(idx)*g)
+	for _, i := range idx {
+		for k := range g {
+			out = append(out, i*g+k)
+		}
+	}
+	return out
+}
+
+// cap keeps limit of the shuffled items idx (all when limit is 0). For
 // single-label classes the classes take turns, in the order of idx, so a
 // small run keeps about limit/classes examples of every class rather than
-// the frequent classes' share; other tasks keep the first limit.
+// the frequent classes' share; other tasks (and groups) keep the first
+// limit.
 func (e *examples) cap(idx []int, limit int) []int {
 	if limit <= 0 || len(idx) <= limit {
 		return idx
 	}
-	if e.y == nil || e.labelsPerExample() != 1 || len(e.classes) < 2 {
+	if e.y == nil || e.labelsPerExample() != 1 || len(e.classes) < 2 || e.group > 1 {
 		return idx[:limit]
 	}
 	byClass := map[int64][]int{}

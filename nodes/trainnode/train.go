@@ -183,6 +183,9 @@ type loaded struct {
 	splits  [3]*train.Data
 	counts  [3]int // examples per split
 	outputs int
+	// names renames metrics to the benchmark's matrix columns (the
+	// store's metric_names).
+	names map[string]string
 }
 
 // load reads the benchmark's splits and checks its task.
@@ -204,9 +207,13 @@ func (n *Node) load() (*loaded, error) {
 		}
 	}
 	if n.rt.Torch() {
-		return n.loadTargets(meta)
+		d, err := n.loadTargets(meta)
+		if d != nil {
+			d.names = meta.MetricNames
+		}
+		return d, err
 	}
-	d := &loaded{task: n.task} // a few-shot head reads a classification dataset's labels as they are
+	d := &loaded{task: n.task, names: meta.MetricNames} // a few-shot head reads a classification dataset's labels as they are
 	for i, name := range []string{"train", "val", "test"} {
 		if d.splits[i], d.outputs, err = train.LoadSplitFor(n.dataset, name, meta, d.task, n.preprocess); err != nil {
 			return nil, err
@@ -258,6 +265,9 @@ func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe t
 	}
 	out.metrics = command.Metrics{Model: n.model, Benchmark: n.benchmark, Category: n.category, Metrics: map[string]command.Metric{}}
 	for i, pm := range train.PaperMetrics(d.task, res.Metrics) {
+		if to, ok := d.names[pm.Name]; ok {
+			pm.Name = to
+		}
 		out.metrics.Metrics[pm.Name] = command.Metric{Value: pm.Value, HigherIsBetter: pm.HigherIsBetter}
 		if i == 0 {
 			out.metrics.Primary = pm.Name

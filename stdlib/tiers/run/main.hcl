@@ -129,6 +129,8 @@ locals {
     diabetic    = { adapter = "multilabel", category = "Medical Class" }
     chexpert    = { adapter = "multilabel", category = "Medical Class" }
     flickr30k   = { adapter = "retrieval", category = "Img to Txt ZS" }
+    nycc        = { adapter = "retrieval", category = "Img to Txt ZS" }
+    winoground  = { adapter = "retrieval", category = "Img to Txt ZS" }
     clevr-math  = { adapter = "relational", category = "Img Relational" }
     clevr       = { adapter = "relational", category = "Img Relational" }
     iwildcam    = { adapter = "video_regression", category = "Video Reg" }
@@ -215,6 +217,8 @@ locals {
     diabetic    = module.diabetic.dataset
     chexpert    = module.chexpert.dataset
     flickr30k   = module.flickr30k.dataset
+    nycc        = module.nycc.dataset
+    winoground  = module.winoground.dataset
     clevr-math  = module.clevr_math.dataset
     clevr       = module.clevr.dataset
     iwildcam    = module.iwildcam.dataset
@@ -427,6 +431,26 @@ module "chexpert" {
 module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "nycc" {
+  source     = "stdlib/datasets/nycc"
+  enabled    = contains(local.run, "nycc")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+}
+
+module "winoground" {
+  source     = "stdlib/datasets/winoground"
+  enabled    = contains(local.run, "winoground")
   image_size = local.s.image_size
   max_train  = local.s.max_train
   max_val    = local.s.max_val
