@@ -123,6 +123,7 @@ FUZZ_TARGETS := \
 	./formats/gulp:FuzzReadMeta:40000x \
 	./formats/gulp:FuzzReadSplit:40000x \
 	./formats/matv5:FuzzRead:40000x \
+	./formats/hdf5:FuzzRead:40000x \
 	./formats/hfparquet:FuzzRead:4000x \
 	./formats/tabular:FuzzRead:50000x \
 	./formats/safetensors:FuzzParse:50000x \
