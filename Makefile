@@ -79,10 +79,10 @@ deps-test:
 	@# The pretrained encoders' parity tests build their fixtures with
 	@# torchvision (randomly initialised models, no hub).
 	@# The transferability statistics are checked against scipy.
-	@if ! /usr/bin/python3 -c "import torchvision, scipy" 2>/dev/null; then \
+	@if ! /usr/bin/python3 -c "import torchvision, scipy, h5py" 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing python3-torchvision and python3-scipy for the parity tests..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision python3-scipy >/dev/null) || \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision python3-scipy python3-h5py >/dev/null) || \
 				echo "python3-torchvision could not be installed: the torchvision parity tests will fail in CI"; \
 		else \
 			echo "python3-torchvision is missing and we are not root: the torchvision parity tests will be skipped"; \

@@ -85,24 +85,7 @@ func TestNYCCAndWinogroundTrainThroughMirror(t *testing.T) {
 	}
 	_, srv := captionHub(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
-encoder "mine" {
-  arch     = "convnet"
-  channels = [8]
-  hidden   = []
-}
-
-module "gate" {
-  source     = "stdlib/tiers/run"
-  benchmarks = ["nycc", "winoground"]
-  encoder    = encoder.mine
-  model      = "tiny-convnet"
-  scale      = "test"
-}
-
-output "not_run"  { value = module.gate.not_run }
-output "measured" { value = module.gate.measured }
-`)
+	writeTierEngine(t, dir, `["nycc", "winoground"]`)
 	cache := filepath.Join(t.TempDir(), "c")
 	base := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir()}
 	r := gpEnv(t, cache, base, "apply", dir)
@@ -121,22 +104,14 @@ output "measured" { value = module.gate.measured }
 		"winoground": {"Img2Txt", "Txt2Img", "Img2Txt Loss", "Txt2Img Loss", "Text Score", "Image Score", "Group Score"},
 	}
 	found := map[string]bool{}
-	filepath.Walk(cache, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.Name() != "metrics.json" {
-			return nil
-		}
-		var m struct {
-			Benchmark string                     `json:"benchmark"`
-			Metrics   map[string]json.RawMessage `json:"metrics"`
-		}
-		data, _ := os.ReadFile(p)
-		if json.Unmarshal(data, &m) != nil || want[m.Benchmark] == nil {
-			return nil
+	for _, m := range readMetricsFiles(t, cache) {
+		if want[m.Benchmark] == nil {
+			continue
 		}
 		found[m.Benchmark] = true
 		for _, name := range want[m.Benchmark] {
 			if _, ok := m.Metrics[name]; !ok {
-				t.Errorf("%s: metrics.json lacks %q: %s", m.Benchmark, name, data)
+				t.Errorf("%s: metrics.json lacks %q: %v", m.Benchmark, name, m.Metrics)
 			}
 		}
 		for _, name := range []string{"Img2Txt Acc@1", "Txt2Img Acc@1"} {
@@ -147,9 +122,57 @@ output "measured" { value = module.gate.measured }
 		if _, ok := m.Metrics["Img2Txt Acc@5"]; ok && m.Benchmark == "winoground" {
 			t.Errorf("winoground reports Acc@5 over pairs of two")
 		}
-		return nil
-	})
+	}
 	if !found["nycc"] || !found["winoground"] {
 		t.Fatalf("metrics found for %v", found)
 	}
+}
+
+// metricsFile is what a train node's metrics.json holds.
+type metricsFile struct {
+	Benchmark string                     `json:"benchmark"`
+	Metrics   map[string]json.RawMessage `json:"metrics"`
+}
+
+// readMetricsFiles reads every metrics.json under the cache.
+func readMetricsFiles(t *testing.T, cache string) []metricsFile {
+	t.Helper()
+	var out []metricsFile
+	filepath.Walk(cache, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.Name() != "metrics.json" {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		var m metricsFile
+		if json.Unmarshal(data, &m) == nil {
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out
+}
+
+// writeTierEngine writes a pipeline that runs the stdlib tier engine on
+// the benchmarks (an HCL list) with a tiny convnet at the "test" scale,
+// with not_run and measured as outputs.
+func writeTierEngine(t *testing.T, dir, benchmarks string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+encoder "mine" {
+  arch     = "convnet"
+  channels = [8]
+  hidden   = []
+}
+
+module "gate" {
+  source     = "stdlib/tiers/run"
+  benchmarks = `+benchmarks+`
+  encoder    = encoder.mine
+  model      = "tiny-convnet"
+  scale      = "test"
+}
+
+output "not_run"  { value = module.gate.not_run }
+output "measured" { value = module.gate.measured }
+`)
 }

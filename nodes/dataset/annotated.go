@@ -23,7 +23,7 @@ const (
 )
 
 func annotated(format string) bool {
-	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp" || format == "voc_mat"
+	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp" || format == "voc_mat" || format == "hdf5"
 }
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
@@ -42,6 +42,9 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	}
 	if cfg.Format == "voc_mat" {
 		return n.decodeVOCMat(decl)
+	}
+	if cfg.Format == "hdf5" {
+		return n.decodeHDF5(decl)
 	}
 	if len(cfg.Annotations) == 0 {
 		diags = append(diags, decl.Errorf("format", "Missing annotations", "Format %q needs annotations = [\"labels.csv\"]: the CSV file(s) inside the fetched sources that name each image.", cfg.Format))
@@ -133,6 +136,8 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 	case "voc_mat":
 		train, err := n.parseVOCMat(ctx, env, rawDir)
 		return train, nil, nil, err
+	case "hdf5":
+		return n.parseHDF5(ctx, env, rawDir)
 	}
 	rows, err := n.readAnnotations(rawDir)
 	if err != nil {

@@ -47,6 +47,16 @@ type examples struct {
 	// lazy, when set, holds the images instead of u8: they are decoded
 	// when a split takes them.
 	lazy pixelSource
+	// lazyY, when set, holds the labels instead of y (count examples):
+	// they are read when a split takes them.
+	lazyY labelSource
+	count int
+}
+
+// labelSource reads the labels of the examples at idx (ascending), each
+// labelsPerExample long.
+type labelSource interface {
+	labels(idx []int) ([]int64, error)
 }
 
 // pixelSource decodes the images of the examples at idx (ascending), as
@@ -108,6 +118,9 @@ func (e *examples) exampleSize() int {
 }
 
 func (e *examples) len() int {
+	if e.lazyY != nil {
+		return e.count
+	}
 	if e.yf != nil {
 		return len(e.yf) / max(e.targets, 1)
 	}
@@ -199,6 +212,12 @@ func (e *examples) subset(idx []int) (*examplestore.Split, error) {
 			shape = append(shape, w)
 		}
 		s.Y = safetensors.F32Tensor("y", shape, ys)
+	} else if e.lazyY != nil {
+		ys, err := e.lazyY.labels(idx)
+		if err != nil {
+			return nil, err
+		}
+		s.Y = safetensors.I64Tensor("y", append([]int{len(idx)}, e.yShape...), ys)
 	} else {
 		w := e.labelsPerExample()
 		ys := make([]int64, 0, len(idx)*w)

@@ -136,6 +136,7 @@ locals {
     iwildcam    = { adapter = "video_regression", category = "Video Reg" }
     hmdb51      = { adapter = "video", category = "Video Class" }
     pascal      = { adapter = "segmentation", category = "Img Seg" }
+    nyu         = { adapter = "segmentation", category = "Img Seg" }
     ucf         = { adapter = "video", category = "Video Class" }
   }
 
@@ -224,6 +225,7 @@ locals {
     iwildcam    = module.iwildcam.dataset
     hmdb51      = module.hmdb51.dataset
     pascal      = module.pascal.dataset
+    nyu         = module.nyu.dataset
     ucf         = module.ucf.dataset
   }
 }
@@ -456,6 +458,19 @@ module "winoground" {
   max_val    = local.s.max_val
   max_test   = local.s.max_test
   split_seed = var.split_seed
+}
+
+module "nyu" {
+  source     = "stdlib/datasets/nyu"
+  enabled    = contains(local.run, "nyu")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+  # A capped run downloads a train shard (~4,000 frames, 2.7 GB) per
+  # 4,000 examples it keeps, not all 12.
+  train_shards = local.s.max_train > 0 ? min(12, ceil(local.s.max_train / 4000)) : 12
 }
 
 module "pascal" {
