@@ -3,9 +3,10 @@
 // files of concatenated JPEG frames, each padded to a multiple of four
 // bytes, and beside each a meta_N.gmeta JSON mapping every video's key to
 // its frame_info, [offset, padding, total length] per frame, and
-// meta_data; and the split lists of GATE's sparse-sample loader (a first
+// meta_data; and the split lists of GATE's sparse-sample loaders (a first
 // line with the number of classes, then "gulp_key video_id label
-// start_frame end_frame" per clip).
+// start_frame end_frame" per clip, or for its decord loader of video
+// files "path video_id label start_frame end_frame width height").
 package gulp
 
 import (
@@ -110,8 +111,8 @@ func ReadSplit(r io.Reader, name string) ([]Clip, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) != 5 {
-			return nil, fmt.Errorf("%s line %d: %d fields, want gulp_key video_id label start_frame end_frame", name, line, len(f))
+		if len(f) != 5 && len(f) != 7 {
+			return nil, fmt.Errorf("%s line %d: %d fields, want gulp_key video_id label start_frame end_frame (or, for videos, path video_id label start_frame end_frame width height)", name, line, len(f))
 		}
 		var c Clip
 		var errs [4]error

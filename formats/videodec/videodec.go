@@ -1,0 +1,120 @@
+// Package videodec decodes chosen frames of a video file (Kinetics' MP4s)
+// with ffmpeg, run as a subprocess: Debian's ffmpeg decodes every codec
+// those files use, a crash or a damaged file stays in its own process, and
+// gatepipe needs no cgo binding to libav. Frames come back as RGB bytes at
+// the size asked for (scaled bilinearly, aspect ratio not kept, as GATE's
+// decord reader resizes), so a clip's memory is known before it is read.
+package videodec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrNoFFmpeg is returned when no ffmpeg can be run.
+var ErrNoFFmpeg = errors.New("decoding video needs ffmpeg: install it (apt-get install ffmpeg) or put it on PATH")
+
+// Decoder runs one ffmpeg per video.
+type Decoder struct {
+	// FFmpeg is the program (default "ffmpeg" on PATH).
+	FFmpeg string
+}
+
+// Frames returns the frames at the given indices (0-based, in any order,
+// repeats allowed) of the video at path, each [h, w, 3] RGB, in the order
+// of indices. A video with fewer frames than an index asks for is an
+// error naming the file and how many frames it has.
+func (d Decoder) Frames(ctx context.Context, path string, indices []int, h, w int) ([]byte, error) {
+	if len(indices) == 0 {
+		return nil, nil
+	}
+	if h <= 0 || w <= 0 || h > 8192 || w > 8192 {
+		return nil, fmt.Errorf("%s: frame size %dx%d", path, h, w)
+	}
+	unique := slices.Clone(indices)
+	slices.Sort(unique)
+	unique = slices.Compact(unique)
+	if unique[0] < 0 {
+		return nil, fmt.Errorf("%s: frame %d", path, unique[0])
+	}
+	terms := make([]string, len(unique))
+	for i, f := range unique {
+		terms[i] = "eq(n\\," + strconv.Itoa(f) + ")"
+	}
+	filter := fmt.Sprintf("select='%s',scale=%d:%d:flags=bilinear", strings.Join(terms, "+"), w, h)
+	prog := d.FFmpeg
+	if prog == "" {
+		prog = "ffmpeg"
+	}
+	if _, err := exec.LookPath(prog); err != nil {
+		return nil, ErrNoFFmpeg
+	}
+	cmd := exec.CommandContext(ctx, prog, "-nostdin", "-hide_banner", "-v", "error", "-threads", "1",
+		"-i", path, "-vf", filter, "-fps_mode", "passthrough", "-frames:v", strconv.Itoa(len(unique)),
+		"-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: starting ffmpeg: %w", path, err)
+	}
+	frame := h * w * 3
+	want := len(unique) * frame
+	got, readErr := io.ReadAll(io.LimitReader(stdout, int64(want)+1))
+	waitErr := cmd.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	msg := strings.TrimSpace(stderr.String())
+	switch {
+	case readErr != nil:
+		return nil, fmt.Errorf("%s: reading ffmpeg's frames: %w", path, readErr)
+	case waitErr != nil && len(got) < want:
+		return nil, fmt.Errorf("%s: ffmpeg cannot decode it: %s", path, firstLine(msg, waitErr))
+	case len(got) < want:
+		have := len(got) / frame
+		return nil, fmt.Errorf("%s: the video ends before frame %d (%d of the %d frames asked for were there): truncated, or shorter than its split list says", path, unique[have], have, len(unique))
+	case len(got) > want:
+		return nil, fmt.Errorf("%s: ffmpeg returned more than the %d frames asked for", path, len(unique))
+	}
+	out := make([]byte, 0, len(indices)*frame)
+	for _, f := range indices {
+		k, _ := slices.BinarySearch(unique, f)
+		out = append(out, got[k*frame:(k+1)*frame]...)
+	}
+	return out, nil
+}
+
+// firstLine is ffmpeg's first error line, or the exit status.
+func firstLine(msg string, err error) string {
+	if msg == "" {
+		return err.Error()
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

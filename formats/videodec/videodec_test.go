@@ -1,0 +1,82 @@
+package videodec
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/internal/videofixture"
+)
+
+// needFFmpeg skips where ffmpeg is missing, except in CI, where make
+// deps-test installs it.
+func needFFmpeg(t *testing.T) {
+	if !videofixture.Available() {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ffmpeg is missing in CI: make deps-test installs it")
+		}
+		t.Skip("ffmpeg is not installed")
+	}
+}
+
+// TestFramesAreTheOnesAskedFor: frame i of the fixture has grey level
+// 20*i; the decoded frames, in the order asked and repeated where asked,
+// have those levels at the size asked.
+func TestFramesAreTheOnesAskedFor(t *testing.T) {
+	needFFmpeg(t)
+	p := filepath.Join(t.TempDir(), "clip.mp4")
+	if err := videofixture.MP4(p, videofixture.Grey(12, 32, 48, 20), 32, 48); err != nil {
+		t.Fatal(err)
+	}
+	indices := []int{11, 0, 5, 5}
+	got, err := Decoder{}.Frames(context.Background(), p, indices, 8, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(indices)*8*6*3 {
+		t.Fatalf("%d bytes", len(got))
+	}
+	for k, f := range indices {
+		v := int(got[k*8*6*3+7])
+		if want := 20 * f; v < want-4 || v > want+4 {
+			t.Errorf("frame %d (index %d) has level %d, want about %d", k, f, v, want)
+		}
+	}
+}
+
+// TestBadVideosAreErrors: a truncated file, frames past the end and a
+// missing ffmpeg are errors that say so and name the file.
+func TestBadVideosAreErrors(t *testing.T) {
+	needFFmpeg(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "clip.mp4")
+	if err := videofixture.MP4(p, videofixture.Grey(12, 32, 32, 20), 32, 32); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	cut := filepath.Join(dir, "cut.mp4")
+	os.WriteFile(cut, data[:len(data)/3], 0o644)
+	for _, c := range []struct {
+		path    string
+		indices []int
+		want    string
+	}{
+		{cut, []int{0, 11}, "cut.mp4"},
+		{p, []int{3, 30}, "ends before frame 30 (1 of the 2"},
+		{filepath.Join(dir, "garbage.mp4"), []int{0}, "garbage.mp4: ffmpeg cannot decode it"},
+	} {
+		if strings.HasSuffix(c.path, "garbage.mp4") {
+			os.WriteFile(c.path, []byte("not a video at all"), 0o644)
+		}
+		_, err := Decoder{}.Frames(context.Background(), c.path, c.indices, 8, 8)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: %v, want an error with %q", filepath.Base(c.path), c.indices, err, c.want)
+		}
+	}
+	if _, err := (Decoder{FFmpeg: "/nonexistent/ffmpeg"}).Frames(context.Background(), p, []int{0}, 8, 8); !errors.Is(err, ErrNoFFmpeg) {
+		t.Errorf("no ffmpeg: %v", err)
+	}
+}
