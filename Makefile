@@ -88,6 +88,16 @@ deps-test:
 			echo "python3-torchvision is missing and we are not root: the torchvision parity tests will be skipped"; \
 		fi; \
 	fi
+	@# Kinetics' reader decodes MP4 with ffmpeg; its tests write H.264 fixtures with it.
+	@if ! command -v ffmpeg >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "Installing ffmpeg for the video reader's tests..."; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null) || \
+				echo "ffmpeg could not be installed: the video tests will fail in CI"; \
+		else \
+			echo "ffmpeg is missing and we are not root: the video tests will be skipped"; \
+		fi; \
+	fi
 	@# The Slurm integration test needs a cluster: start a single-node one.
 	@if [ "$$(id -u)" = 0 ]; then \
 		bash scripts/slurm-localhost.sh start || echo "Slurm could not be started: its integration test will be skipped"; \

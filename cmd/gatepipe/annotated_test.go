@@ -151,7 +151,7 @@ encoder "mine" {
 
 module "gate" {
   source     = "stdlib/tiers/run"
-  benchmarks = ["ham10k", "flickr30k", "kinetics"]
+  benchmarks = ["ham10k", "flickr30k"]
   encoder    = encoder.mine
   model      = "tiny-convnet"
   scale      = "test"

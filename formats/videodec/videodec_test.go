@@ -11,22 +11,11 @@ import (
 	"github.com/gatepipe/gatepipe/internal/videofixture"
 )
 
-// needFFmpeg skips where ffmpeg is missing, except in CI, where make
-// deps-test installs it.
-func needFFmpeg(t *testing.T) {
-	if !videofixture.Available() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ffmpeg is missing in CI: make deps-test installs it")
-		}
-		t.Skip("ffmpeg is not installed")
-	}
-}
-
 // TestFramesAreTheOnesAskedFor: frame i of the fixture has grey level
 // 20*i; the decoded frames, in the order asked and repeated where asked,
 // have those levels at the size asked.
 func TestFramesAreTheOnesAskedFor(t *testing.T) {
-	needFFmpeg(t)
+	videofixture.Need(t)
 	p := filepath.Join(t.TempDir(), "clip.mp4")
 	if err := videofixture.MP4(p, videofixture.Grey(12, 32, 48, 20), 32, 48); err != nil {
 		t.Fatal(err)
@@ -50,7 +39,7 @@ func TestFramesAreTheOnesAskedFor(t *testing.T) {
 // TestBadVideosAreErrors: a truncated file, frames past the end and a
 // missing ffmpeg are errors that say so and name the file.
 func TestBadVideosAreErrors(t *testing.T) {
-	needFFmpeg(t)
+	videofixture.Need(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "clip.mp4")
 	if err := videofixture.MP4(p, videofixture.Grey(12, 32, 32, 20), 32, 32); err != nil {

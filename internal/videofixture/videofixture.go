@@ -5,14 +5,29 @@ package videofixture
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
+	"testing"
 )
 
 // Available reports whether ffmpeg can be run.
 func Available() bool {
 	_, err := exec.LookPath("ffmpeg")
 	return err == nil
+}
+
+// Need skips a test where ffmpeg is missing, except in CI (CI set),
+// where make deps-test installs it and its absence fails the test.
+func Need(t testing.TB) {
+	t.Helper()
+	if Available() {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("ffmpeg is missing in CI: make deps-test installs it")
+	}
+	t.Skip("ffmpeg is not installed")
 }
 
 // MP4 encodes frames (each h*w*3 RGB bytes) at 10 frames per second

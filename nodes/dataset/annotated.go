@@ -23,7 +23,7 @@ const (
 )
 
 func annotated(format string) bool {
-	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp" || format == "voc_mat" || format == "hdf5"
+	return format == "image_csv" || format == "captions_csv" || format == "image_list" || format == "vqa_json" || format == "camera_traps" || format == "gulp" || format == "voc_mat" || format == "hdf5" || format == "video_list"
 }
 
 // decodeAnnotated checks the attributes of an image_csv or captions_csv
@@ -45,6 +45,9 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 	}
 	if cfg.Format == "hdf5" {
 		return n.decodeHDF5(decl)
+	}
+	if cfg.Format == "video_list" {
+		return n.decodeVideoList(decl)
 	}
 	if len(cfg.Annotations) == 0 {
 		diags = append(diags, decl.Errorf("format", "Missing annotations", "Format %q needs annotations = [\"labels.csv\"]: the CSV file(s) inside the fetched sources that name each image.", cfg.Format))
@@ -138,6 +141,8 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 		return train, nil, nil, err
 	case "hdf5":
 		return n.parseHDF5(ctx, env, rawDir)
+	case "video_list":
+		return n.parseVideoList(ctx, env, rawDir)
 	}
 	rows, err := n.readAnnotations(rawDir)
 	if err != nil {

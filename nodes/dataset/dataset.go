@@ -36,15 +36,8 @@ func (Kind) Name() string { return "dataset" }
 // Version is bumped whenever processing changes for the same config.
 func (Kind) Version() string { return "1" }
 
-// Unreadable lists formats the benchmark catalog declares for which
-// gatepipe has no reader yet, with what the data is: validate refuses
-// them with that explanation instead of pretending.
-var Unreadable = map[string]string{
-	"video": "archives of MP4 videos (Kinetics)",
-}
-
 // Formats lists the accepted format values.
-var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "hdf5", "raw", "generated"}
+var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "hdf5", "video_list", "raw", "generated"}
 
 var spec = hcldec.ObjectSpec{
 	"generator": &hcldec.BlockSpec{TypeName: "generator", Nested: hcldec.ObjectSpec{
@@ -58,6 +51,7 @@ var spec = hcldec.ObjectSpec{
 	}},
 	"source": &hcldec.BlockListSpec{TypeName: "source", Nested: hcldec.ObjectSpec{
 		"url":         &hcldec.AttrSpec{Name: "url", Type: cty.String},
+		"urls":        &hcldec.AttrSpec{Name: "urls", Type: cty.List(cty.String)},
 		"hf":          &hcldec.AttrSpec{Name: "hf", Type: cty.String},
 		"revision":    &hcldec.AttrSpec{Name: "revision", Type: cty.String},
 		"files":       &hcldec.AttrSpec{Name: "files", Type: cty.List(cty.String)},
@@ -125,6 +119,7 @@ func (Kind) OutputType() cty.Type {
 
 type sourceConfig struct {
 	URL         *string  `cty:"url"`
+	URLs        []string `cty:"urls"`
 	HF          *string  `cty:"hf"`
 	Revision    *string  `cty:"revision"`
 	Files       []string `cty:"files"`
@@ -236,16 +231,12 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	n := &Node{cfg: cfg, normalize: "standard", task: "classification"}
 	var diags hcl.Diagnostics
-	if what, ok := Unreadable[cfg.Format]; ok {
-		return nil, hcl.Diagnostics{decl.Errorf("format", "No reader for this format yet",
-			"format %q (%s) is declared so that the benchmark catalog and tiers can name it, but gatepipe cannot read it yet; leave this benchmark out of the pipeline.", cfg.Format, what)}
-	}
 	if !contains(Formats, cfg.Format) {
 		diags = append(diags, decl.Errorf("format", "Unsupported dataset format",
 			"format %q is not supported. Use one of: %s.", cfg.Format, strings.Join(Formats, ", ")))
 	}
 	for i, sc := range cfg.Source {
-		s, err := decodeSource(sc, decl.Dir)
+		ss, err := decodeSources(sc, decl.Dir)
 		if err != nil {
 			attr := "url"
 			if se, ok := err.(*sourceError); ok {
@@ -260,7 +251,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 			})
 			continue
 		}
-		n.sources = append(n.sources, s)
+		n.sources = append(n.sources, ss...)
 	}
 	if cfg.Format == "generated" {
 		diags = append(diags, n.decodeGenerator(decl)...)
@@ -292,8 +283,8 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if len(cfg.Val) > 0 && cfg.ValFraction != nil {
 		diags = append(diags, decl.Errorf("val_fraction", "Conflicting validation split", "Use either val files or val_fraction, not both."))
 	}
-	if cfg.Frames != nil && cfg.Format != "camera_traps" && cfg.Format != "gulp" {
-		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps and gulp datasets; this dataset's format is %q.", cfg.Format))
+	if cfg.Frames != nil && cfg.Format != "camera_traps" && cfg.Format != "gulp" && cfg.Format != "video_list" {
+		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps, gulp and video_list datasets; this dataset's format is %q.", cfg.Format))
 	}
 	diags = append(diags, n.decodeParquetCaptions(decl)...)
 	if cfg.QuestionColumn != nil && cfg.Format != "parquet" {
@@ -382,6 +373,45 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		diags = append(diags, decl.Errorf("label_column", "Missing label column", "Format %q needs label_column, the name of the column holding the label.", cfg.Format))
 	}
 	return n, diags
+}
+
+// decodeSources decodes a source block: one source, or one per entry of
+// urls. A urls entry is named by its URL's last path element, prefixed
+// with the element before it ("train-part_0.tar.gz") where two entries
+// would share a name.
+func decodeSources(sc sourceConfig, dir string) ([]*source, error) {
+	if sc.URLs == nil {
+		s, err := decodeSource(sc, dir)
+		if err != nil {
+			return nil, err
+		}
+		return []*source{s}, nil
+	}
+	if sc.URL != nil || sc.HF != nil || sc.Name != nil || sc.SHA256 != nil {
+		return nil, &sourceError{"urls", fmt.Errorf("urls lists several files; url, hf, name and sha256 (pinned in the lock file instead) do not go with it")}
+	}
+	if len(sc.URLs) == 0 {
+		return nil, &sourceError{"urls", fmt.Errorf("urls is empty")}
+	}
+	count := map[string]int{}
+	for _, u := range sc.URLs {
+		count[path.Base(u)]++
+	}
+	var out []*source
+	for _, u := range sc.URLs {
+		one := sc
+		one.URLs, one.URL = nil, &u
+		if count[path.Base(u)] > 1 {
+			name := path.Base(path.Dir(u)) + "-" + path.Base(u)
+			one.Name = &name
+		}
+		s, err := decodeSource(one, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", u, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func decodeSource(sc sourceConfig, dir string) (*source, error) {

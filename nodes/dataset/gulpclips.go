@@ -130,8 +130,18 @@ func (n *Node) parseGulp(ctx context.Context, env *nodes.Env, rawDir string) (tr
 	if train == nil || len(train.y) == 0 {
 		return nil, nil, nil, fmt.Errorf("the training list names no clip")
 	}
+	if err := numberListClasses(split); err != nil {
+		return nil, nil, nil, err
+	}
+	return train, split["val"], split["test"], nil
+}
+
+// numberListClasses numbers the classes of split lists' clips: the
+// training list's labels fix how many; a later list's label beyond them
+// is an error.
+func numberListClasses(split map[string]*examples) error {
 	classes := 0
-	for _, y := range train.y {
+	for _, y := range split["train"].y {
 		classes = max(classes, int(y)+1)
 	}
 	for _, s := range []string{"train", "val", "test"} {
@@ -141,12 +151,12 @@ func (n *Node) parseGulp(ctx context.Context, env *nodes.Env, rawDir string) (tr
 		}
 		for _, y := range ex.y {
 			if int(y) >= classes {
-				return nil, nil, nil, fmt.Errorf("the %s list has label %d, but the training list's labels end at %d", s, y, classes-1)
+				return fmt.Errorf("the %s list has label %d, but the training list's labels end at %d", s, y, classes-1)
 			}
 		}
 		ex.classes = numericClasses(classes)
 	}
-	return train, split["val"], split["test"], nil
+	return nil
 }
 
 // gulpFrame is one sampled frame: its data file and place.

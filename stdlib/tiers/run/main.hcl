@@ -138,6 +138,7 @@ locals {
     pascal      = { adapter = "segmentation", category = "Img Seg" }
     nyu         = { adapter = "segmentation", category = "Img Seg" }
     ucf         = { adapter = "video", category = "Video Class" }
+    kinetics    = { adapter = "video", category = "Video Class" }
   }
 
   scales = {
@@ -227,6 +228,7 @@ locals {
     pascal      = module.pascal.dataset
     nyu         = module.nyu.dataset
     ucf         = module.ucf.dataset
+    kinetics    = module.kinetics.dataset
   }
 }
 
@@ -458,6 +460,22 @@ module "winoground" {
   max_val    = local.s.max_val
   max_test   = local.s.max_test
   split_seed = var.split_seed
+}
+
+module "kinetics" {
+  source     = "stdlib/datasets/kinetics"
+  enabled    = contains(local.run, "kinetics")
+  image_size = local.s.image_size
+  max_train  = local.s.max_train
+  max_val    = local.s.max_val
+  max_test   = local.s.max_test
+  split_seed = var.split_seed
+  # A capped run downloads a part (~1,000 clips, 1.8 GB) per 1,000
+  # examples it keeps, not all 301 (~450 GB), and no replacements.
+  train_parts  = local.s.max_train > 0 ? min(242, ceil(local.s.max_train / 1000)) : 242
+  val_parts    = local.s.max_val > 0 ? min(20, ceil(local.s.max_val / 1000)) : 20
+  test_parts   = local.s.max_test > 0 ? min(39, ceil(local.s.max_test / 1000)) : 39
+  replacements = local.s.max_train == 0
 }
 
 module "nyu" {
