@@ -107,6 +107,11 @@ func serveRepos(w http.ResponseWriter, p string, repos map[string]map[string][]b
 // segShard is an ADE20K-layout shard: 12x12 images whose mask marks a
 // bright square as class 1 (the rest class 0).
 func segShard(t *testing.T, n int, seed uint64) []byte {
+	return segShardAs(t, n, seed, "annotation")
+}
+
+// segShardAs is segShard with its mask column named maskColumn.
+func segShardAs(t *testing.T, n int, seed uint64, maskColumn string) []byte {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	var imgs, masks [][]byte
 	for range n {
@@ -125,7 +130,7 @@ func segShard(t *testing.T, n int, seed uint64) []byte {
 		imgs, masks = append(imgs, hffixture.PNG(img)), append(masks, hffixture.PNG(mask))
 	}
 	var buf bytes.Buffer
-	if err := hffixture.Segmentation(&buf, imgs, masks, 100); err != nil {
+	if err := hffixture.SegmentationAs(&buf, imgs, masks, maskColumn, 100); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -116,9 +116,15 @@ func Arrays(w io.Writer, images [][][]float32, masks [][][]int64, rowGroup int) 
 // Segmentation writes an ADE20K-style shard: "image" and "annotation"
 // both encoded images, the annotation a grey PNG of class indices.
 func Segmentation(w io.Writer, images, masks [][]byte, rowGroup int) error {
+	return SegmentationAs(w, images, masks, "annotation", rowGroup)
+}
+
+// SegmentationAs writes a segmentation shard whose mask column has the
+// given name (COCO-Stuff's "mask").
+func SegmentationAs(w io.Writer, images, masks [][]byte, maskColumn string, rowGroup int) error {
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "image", Type: imageType, Nullable: true},
-		{Name: "annotation", Type: imageType, Nullable: true},
+		{Name: maskColumn, Type: imageType, Nullable: true},
 	}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
