@@ -97,6 +97,7 @@ func FuzzReadMeta(f *testing.F) {
 // FuzzReadSplit: clips have a frame range, or an error.
 func FuzzReadSplit(f *testing.F) {
 	f.Add([]byte("0\nbrush_hair/a 0 0 0 39\nwave/b 1 50 0 9\n"))
+	f.Add([]byte("0\nabseiling/x_000001_000011.mp4 0 0 0 249 340 256\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		clips, err := ReadSplit(bytes.NewReader(data), "s")
 		if err != nil {
