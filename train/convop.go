@@ -454,12 +454,19 @@ func (op *convOp) zeroColumns(row []float32, dx int) {
 // eachTap calls fn for every input channel c and kernel tap (ki, kj) with
 // the channel's plane of img and the tap's row of the im2col matrix col.
 func (op *convOp) eachTap(img, col []float32, fn func(plane, row []float32, ki, kj int)) {
+	op.eachTapStrided(img, op.h*op.w, col, op.outH*op.outW, fn)
+}
+
+// eachTapStrided is eachTap over an image whose channel planes are
+// chanStride values apart and an im2col matrix whose rows are rowStride
+// values apart (an image among others of a channel-major batch).
+func (op *convOp) eachTapStrided(img []float32, chanStride int, col []float32, rowStride int, fn func(plane, row []float32, ki, kj int)) {
 	n, cols := op.h*op.w, op.outH*op.outW
 	for c := range op.cin {
-		plane := img[c*n : (c+1)*n]
+		plane := img[c*chanStride:][:n]
 		for ki := range op.k {
 			for kj := range op.k {
-				fn(plane, col[((c*op.k+ki)*op.k+kj)*cols:][:cols], ki, kj)
+				fn(plane, col[((c*op.k+ki)*op.k+kj)*rowStride:][:cols], ki, kj)
 			}
 		}
 	}
@@ -472,8 +479,13 @@ func (op *convOp) eachTap(img, col []float32, fn func(plane, row []float32, ki, 
 func (op *convOp) pointwise() bool { return op.k == 1 && op.stride == 1 && op.pad == 0 }
 
 func (op *convOp) im2col(img, col []float32) {
+	op.im2colStrided(img, op.h*op.w, col, op.outH*op.outW)
+}
+
+// im2colStrided is im2col with the strides of eachTapStrided.
+func (op *convOp) im2colStrided(img []float32, chanStride int, col []float32, rowStride int) {
 	if op.same() {
-		op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
+		op.eachTapStrided(img, chanStride, col, rowStride, func(plane, row []float32, ki, kj int) {
 			dy, dx, s := op.tapShift(ki, kj)
 			lo, hi := max(0, -s), min(len(row), len(row)-s)
 			if lo >= hi { // a tap past the whole image (a kernel wider than it)
@@ -487,7 +499,7 @@ func (op *convOp) im2col(img, col []float32) {
 		})
 		return
 	}
-	op.eachTap(img, col, func(plane, row []float32, ki, kj int) {
+	op.eachTapStrided(img, chanStride, col, rowStride, func(plane, row []float32, ki, kj int) {
 		lo, hi := op.validX(kj)
 		for oy := range op.outH {
 			y := oy*op.stride - op.pad + ki

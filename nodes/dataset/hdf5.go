@@ -37,9 +37,6 @@ func (n *Node) decodeHDF5(decl nodes.Decl) hcl.Diagnostics {
 	if len(cfg.ClassNames) < 2 {
 		diags = append(diags, decl.Errorf("class_names", "Missing class names", "Format \"hdf5\" needs class_names: a target value v is class trunc(v), which must be below their number."))
 	}
-	if len(cfg.ImageSize) != 2 {
-		diags = append(diags, decl.Errorf("format", "Missing image_size", "Format \"hdf5\" needs image_size = [H, W]: images are resized to it (bilinear), targets by nearest neighbour."))
-	}
 	if cfg.Task != nil && *cfg.Task != "segmentation" {
 		diags = append(diags, decl.Errorf("task", "Invalid task", "An hdf5 dataset is a segmentation task, not %q.", *cfg.Task))
 	}

@@ -30,9 +30,6 @@ func (n *Node) decodeVideoList(decl nodes.Decl) hcl.Diagnostics {
 	if len(cfg.Train) == 0 {
 		diags = append(diags, decl.Errorf("train", "Missing split lists", "Format \"video_list\" needs train = [\"splits_decord_videos/train.csv\"]: GATE's decord split lists (a first line 0, then \"path video_id label start_frame end_frame width height\" per clip)."))
 	}
-	if len(cfg.ImageSize) != 2 {
-		diags = append(diags, decl.Errorf("format", "Missing image_size", "Format \"video_list\" needs image_size = [H, W]: frames are decoded at that size."))
-	}
 	if cfg.Task != nil && *cfg.Task != "video" {
 		diags = append(diags, decl.Errorf("task", "Invalid task", "A video_list dataset is a video task (a class per clip), not %q.", *cfg.Task))
 	}
