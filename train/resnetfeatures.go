@@ -55,10 +55,15 @@ type resnetWork struct {
 }
 
 // resnetBatch is how many images a worker takes through the network at
-// once (fewer when the batch has fewer). Measured on the 2-core machine
-// (BenchmarkFrozenFeatures, ResNet-50): 1 image 7.3 / 10.8 img/s at 1 / 2
-// threads; 4 images see SPEC §5.6.
-const resnetBatch = 4
+// once (fewer when the batch has fewer). On the 2-core machine
+// (ResNet-50, 224 px) 8 images with resnetColumns 784 ran fastest at two
+// threads of the settings tried (1, 2, 4, 8, 16 images; 196 to 1,568
+// columns), though by less than the machine's noise at one thread.
+const resnetBatch = 8
+
+// resnetColumns is about how many output columns one product of a
+// convolution covers (see conv).
+const resnetColumns = 784
 
 // canRunResNetDirect reports whether the direct pass computes enc's
 // features for images of shape: a ResNet without a stem or dense layers.
@@ -265,23 +270,31 @@ func (f *resnetForward) images(wk *resnetWork, imgs []float32, nb int, out []flo
 }
 
 // conv is one folded convolution on nb channel-major images, as convOp's
-// forward pass computes it, as one product; it returns the output's size.
+// forward pass computes it; it returns the output's size. Images go
+// through the product a few at a time, enough for about resnetColumns
+// output columns: early layers (3,136 columns an image) one by one, so
+// that the im2col matrix stays in cache, late ones (49) all together, so
+// that their weights are streamed once for all of them.
 func (f *resnetForward) conv(wk *resnetWork, st resnetStep, nb int, in, dst []float32) int {
 	op := st.op
 	rows, cols := op.cin*op.k*op.k, op.outH*op.outW
 	plane := op.h * op.w
-	col := in[:op.cin*nb*plane]
-	if !op.pointwise() {
-		col = wk.col[:rows*nb*cols]
-		for b := range nb {
-			op.im2colStrided(in[b*plane:], nb*plane, col[b*cols:], nb*cols)
-		}
-	}
 	wide := nb * cols
 	og, rg := op.cout/op.groups, rows/op.groups
 	y := dst[:op.cout*wide]
-	for g := range op.groups {
-		f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, og, wide, rg, 1, st.w[g*og*rg:], rg, col[g*rg*wide:], wide, 0, y[g*og*wide:], wide)
+	per := max(1, min(nb, (resnetColumns+cols-1)/cols))
+	for b0 := 0; b0 < nb; b0 += per {
+		k := min(per, nb-b0)
+		col, ldc := in[b0*plane:], nb*plane // a 1x1 convolution's matrix is its input
+		if !op.pointwise() {
+			col, ldc = wk.col[:rows*k*cols], k*cols
+			for b := range k {
+				op.im2colStrided(in[(b0+b)*plane:], nb*plane, col[b*cols:], k*cols)
+			}
+		}
+		for g := range op.groups {
+			f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, og, k*cols, rg, 1, st.w[g*og*rg:], rg, col[g*rg*ldc:], ldc, 0, y[g*og*wide+b0*cols:], wide)
+		}
 	}
 	for c, bc := range st.b {
 		if st.relu {

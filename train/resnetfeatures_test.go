@@ -14,7 +14,9 @@ func TestResNetDirectFeaturesMatchTheGraph(t *testing.T) {
 		enc   EncoderSpec
 		shape []int
 	}{
-		"basic, small stem":    {EncoderSpec{Arch: "resnet", Channels: []int{4, 8}, Blocks: []int{1, 2}}, []int{3, 12, 12}},
+		"basic, small stem": {EncoderSpec{Arch: "resnet", Channels: []int{4, 8}, Blocks: []int{1, 2}}, []int{3, 12, 12}},
+		// 1,600 columns a layer-1 image: each image alone in its products.
+		"basic, large images":  {EncoderSpec{Arch: "resnet", Channels: []int{4, 8}, Blocks: []int{1, 1}}, []int{3, 40, 40}},
 		"bottleneck, imagenet": {EncoderSpec{Arch: "resnet", Channels: []int{4, 8}, Blocks: []int{2, 1}, Block: "bottleneck", Stem: "imagenet"}, []int{3, 32, 24}},
 		"resnext groups":       {EncoderSpec{Arch: "resnet", Channels: []int{16, 16}, Blocks: []int{1, 1}, Block: "bottleneck", Stem: "imagenet", Groups: 4, WidthPerGroup: 16}, []int{1, 20, 20}},
 	}
