@@ -61,7 +61,7 @@ func peakRSSMB() float64 {
 // direct passes, resnetForward and vitForward) of resnet50 and vit_b_16
 // with 1 and 2 threads (GOMAXPROCS), and 8 and 16 where the machine has
 // them, against torchvision's models on PyTorch with as many threads,
-// best-configured, alternating three rounds of one batch each and
+// best-configured, alternating five rounds of one batch each and
 // reporting the medians. The peak RSS is this benchmark's own (reset
 // before it starts, model and weights included); PyTorch's is its
 // process's.
@@ -85,7 +85,7 @@ func BenchmarkFrozenFeatures(b *testing.B) {
 
 // frozenFeatures is one model and thread count of BenchmarkFrozenFeatures.
 func frozenFeatures(b *testing.B, model string, threads int, haveTorch bool) {
-	const batch, rounds = 32, 3
+	const batch, rounds = 32, 5
 	resetPeakRSS()
 	blas := bestBLAS()
 	enc, err := Preset(model)

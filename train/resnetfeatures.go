@@ -55,11 +55,11 @@ type resnetWork struct {
 }
 
 // resnetBatch is how many images a worker takes through the network at
-// once (fewer when the batch has fewer). On the 2-core machine
-// (ResNet-50, 224 px) 8 images with resnetColumns 784 ran fastest at two
-// threads of the settings tried (1, 2, 4, 8, 16 images; 196 to 1,568
-// columns), though by less than the machine's noise at one thread.
-const resnetBatch = 8
+// once (fewer when the batch has fewer). On the 2-core machine (ResNet-50,
+// 224 px, BenchmarkFrozenFeatures) 4 and 8 images ran alike, within the
+// machine's noise, and both faster than 1 at two threads; 4 holds a third
+// less memory.
+const resnetBatch = 4
 
 // resnetColumns is about how many output columns one product of a
 // convolution covers (see conv).
