@@ -29,7 +29,8 @@ import (
 type resnetForward struct {
 	c, size int // input channels and side
 	layers  []resnetStep
-	// act and col are the largest activation and im2col matrix, in values.
+	// act is the largest activation of one image, col the largest im2col
+	// matrix of one product (imagesPerProduct images), in values.
 	act, col int
 	outDim   int
 	gemm     cblas.Sgemmer
@@ -110,7 +111,8 @@ func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*re
 		f.layers = append(f.layers, resnetStep{op: op, w: fw, b: fb, relu: relu, in: from, out: to})
 		f.act = max(f.act, out*op.outH*op.outW)
 		if !op.pointwise() {
-			f.col = max(f.col, in*k*k*op.outH*op.outW)
+			cols := op.outH * op.outW
+			f.col = max(f.col, in*k*k*cols*imagesPerProduct(resnetBatch, cols))
 		}
 	}
 	// Buffer 0 holds the block's input (and output), 1-3 the branch, 4
@@ -170,7 +172,7 @@ func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*re
 	}
 	f.outDim = c
 	f.work.New = func() any {
-		wk := &resnetWork{col: make([]float32, f.col*resnetBatch)}
+		wk := &resnetWork{col: make([]float32, f.col)}
 		for i := range wk.bufs {
 			wk.bufs[i] = make([]float32, f.act*resnetBatch)
 		}
@@ -282,7 +284,7 @@ func (f *resnetForward) conv(wk *resnetWork, st resnetStep, nb int, in, dst []fl
 	wide := nb * cols
 	og, rg := op.cout/op.groups, rows/op.groups
 	y := dst[:op.cout*wide]
-	per := max(1, min(nb, (resnetColumns+cols-1)/cols))
+	per := imagesPerProduct(nb, cols)
 	for b0 := 0; b0 < nb; b0 += per {
 		k := min(per, nb-b0)
 		col, ldc := in[b0*plane:], nb*plane // a 1x1 convolution's matrix is its input
@@ -304,6 +306,13 @@ func (f *resnetForward) conv(wk *resnetWork, st resnetStep, nb int, in, dst []fl
 		}
 	}
 	return len(y)
+}
+
+// imagesPerProduct is how many of nb images one product of a convolution
+// with cols output columns an image covers: enough for about
+// resnetColumns columns.
+func imagesPerProduct(nb, cols int) int {
+	return max(1, min(nb, (resnetColumns+cols-1)/cols))
 }
 
 // maxPoolPlanes is MaxPool2d with op's kernel, stride and padding on
