@@ -326,25 +326,12 @@ func residual(x, h, gamma []float32) {
 func addInto(dst, src []float32) { vec.Add(dst, src) }
 
 // layerNormRows normalises rows of src into dst (which may be src) as
-// layerNormOp does: statistics in float64.
+// torch.nn.LayerNorm does, with vec.LayerNorm's float32 statistics (the
+// graph's layerNormOp keeps float64 ones; TestViTDirectFeaturesMatchTheGraph
+// holds the two within 1e-5).
 func layerNormRows(dst, src []float32, rows, d int, gamma, beta []float32, eps float64) {
-	for r := range rows {
-		row, out := src[r*d:(r+1)*d], dst[r*d:(r+1)*d]
-		var mean float64
-		for _, v := range row {
-			mean += float64(v)
-		}
-		mean /= float64(d)
-		var v2 float64
-		for _, v := range row {
-			c := float64(v) - mean
-			v2 += c * c
-		}
-		rstd := 1 / math.Sqrt(v2/float64(d)+eps)
-		for j, v := range row {
-			out[j] = float32((float64(v)-mean)*rstd)*gamma[j] + beta[j]
-		}
-	}
+	rstd := make([]float32, rows)
+	vec.LayerNorm(dst[:rows*d], dst[:rows*d], rstd, src[:rows*d], gamma, beta, rows, d, eps)
 }
 
 func geluTanhInPlace(x []float32) {
