@@ -51,6 +51,7 @@ type denseLayer struct {
 // vitWork is one worker's buffers for a group of images.
 type vitWork struct {
 	patches, x, h, qkv, s, o, m, tmp, cls, pooled []float32
+	rstd                                          []float32 // a layer norm's per-row statistics
 }
 
 // canRunViTDirect reports whether the direct pass computes enc's features
@@ -155,7 +156,7 @@ func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitFo
 		return &vitWork{patches: make([]float32, f.n*k), x: make([]float32, rows*d), h: make([]float32, rows*d),
 			qkv: make([]float32, rows*3*d), s: make([]float32, f.t*f.t), o: make([]float32, rows*d),
 			m: make([]float32, rows*f.mlp), tmp: make([]float32, max(rows*d, widest)), cls: make([]float32, vitGroup*d),
-			pooled: make([]float32, max(d, widest))}
+			pooled: make([]float32, max(d, widest)), rstd: make([]float32, rows)}
 	}
 	return f, nil
 }
@@ -226,7 +227,7 @@ func (f *vitForward) embed(wk *vitWork, img, x []float32) {
 		addInto(x[:t*d], f.posW[:t*d])
 	}
 	if f.preW != nil {
-		layerNormRows(x, x, t, d, f.preW, f.preB, f.eps)
+		layerNormRows(wk, x, x, t, d, f.preW, f.preB, f.eps)
 	}
 }
 
@@ -254,9 +255,9 @@ func (f *vitForward) group(wk *vitWork, imgs []float32, m int, out []float32) {
 			for j := range pooled {
 				pooled[j] /= float32(t - f.pre)
 			}
-			layerNormRows(pooled, pooled, 1, d, f.normW, f.normB, f.eps)
+			layerNormRows(wk, pooled, pooled, 1, d, f.normW, f.normB, f.eps)
 		} else {
-			layerNormRows(pooled, wk.cls[i*d:(i+1)*d], 1, d, f.normW, f.normB, f.eps) // the class token
+			layerNormRows(wk, pooled, wk.cls[i*d:(i+1)*d], 1, d, f.normW, f.normB, f.eps) // the class token
 		}
 		cur := pooled
 		for _, l := range f.hidden {
@@ -278,7 +279,7 @@ func (f *vitForward) group(wk *vitWork, imgs []float32, m int, out []float32) {
 func (f *vitForward) block(wk *vitWork, b *vitLayer, m int, clsOnly bool) {
 	d, t, dh := f.d, f.t, f.d/f.heads
 	rows := m * t
-	layerNormRows(wk.h, wk.x, rows, d, b.n1w, b.n1b, f.eps)
+	layerNormRows(wk, wk.h, wk.x, rows, d, b.n1w, b.n1b, f.eps)
 	f.linear(wk.qkv, wk.h, rows, d, 3*d, b.qkvW, b.qkvB)
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	queries := t
@@ -304,7 +305,7 @@ func (f *vitForward) block(wk *vitWork, b *vitLayer, m int, clsOnly bool) {
 	tmp := wk.tmp[:rows*d]
 	f.linear(tmp, wk.o, rows, d, d, b.projW, b.projB)
 	residual(x, tmp, b.ls1)
-	layerNormRows(wk.h, x, rows, d, b.n2w, b.n2b, f.eps)
+	layerNormRows(wk, wk.h, x, rows, d, b.n2w, b.n2b, f.eps)
 	f.linear(wk.m, wk.h, rows, d, f.mlp, b.fc1W, b.fc1B)
 	f.activation(wk.m[:rows*f.mlp])
 	f.linear(tmp, wk.m, rows, f.mlp, d, b.fc2W, b.fc2B)
@@ -329,9 +330,8 @@ func addInto(dst, src []float32) { vec.Add(dst, src) }
 // torch.nn.LayerNorm does, with vec.LayerNorm's float32 statistics (the
 // graph's layerNormOp keeps float64 ones; TestViTDirectFeaturesMatchTheGraph
 // holds the two within 1e-5).
-func layerNormRows(dst, src []float32, rows, d int, gamma, beta []float32, eps float64) {
-	rstd := make([]float32, rows)
-	vec.LayerNorm(dst[:rows*d], dst[:rows*d], rstd, src[:rows*d], gamma, beta, rows, d, eps)
+func layerNormRows(wk *vitWork, dst, src []float32, rows, d int, gamma, beta []float32, eps float64) {
+	vec.LayerNorm(dst[:rows*d], dst[:rows*d], wk.rstd[:rows], src[:rows*d], gamma, beta, rows, d, eps)
 }
 
 func geluTanhInPlace(x []float32) {

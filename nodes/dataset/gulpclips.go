@@ -89,38 +89,24 @@ func (n *Node) parseGulp(ctx context.Context, env *nodes.Env, rawDir string) (tr
 	}
 	frames, channels, h, w := n.clipGeometry(defaultClipFrames)
 	split := map[string]*examples{}
-	err = n.eachSplitFile(rawDir, "list", func(name, p string) error {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		clips, err := gulp.ReadSplit(f, p)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		ex := split[name]
-		if ex == nil {
-			ex = &examples{dtype: safetensors.U8, shape: []int{frames, channels, h, w}, task: "video",
-				lazy: &gulpFrames{ctx: ctx, channels: channels, h: h, w: w, progress: env.Progress}}
-			split[name] = ex
-		}
+	err = n.eachListedClip(rawDir, func(name, p string, c gulp.Clip) error {
+		ex := clipSplit(split, name, []int{frames, channels, h, w}, func() pixelSource {
+			return &gulpFrames{ctx: ctx, channels: channels, h: h, w: w, progress: env.Progress}
+		})
 		lazy := ex.lazy.(*gulpFrames)
-		for _, c := range clips {
-			v, ok := videos[c.Key]
-			if !ok {
-				return fmt.Errorf("%s: clip %q is in no gulp chunk", p, c.Key)
-			}
-			if c.End >= len(v.Frames) {
-				return fmt.Errorf("%s: clip %q asks for frames %d..%d of %d", p, c.Key, c.Start, c.End, len(v.Frames))
-			}
-			var clip []gulpFrame
-			for _, i := range gulp.SparseIndices(c.End-c.Start+1, frames) {
-				clip = append(clip, gulpFrame{data: v.Chunk, frame: v.Frames[c.Start+i]})
-			}
-			lazy.clips = append(lazy.clips, clip)
-			ex.y = append(ex.y, int64(c.Label))
+		v, ok := videos[c.Key]
+		if !ok {
+			return fmt.Errorf("%s: clip %q is in no gulp chunk", p, c.Key)
 		}
+		if c.End >= len(v.Frames) {
+			return fmt.Errorf("%s: clip %q asks for frames %d..%d of %d", p, c.Key, c.Start, c.End, len(v.Frames))
+		}
+		var clip []gulpFrame
+		for _, i := range gulp.SparseIndices(c.End-c.Start+1, frames) {
+			clip = append(clip, gulpFrame{data: v.Chunk, frame: v.Frames[c.Start+i]})
+		}
+		lazy.clips = append(lazy.clips, clip)
+		ex.y = append(ex.y, int64(c.Label))
 		return nil
 	})
 	if err != nil {
@@ -134,6 +120,40 @@ func (n *Node) parseGulp(ctx context.Context, env *nodes.Env, rawDir string) (tr
 		return nil, nil, nil, err
 	}
 	return train, split["val"], split["test"], nil
+}
+
+// eachListedClip calls fn with every clip of the split lists (train, val,
+// test: GATE's sparse-sample lists, gulp or decord), list by list, in
+// order.
+func (n *Node) eachListedClip(rawDir string, fn func(split, list string, c gulp.Clip) error) error {
+	return n.eachSplitFile(rawDir, "list", func(name, p string) error {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		clips, err := gulp.ReadSplit(f, p)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, c := range clips {
+			if err := fn(name, p, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// clipSplit returns split's examples of clips of shape, made with the
+// pixel source lazy gives on first use.
+func clipSplit(split map[string]*examples, name string, shape []int, lazy func() pixelSource) *examples {
+	ex := split[name]
+	if ex == nil {
+		ex = &examples{dtype: safetensors.U8, shape: shape, task: "video", lazy: lazy()}
+		split[name] = ex
+	}
+	return ex
 }
 
 // numberListClasses numbers the classes of split lists' clips: the

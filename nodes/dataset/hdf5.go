@@ -11,7 +11,6 @@ import (
 	"image"
 	"math"
 	"os"
-	"runtime"
 	"sort"
 	"sync"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 	"golang.org/x/image/draw"
-	"golang.org/x/sync/errgroup"
 )
 
 // decodeHDF5 checks an hdf5 dataset.
@@ -95,30 +93,12 @@ func (s *h5Files) decode(idx []int) ([]byte, error) {
 	size := s.channels * s.h * s.w
 	out := make([]byte, len(idx)*size)
 	masks := make([][]int64, len(idx))
-	g, ctx := errgroup.WithContext(s.ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	var count int64
-	var mu sync.Mutex
-	for k, i := range idx {
-		g.Go(func() error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			mask, err := s.read(s.paths[i], out[k*size:(k+1)*size])
-			if err != nil {
-				return err
-			}
-			masks[k] = mask
-			mu.Lock()
-			count++
-			if count%64 == 0 || int(count) == len(idx) {
-				s.progress.Update(count, int64(len(idx)), "reading HDF5 files")
-			}
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err := decodeEach(s.ctx, len(idx), s.progress, "reading HDF5 files", func(_ context.Context, k int) error {
+		var err error
+		masks[k], err = s.read(s.paths[idx[k]], out[k*size:(k+1)*size])
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -8,18 +8,13 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/gatepipe/gatepipe/formats/gulp"
-	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/formats/videodec"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
-	"golang.org/x/sync/errgroup"
 )
 
 // decodeVideoList checks a video_list dataset.
@@ -113,36 +108,22 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 	frames, channels, h, w := n.clipGeometry(defaultClipFrames)
 	split := map[string]*examples{}
 	missing := map[string]int{}
-	err = n.eachSplitFile(rawDir, "list", func(name, p string) error {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		clips, err := gulp.ReadSplit(f, p)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		ex := split[name]
-		if ex == nil {
-			ex = &examples{dtype: safetensors.U8, shape: []int{frames, channels, h, w}, task: "video",
-				lazy: &videoClips{ctx: ctx, frames: frames, channels: channels, h: h, w: w, progress: env.Progress}}
-			split[name] = ex
-		}
+	err = n.eachListedClip(rawDir, func(name, _ string, c gulp.Clip) error {
+		ex := clipSplit(split, name, []int{frames, channels, h, w}, func() pixelSource {
+			return &videoClips{ctx: ctx, frames: frames, channels: channels, h: h, w: w, progress: env.Progress}
+		})
 		lazy := ex.lazy.(*videoClips)
-		for _, c := range clips {
-			path, ok := videos[filepath.Base(filepath.FromSlash(c.Key))]
-			if !ok {
-				missing[name]++
-				continue
-			}
-			var idx []int
-			for _, i := range gulp.SparseIndices(c.End-c.Start+1, frames) {
-				idx = append(idx, c.Start+i)
-			}
-			lazy.clips = append(lazy.clips, videoClip{path: path, frames: idx})
-			ex.y = append(ex.y, int64(c.Label))
+		path, ok := videos[filepath.Base(filepath.FromSlash(c.Key))]
+		if !ok {
+			missing[name]++
+			return nil
 		}
+		var idx []int
+		for _, i := range gulp.SparseIndices(c.End-c.Start+1, frames) {
+			idx = append(idx, c.Start+i)
+		}
+		lazy.clips = append(lazy.clips, videoClip{path: path, frames: idx})
+		ex.y = append(ex.y, int64(c.Label))
 		return nil
 	})
 	if err != nil {
@@ -180,43 +161,35 @@ type videoClips struct {
 func (v *videoClips) decode(idx []int) ([]byte, error) {
 	size := v.frames * v.channels * v.h * v.w
 	out := make([]byte, len(idx)*size)
-	g, ctx := errgroup.WithContext(v.ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	var mu sync.Mutex
-	done := 0
-	for k, i := range idx {
-		g.Go(func() error {
-			c := v.clips[i]
-			rgb, err := v.dec.Frames(ctx, c.path, c.frames, v.h, v.w)
-			if err != nil {
-				return err
-			}
-			// [frames, h, w, 3] RGB to [frames, channels, h, w].
-			dst := out[k*size : (k+1)*size]
-			plane := v.h * v.w
-			for f := range v.frames {
-				src := rgb[f*plane*3 : (f+1)*plane*3]
-				for p := range plane {
-					r, gr, b := src[3*p], src[3*p+1], src[3*p+2]
-					if v.channels == 1 {
-						dst[f*plane+p] = uint8((int(r) + int(gr) + int(b) + 1) / 3)
-						continue
-					}
-					base := f * 3 * plane
-					dst[base+p], dst[base+plane+p], dst[base+2*plane+p] = r, gr, b
-				}
-			}
-			mu.Lock()
-			done++
-			if done%16 == 0 || done == len(idx) {
-				v.progress.Update(int64(done), int64(len(idx)), "decoding videos")
-			}
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err := decodeEach(v.ctx, len(idx), v.progress, "decoding videos", func(ctx context.Context, k int) error {
+		c := v.clips[idx[k]]
+		rgb, err := v.dec.Frames(ctx, c.path, c.frames, v.h, v.w)
+		if err != nil {
+			return err
+		}
+		v.planar(rgb, out[k*size:(k+1)*size])
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// planar turns a clip's [frames, h, w, 3] RGB into dst [frames, channels,
+// h, w] (one channel: the mean of the three).
+func (v *videoClips) planar(rgb, dst []byte) {
+	plane := v.h * v.w
+	for f := range v.frames {
+		src := rgb[f*plane*3 : (f+1)*plane*3]
+		base := f * v.channels * plane
+		for p := range plane {
+			r, g, b := src[3*p], src[3*p+1], src[3*p+2]
+			if v.channels == 1 {
+				dst[base+p] = uint8((int(r) + int(g) + int(b) + 1) / 3)
+				continue
+			}
+			dst[base+p], dst[base+plane+p], dst[base+2*plane+p] = r, g, b
+		}
+	}
 }
