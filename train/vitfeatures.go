@@ -34,7 +34,8 @@ type vitForward struct {
 	preW, preB           []float32 // norm_pre, when NormPre
 	hidden               []denseLayer
 	patchBias            []float32
-	work                 sync.Pool
+	widest               int       // the widest of D and the hidden layers
+	work                 sync.Pool // *vitWork
 	activation           func([]float32)
 }
 
@@ -48,8 +49,9 @@ type denseLayer struct {
 	in, out int
 }
 
-// vitWork is one worker's buffers for a group of images.
+// vitWork is one worker's buffers for a group of up to images images.
 type vitWork struct {
+	images                                        int
 	patches, x, h, qkv, s, o, m, tmp, cls, pooled []float32
 	rstd                                          []float32 // a layer norm's per-row statistics
 }
@@ -151,21 +153,29 @@ func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitFo
 	if missing != nil {
 		return nil, missing
 	}
-	f.work.New = func() any {
-		rows := vitGroup * f.t
-		return &vitWork{patches: make([]float32, f.n*k), x: make([]float32, rows*d), h: make([]float32, rows*d),
-			qkv: make([]float32, rows*3*d), s: make([]float32, f.t*f.t), o: make([]float32, rows*d),
-			m: make([]float32, rows*f.mlp), tmp: make([]float32, max(rows*d, widest)), cls: make([]float32, vitGroup*d),
-			pooled: make([]float32, max(d, widest)), rstd: make([]float32, rows)}
-	}
+	f.widest = widest
 	return f, nil
 }
 
 // vitGroup is the most images a worker takes through each layer
 // together: the products then have up to vitGroup*T rows (T is 197 for a
-// ViT-B at 224 px), a shape OpenBLAS runs up to a tenth faster alone,
-// though no faster measurably in the whole pass.
-const vitGroup = 4
+// ViT-B at 224 px). OpenBLAS packs a product's weights once per call, and
+// a ViT-B's 28 MB of weights a block come from memory, not cache, so the
+// fewer groups the fewer times they are packed: with 16 images a group
+// instead of 4 the pass ran 4-15% faster at one thread, in every one of
+// six alternating rounds. A worker's buffers grow with its group (about
+// 107 MB at 16 images), so smaller batches and more workers use smaller
+// groups and buffers.
+const vitGroup = 16
+
+// newWork allocates a worker's buffers for groups of up to images images.
+func (f *vitForward) newWork(images int) *vitWork {
+	d, k, rows := f.d, f.c*f.patch*f.patch, images*f.t
+	return &vitWork{images: images, patches: make([]float32, f.n*k), x: make([]float32, rows*d), h: make([]float32, rows*d),
+		qkv: make([]float32, rows*3*d), s: make([]float32, f.t*f.t), o: make([]float32, rows*d),
+		m: make([]float32, rows*f.mlp), tmp: make([]float32, max(rows*d, f.widest)), cls: make([]float32, images*d),
+		pooled: make([]float32, max(d, f.widest)), rstd: make([]float32, rows)}
+}
 
 // run computes the features of n images x (each C*S*S values) into out
 // (n*outDim values): groups of vitGroup images, one group per worker at a
@@ -176,7 +186,10 @@ func (f *vitForward) run(x []float32, n int, out []float32) {
 	// busy with full ones.
 	per := max(1, min(vitGroup, (n+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0)))
 	eachItem((n+per-1)/per, func() (func(g int), func()) {
-		wk := f.work.Get().(*vitWork)
+		wk, _ := f.work.Get().(*vitWork)
+		if wk == nil || wk.images < per {
+			wk = f.newWork(per)
+		}
 		return func(g int) {
 				lo, hi := g*per, min(n, (g+1)*per)
 				f.group(wk, x[lo*size:hi*size], hi-lo, out[lo*f.outDim:hi*f.outDim])
