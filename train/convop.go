@@ -515,11 +515,26 @@ func (op *convOp) im2colStrided(img []float32, chanStride int, col []float32, ro
 				copy(dst[lo:hi], src[lo-op.pad+kj:])
 				continue
 			}
-			for ox := lo; ox < hi; ox++ {
-				dst[ox] = src[ox*op.stride-op.pad+kj]
-			}
+			gatherStrided(dst[lo:hi], src[lo*op.stride-op.pad+kj:], op.stride)
 		}
 	})
+}
+
+// gatherStrided sets dst[i] = src[i*stride].
+func gatherStrided(dst, src []float32, stride int) {
+	if len(dst) == 0 {
+		return
+	}
+	src = src[:(len(dst)-1)*stride+1]
+	if stride == 2 {
+		for i := range dst {
+			dst[i] = src[2*i]
+		}
+		return
+	}
+	for i := range dst {
+		dst[i] = src[i*stride]
+	}
 }
 
 // validX returns the output columns [lo, hi) whose tap kj falls inside the

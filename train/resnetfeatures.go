@@ -39,14 +39,15 @@ type resnetForward struct {
 
 // resnetStep is one step on an image's activations: a convolution (with
 // its folded weight and bias) from buffer in to buffer out, a max pool,
-// or the residual add and ReLU of out and in into out. Buffers are
-// numbered 0-4 in a worker's resnetWork.
+// a copy, or the residual add and ReLU of branch and in into out. Buffers
+// are numbered 0-4 in a worker's resnetWork.
 type resnetStep struct {
 	op      *convOp // a convolution's geometry (batch 1)
 	w, b    []float32
 	relu    bool
 	pool    bool // max pool k, stride, pad of op's geometry
-	residue bool // out = max(out + in, 0)
+	residue bool // out = max(branch + in, 0)
+	branch  int
 	in, out int
 }
 
@@ -162,8 +163,9 @@ func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*re
 				h, wd = oh, ow
 				short = 4
 			}
-			f.layers = append(f.layers, resnetStep{residue: true, in: short, out: 3})
-			f.layers = append(f.layers, resnetStep{in: 3, out: 0}) // the block's output becomes the next input
+			// The block's output goes straight to buffer 0, the next
+			// block's input: nothing reads this block's input any more.
+			f.layers = append(f.layers, resnetStep{residue: true, branch: 3, in: short, out: 0})
 			c = width
 		}
 	}
@@ -254,7 +256,7 @@ func (f *resnetForward) images(wk *resnetWork, imgs []float32, nb int, out []flo
 		in, dst := wk.bufs[st.in], wk.bufs[st.out]
 		switch {
 		case st.residue:
-			vec.AddReLU(dst[:last], dst[:last], in[:last])
+			vec.AddReLU(dst[:last], wk.bufs[st.branch][:last], in[:last])
 		case st.op == nil: // a copy (the block's output to its input buffer)
 			copy(dst[:last], in[:last])
 		case st.pool:
@@ -284,6 +286,15 @@ func (f *resnetForward) conv(wk *resnetWork, st resnetStep, nb int, in, dst []fl
 	wide := nb * cols
 	og, rg := op.cout/op.groups, rows/op.groups
 	y := dst[:op.cout*wide]
+	// The bias goes in first and the products add to it (OpenBLAS would
+	// otherwise clear y for beta 0, and the bias take a pass of its own).
+	for c, bc := range st.b {
+		row := y[c*wide : (c+1)*wide]
+		row[0] = bc
+		for n := 1; n < len(row); n *= 2 {
+			copy(row[n:], row[:n])
+		}
+	}
 	per := imagesPerProduct(nb, cols)
 	for b0 := 0; b0 < nb; b0 += per {
 		k := min(per, nb-b0)
@@ -295,15 +306,11 @@ func (f *resnetForward) conv(wk *resnetWork, st resnetStep, nb int, in, dst []fl
 			}
 		}
 		for g := range op.groups {
-			f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, og, k*cols, rg, 1, st.w[g*og*rg:], rg, col[g*rg*ldc:], ldc, 0, y[g*og*wide+b0*cols:], wide)
+			f.gemm.Sgemm(blas.NoTrans, blas.NoTrans, og, k*cols, rg, 1, st.w[g*og*rg:], rg, col[g*rg*ldc:], ldc, 1, y[g*og*wide+b0*cols:], wide)
 		}
 	}
-	for c, bc := range st.b {
-		if st.relu {
-			vec.AddConstReLU(y[c*wide:(c+1)*wide], bc)
-		} else {
-			vec.AddConst(y[c*wide:(c+1)*wide], bc)
-		}
+	if st.relu {
+		vec.AddConstReLU(y, 0)
 	}
 	return len(y)
 }
@@ -317,21 +324,33 @@ func imagesPerProduct(nb, cols int) int {
 
 // maxPoolPlanes is MaxPool2d with op's kernel, stride and padding on
 // planes maps of op's size laid end to end; it returns the output's size.
+// Each output row takes the maximum of its window's input rows first (a
+// vector pass), then of each window's columns in that row.
 func maxPoolPlanes(op *convOp, planes int, in, out []float32) int {
+	rowMax := make([]float32, op.w)
 	for c := range planes {
 		plane := in[c*op.h*op.w : (c+1)*op.h*op.w]
-		o := out[c*op.outH*op.outW:]
+		o := out[c*op.outH*op.outW:][:op.outH*op.outW]
 		for oy := range op.outH {
 			y0, y1 := max(oy*op.stride-op.pad, 0), min(oy*op.stride-op.pad+op.k, op.h)
-			for ox := range op.outW {
+			dst := o[oy*op.outW:][:op.outW]
+			if y0 >= y1 { // a window wholly in the padding
+				for ox := range dst {
+					dst[ox] = float32(math.Inf(-1))
+				}
+				continue
+			}
+			copy(rowMax, plane[y0*op.w:(y0+1)*op.w])
+			for y := y0 + 1; y < y1; y++ {
+				vec.MaxInto(rowMax, plane[y*op.w:(y+1)*op.w])
+			}
+			for ox := range dst {
 				x0, x1 := max(ox*op.stride-op.pad, 0), min(ox*op.stride-op.pad+op.k, op.w)
 				best := float32(math.Inf(-1))
-				for y := y0; y < y1; y++ {
-					for _, v := range plane[y*op.w+x0 : y*op.w+x1] {
-						best = max(best, v)
-					}
+				for _, v := range rowMax[x0:max(x0, x1)] {
+					best = max(best, v)
 				}
-				o[oy*op.outW+ox] = best
+				dst[ox] = best
 			}
 		}
 	}

@@ -46,3 +46,42 @@ func TestResNetDirectFeaturesMatchTheGraph(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxPoolPlanes holds the row-then-column max pool to the window
+// maximum taken directly, for kernels, strides and paddings whose windows
+// cross every edge.
+func TestMaxPoolPlanes(t *testing.T) {
+	cases := []struct{ h, w, k, stride, pad int }{
+		{7, 9, 3, 2, 1}, {8, 8, 3, 2, 1}, {5, 6, 2, 2, 0}, {6, 5, 3, 1, 1}, {9, 4, 5, 3, 2}, {1, 1, 3, 2, 1},
+	}
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, tc := range cases {
+		const planes = 3
+		op := newConvOp(convForward, 1, planes, tc.h, tc.w, planes, tc.k, tc.stride, tc.pad, 1)
+		in := make([]float32, planes*tc.h*tc.w)
+		for i := range in {
+			in[i] = float32(r.NormFloat64())
+		}
+		got := make([]float32, planes*op.outH*op.outW)
+		if n := maxPoolPlanes(op, planes, in, got); n != len(got) {
+			t.Fatalf("%+v: size %d, want %d", tc, n, len(got))
+		}
+		for c := range planes {
+			for oy := range op.outH {
+				for ox := range op.outW {
+					want := float32(-1e30)
+					for y := oy*tc.stride - tc.pad; y < oy*tc.stride-tc.pad+tc.k; y++ {
+						for x := ox*tc.stride - tc.pad; x < ox*tc.stride-tc.pad+tc.k; x++ {
+							if y >= 0 && y < tc.h && x >= 0 && x < tc.w {
+								want = max(want, in[(c*tc.h+y)*tc.w+x])
+							}
+						}
+					}
+					if g := got[(c*op.outH+oy)*op.outW+ox]; g != want {
+						t.Fatalf("%+v: plane %d (%d, %d): %v, want %v", tc, c, oy, ox, g, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -70,7 +70,7 @@ func TestGELUAndSoftmaxKernels(t *testing.T) {
 	}
 }
 
-// TestReLUKernels: the fused bias/residual ReLUs, tails included.
+// TestReLUKernels: the fused bias/residual ReLUs and MaxInto, tails included.
 func TestReLUKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, n := range []int{1, 7, 8, 9, 31} {
@@ -82,9 +82,11 @@ func TestReLUKernels(t *testing.T) {
 		AddConstReLU(d, 0.3)
 		s := make([]float32, n)
 		AddReLU(s, a, b)
+		m := append([]float32(nil), a...)
+		MaxInto(m, b)
 		for i := range a {
-			if d[i] != max(a[i]+0.3, 0) || s[i] != max(a[i]+b[i], 0) {
-				t.Fatalf("n %d, %d: AddConstReLU %v, AddReLU %v for a %v b %v", n, i, d[i], s[i], a[i], b[i])
+			if d[i] != max(a[i]+0.3, 0) || s[i] != max(a[i]+b[i], 0) || m[i] != max(a[i], b[i]) {
+				t.Fatalf("n %d, %d: AddConstReLU %v, AddReLU %v, MaxInto %v for a %v b %v", n, i, d[i], s[i], m[i], a[i], b[i])
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import "simd/archsimd"
 
 func init() {
 	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
-		addConstReLUImpl, addReLUImpl = addConstReLUSIMD, addReLUSIMD
+		addConstReLUImpl, addReLUImpl, maxIntoImpl = addConstReLUSIMD, addReLUSIMD, maxIntoSIMD
 	}
 }
 
@@ -34,6 +34,19 @@ func addReLUSIMD(dst, a, b []float32) {
 	}
 	if i < n {
 		archsimd.LoadFloat32x8SlicePart(a[i:]).Add(archsimd.LoadFloat32x8SlicePart(b[i:])).Max(zero).StoreSlicePart(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+func maxIntoSIMD(dst, x []float32) {
+	x = x[:len(dst)]
+	n := len(dst)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		archsimd.LoadFloat32x8Slice(dst[i:]).Max(archsimd.LoadFloat32x8Slice(x[i:])).StoreSlice(dst[i:])
+	}
+	if i < n {
+		archsimd.LoadFloat32x8SlicePart(dst[i:]).Max(archsimd.LoadFloat32x8SlicePart(x[i:])).StoreSlicePart(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 }
