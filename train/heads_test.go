@@ -449,3 +449,52 @@ func TestDefaultLRFollowsThePaper(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentationEnsembleScoresAsItGoes: scoring a top-k ensemble's
+// segmentation a batch at a time (evaluateSegmentation) gives the metrics
+// of its whole averaged probabilities, over more than one batch.
+func TestSegmentationEnsembleScoresAsItGoes(t *testing.T) {
+	enc := EncoderSpec{Arch: "convnet", Channels: []int{4}}
+	d := squares(300, 7) // two evaluation batches of 250 and 50
+	ps, err := newParams(enc, Segmentation, d.Shape, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	var sets []map[string][]float32
+	for range 3 {
+		set := map[string][]float32{}
+		for _, p := range ps {
+			v := make([]float32, len(p.init))
+			for i := range v {
+				v[i] = float32(r.NormFloat64() * 0.5)
+			}
+			set[p.name] = v
+		}
+		sets = append(sets, set)
+	}
+	pred, err := ensemblePredictions(enc, ps, 2, d, sets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := segmentationMetrics(d, pred, 2)
+	got, _, err := evaluate(enc, ps, 2, d, sets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _, err := evaluate(enc, ps, 2, d, sets[:1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one["loss"] == want["loss"] {
+		t.Fatalf("one set scores as the ensemble does (%v): the sets do not differ", one)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9*(1+math.Abs(w)) {
+			t.Errorf("%s: %v, the whole averaged probabilities give %v", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want %v", got, want)
+	}
+}

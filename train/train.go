@@ -378,68 +378,6 @@ func gradNorms(m *model) map[string]float64 {
 	return out
 }
 
-// evaluate averages the predictions of each parameter set (the top-k
-// ensemble: softmax probabilities, sigmoid outputs or regression values in
-// target units) over d and returns the task's metrics and the predictions.
-func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map[string][]float32, std *standardizer) (map[string]float64, [][]float32, error) {
-	task := d.task()
-	if task == FewShot {
-		m, err := evaluateEpisodes(enc, params, d, sets)
-		return m, nil, err
-	}
-	n := d.Len()
-	size, b := d.exampleSize(), d.evalBatch()
-	width := d.rowWidth(outputs)
-	if task == Retrieval {
-		width = 2 * enc.Head.withDefaults().Dim // image and text embeddings
-	}
-	pred := make([][]float32, n)
-	for i := range pred {
-		pred[i] = make([]float32, width)
-	}
-	for _, vals := range sets {
-		m, err := build(enc, task, params, d.Shape, outputs, b, vals, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		vm := G.NewTapeMachine(m.g)
-		xb := tensor.New(tensor.WithShape(append([]int{b}, d.Shape...)...), tensor.Of(tensor.Float32))
-		yb, qb := newTargets(m), newQuestions(m)
-		for off := 0; off < n; off += b {
-			xs := xb.Data().([]float32)
-			clear(xs)
-			cnt := min(b, n-off)
-			copy(xs, d.X[off*size:(off+cnt)*size])
-			ks := make([]int, cnt)
-			for i := range ks {
-				ks[i] = off + i
-			}
-			d.fillQuestions(qb, ks)
-			if err := m.setInputs(xb, qb, yb); err != nil {
-				vm.Close()
-				return nil, nil, err
-			}
-			if err := vm.RunAll(); err != nil {
-				vm.Close()
-				return nil, nil, err
-			}
-			p := m.probs.Value().Data().([]float32)
-			for i := 0; i < cnt; i++ {
-				for c := 0; c < width; c++ {
-					v := p[i*width+c]
-					if std != nil {
-						v = float32(float64(v)*std.std[c] + std.mean[c])
-					}
-					pred[off+i][c] += v / float32(len(sets))
-				}
-			}
-			vm.Reset()
-		}
-		vm.Close()
-	}
-	return metrics(task, d, pred, outputs), pred, nil
-}
-
 // adamW is PyTorch's AdamW over gorgonia's gradients.
 type adamW struct {
 	params []*param
