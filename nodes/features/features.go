@@ -165,19 +165,14 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		if err := ctx.Err(); err != nil {
 			return cty.NilVal, err
 		}
-		src, err := examplestore.ReadSplit(n.dataset, name)
-		if err != nil {
-			return cty.NilVal, err
-		}
 		var feats []float32
 		f := 0
 		if n.rt.Torch() {
-			t := onTorch[name]
-			if t.rows != src.Len() {
-				return cty.NilVal, fmt.Errorf("split %s: the torch runtime returned %d rows for %d examples", name, t.rows, src.Len())
-			}
-			feats, f = t.x, t.dim
+			feats, f = onTorch[name].x, onTorch[name].dim
 		} else {
+			// The split's images are decoded and dropped before its
+			// stored examples are read for their targets, so the two are
+			// never held together.
 			env.Progress.Update(int64(i), int64(len(names)), "splits")
 			d, _, err := train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess)
 			if err != nil {
@@ -186,6 +181,13 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			if feats, f, err = n.compute(w, d); err != nil {
 				return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
 			}
+		}
+		src, err := examplestore.ReadSplit(n.dataset, name)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		if rows := len(feats) / max(f, 1); rows != src.Len() {
+			return cty.NilVal, fmt.Errorf("split %s: %d rows of features for %d examples", name, rows, src.Len())
 		}
 		dim = f
 		splits[name] = &examplestore.Split{X: safetensors.F32Tensor("x", []int{src.Len(), f}, feats), Y: src.Y, Index: src.Index, Q: src.Q}
