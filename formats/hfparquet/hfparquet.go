@@ -204,16 +204,23 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 		}
 		cols = append(cols, o.TextColumn)
 	}
-	leaves := leafColumns(pf, cols...)
+	return readRowGroups(ctx, pf, fr, leafColumns(pf, cols...), 1, o, d, func(tbl arrow.Table) error {
+		return readTable(tbl, imgCol, labCol, o, d, names)
+	})
+}
+
+// readRowGroups hands read each row group's leaves batch by batch,
+// skipping a row group none of whose examples Options.Rows wants (each
+// row holds perRow examples; d.Rows counts them).
+func readRowGroups(ctx context.Context, pf *file.Reader, fr *pqarrow.FileReader, leaves []int, perRow int, o Options, d *Data, read func(arrow.Table) error) error {
 	for rg := 0; rg < pf.NumRowGroups(); rg++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if n := int(pf.MetaData().RowGroup(rg).NumRows()); o.Rows != nil && (d.next == len(o.Rows) || o.Rows[d.next] >= d.Rows+n) {
-			d.Rows += n // none of its rows is wanted
+		if n := perRow * int(pf.MetaData().RowGroup(rg).NumRows()); o.Rows != nil && (d.next == len(o.Rows) || o.Rows[d.next] >= d.Rows+n) {
+			d.Rows += n // none of its examples is wanted
 			continue
 		}
-		read := func(tbl arrow.Table) error { return readTable(tbl, imgCol, labCol, o, d, names) }
 		if err := readRowGroup(ctx, fr, rg, leaves, read); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}

@@ -37,22 +37,9 @@ func readPairs(ctx context.Context, pf *file.Reader, fr *pqarrow.FileReader, sc 
 		}
 		d.Shape = []int{cmp.Or(o.Channels, 3), o.Height, o.Width}
 	}
-	leaves := leafColumns(pf, cols...)
-	per := len(o.Pairs)
-	for rg := 0; rg < pf.NumRowGroups(); rg++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if n := per * int(pf.MetaData().RowGroup(rg).NumRows()); o.Rows != nil && (d.next == len(o.Rows) || o.Rows[d.next] >= d.Rows+n) {
-			d.Rows += n
-			continue
-		}
-		read := func(tbl arrow.Table) error { return readPairTable(tbl, o, d) }
-		if err := readRowGroup(ctx, fr, rg, leaves, read); err != nil {
-			return fmt.Errorf("row group %d: %w", rg, err)
-		}
-	}
-	return nil
+	return readRowGroups(ctx, pf, fr, leafColumns(pf, cols...), len(o.Pairs), o, d, func(tbl arrow.Table) error {
+		return readPairTable(tbl, o, d)
+	})
 }
 
 func readPairTable(tbl arrow.Table, o Options, d *Data) error {
