@@ -257,7 +257,7 @@ func (f *resnetForward) images(wk *resnetWork, imgs []float32, nb int, out []flo
 		switch {
 		case st.residue:
 			vec.AddReLU(dst[:last], wk.bufs[st.branch][:last], in[:last])
-		case st.op == nil: // a copy (the block's output to its input buffer)
+		case st.op == nil: // a copy (the small stem's output to the first block's input)
 			copy(dst[:last], in[:last])
 		case st.pool:
 			last = maxPoolPlanes(st.op, st.op.cin*nb, in, dst)
@@ -288,6 +288,9 @@ func (f *resnetForward) conv(wk *resnetWork, st resnetStep, nb int, in, dst []fl
 	y := dst[:op.cout*wide]
 	// The bias goes in first and the products add to it (OpenBLAS would
 	// otherwise clear y for beta 0, and the bias take a pass of its own).
+	if len(st.b) != op.cout {
+		clear(y)
+	}
 	for c, bc := range st.b {
 		row := y[c*wide : (c+1)*wide]
 		row[0] = bc
