@@ -27,6 +27,19 @@ var imageType = arrow.StructOf(
 	arrow.Field{Name: "path", Type: arrow.BinaryTypes.String, Nullable: true},
 )
 
+// appendImage appends one Hub image {bytes, path} to an imageType
+// column (path "" is written as null).
+func appendImage(col array.Builder, data []byte, path string) {
+	sb := col.(*array.StructBuilder)
+	sb.Append(true)
+	sb.FieldBuilder(0).(*array.BinaryBuilder).Append(data)
+	if path == "" {
+		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+	} else {
+		sb.FieldBuilder(1).(*array.StringBuilder).Append(path)
+	}
+}
+
 // hfMeta is the "huggingface" metadata the datasets library writes.
 func hfMeta(features map[string]any) string {
 	b, _ := json.Marshal(map[string]any{"info": map[string]any{"features": features}})
@@ -75,11 +88,8 @@ func ImageClassification(w io.Writer, images [][]byte, labels []int64, classes [
 	}, &md)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
-	ib := b.Field(0).(*array.StructBuilder)
 	for i, img := range images {
-		ib.Append(true)
-		ib.FieldBuilder(0).(*array.BinaryBuilder).Append(img)
-		ib.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("%06d.png", i))
+		appendImage(b.Field(0), img, fmt.Sprintf("%06d.png", i))
 		b.Field(1).(*array.Int64Builder).Append(labels[i])
 	}
 	return write(w, b.NewRecordBatch(), rowGroup)
@@ -130,10 +140,7 @@ func SegmentationAs(w io.Writer, images, masks [][]byte, maskColumn string, rowG
 	defer b.Release()
 	for i := range images {
 		for k, data := range [][]byte{images[i], masks[i]} {
-			sb := b.Field(k).(*array.StructBuilder)
-			sb.Append(true)
-			sb.FieldBuilder(0).(*array.BinaryBuilder).Append(data)
-			sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+			appendImage(b.Field(k), data, "")
 		}
 	}
 	return write(w, b.NewRecordBatch(), rowGroup)
@@ -148,10 +155,7 @@ func StringLabels(w io.Writer, images [][]byte, labels []string, rowGroup int) e
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
 	for i := range images {
-		sb := b.Field(0).(*array.StructBuilder)
-		sb.Append(true)
-		sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i])
-		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+		appendImage(b.Field(0), images[i], "")
 		b.Field(1).(*array.StringBuilder).Append(labels[i])
 	}
 	return write(w, b.NewRecordBatch(), rowGroup)
@@ -174,10 +178,7 @@ func VQA(w io.Writer, images [][]byte, questions []string, answers []int64, rowG
 		b.Field(0).(*array.StringBuilder).Append("subtraction")
 		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("CLEVR_train_%06d.png", i))
 		b.Field(2).(*array.StringBuilder).Append(questions[i])
-		sb := b.Field(3).(*array.StructBuilder)
-		sb.Append(true)
-		sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i])
-		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+		appendImage(b.Field(3), images[i], "")
 		b.Field(4).(*array.Int64Builder).Append(answers[i])
 	}
 	return write(w, b.NewRecordBatch(), rowGroup)
@@ -221,10 +222,7 @@ func Winoground(w io.Writer, images [][2][]byte, captions [][2]string, rowGroup 
 	for i := range images {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
 		for k := range 2 {
-			sb := b.Field(1 + k).(*array.StructBuilder)
-			sb.Append(true)
-			sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i][k])
-			sb.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("ex_%d_img_%d.png", i, k))
+			appendImage(b.Field(1+k), images[i][k], fmt.Sprintf("ex_%d_img_%d.png", i, k))
 			b.Field(3 + k).(*array.StringBuilder).Append(captions[i][k])
 		}
 		b.Field(5).(*array.StringBuilder).Append("Object")
@@ -258,10 +256,7 @@ func CaptionContest(w io.Writer, images [][]byte, contests []int32, captions []s
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
 	for i := range images {
-		sb := b.Field(0).(*array.StructBuilder)
-		sb.Append(true)
-		sb.FieldBuilder(0).(*array.BinaryBuilder).Append(images[i])
-		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
+		appendImage(b.Field(0), images[i], "")
 		b.Field(1).(*array.Int32Builder).Append(contests[i])
 		b.Field(2).(*array.StringBuilder).Append("an office")
 		b.Field(3).(*array.StringBuilder).Append("Two people talk at a desk.")

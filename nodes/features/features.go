@@ -168,7 +168,8 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		var feats []float32
 		f := 0
 		if n.rt.Torch() {
-			feats, f = onTorch[name].x, onTorch[name].dim
+			t := onTorch[name]
+			feats, f = t.x, t.dim
 		} else {
 			// The split's images are decoded and dropped before its
 			// stored examples are read for their targets, so the two are
