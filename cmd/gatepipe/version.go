@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 	"github.com/gatepipe/gatepipe/train/cblas"
 )
 
@@ -13,7 +14,7 @@ import (
 var version = "dev"
 
 func runVersion(_ context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision, the Go version and the BLAS\ntraining uses: openblas with the kernels it loads (AVX-512 ones on a CPU\nthat has it, unless OPENBLAS_CORETYPE names others) when built with\n-tags openblas, else gonum.")
+	fs := newFlagSet(c, "version", "version\n\nPrints the gatepipe version, its VCS revision, the Go version and the BLAS\ntraining uses: openblas with the kernels it loads (AVX-512 ones on a CPU\nthat has it, unless OPENBLAS_CORETYPE names others) when built with\n-tags openblas, else gonum; and the JPEG decoder datasets use: libjpeg-turbo\nwhen built with -tags turbojpeg (make does where libturbojpeg0-dev is\ninstalled), else Go's portable decoder.")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -26,5 +27,6 @@ func runVersion(_ context.Context, c *cli, args []string) int {
 		}
 	}
 	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, cblas.InUse())
+	fmt.Fprintf(c.stdout, "JPEG decoder: %s\n", imagedec.Backend())
 	return exitOK
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/gatepipe/gatepipe/formats/imagefolder"
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 )
 
 // text reads a string cell.
@@ -48,10 +48,6 @@ func appendInput(d *Data, a arrow.Array, i int, o Options) error {
 		return fmt.Errorf("null")
 	}
 	if b, ok := encodedBytes(a, i); ok {
-		img, _, err := image.Decode(bytes.NewReader(b))
-		if err != nil {
-			return fmt.Errorf("cannot decode image: %w", err)
-		}
 		if o.Height <= 0 || o.Width <= 0 {
 			return fmt.Errorf("encoded images need image_size = [H, W]")
 		}
@@ -63,10 +59,13 @@ func appendInput(d *Data, a arrow.Array, i int, o Options) error {
 		if d.Shape == nil {
 			d.Shape = shape
 		}
-		if d.scratch == nil {
-			d.scratch = image.NewRGBA(image.Rect(0, 0, o.Width, o.Height))
+		if d.dec == nil {
+			d.dec = imagedec.New()
 		}
-		d.U8 = imagefolder.AppendImage(d.U8, img, d.scratch, ch)
+		var err error
+		if d.U8, err = d.dec.AppendCHW(d.U8, b, ch, o.Height, o.Width); err != nil {
+			return fmt.Errorf("cannot decode image: %w", err)
+		}
 		return nil
 	}
 	vals, shape, err := floats(a, i)

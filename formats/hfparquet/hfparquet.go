@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	_ "image/jpeg" // register decoders
 	_ "image/png"
 	"io"
@@ -26,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 )
 
 // Options say which columns to read and how to shape the examples.
@@ -94,8 +94,8 @@ type Data struct {
 	Text []string
 	// next is the first of Options.Rows not read yet.
 	next int
-	// scratch is the image each input is scaled into.
-	scratch *image.RGBA
+	// dec decodes and scales the encoded inputs.
+	dec *imagedec.Decoder
 }
 
 // Read reads the files in order, row group by row group.

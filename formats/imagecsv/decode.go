@@ -3,10 +3,10 @@ package imagecsv
 import (
 	"context"
 	"fmt"
-	"image"
 	"runtime"
 	"sync"
 
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 	"github.com/gatepipe/gatepipe/formats/imagefolder"
 )
 
@@ -36,11 +36,11 @@ func Decode(ctx context.Context, paths []string, channels, height, width int, pr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dst := image.NewRGBA(image.Rect(0, 0, width, height))
+			dec := imagedec.New()
 			buf := make([]byte, 0, size)
 			for i := range next {
 				var err error
-				if buf, err = imagefolder.AppendFile(buf[:0], paths[i], dst, channels); err != nil {
+				if buf, err = imagefolder.AppendFile(buf[:0], paths[i], dec, channels, height, width); err != nil {
 					once.Do(func() { first = err; cancel() })
 					continue
 				}

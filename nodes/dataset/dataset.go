@@ -34,7 +34,9 @@ type Kind struct{}
 func (Kind) Name() string { return "dataset" }
 
 // Version is bumped whenever processing changes for the same config.
-func (Kind) Version() string { return "1" }
+// 2: images are decoded and resized as PIL does (formats/imagedec) and
+// splits are written as they are decoded.
+func (Kind) Version() string { return "2" }
 
 // Formats lists the accepted format values.
 var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "hdf5", "video_list", "raw", "generated"}

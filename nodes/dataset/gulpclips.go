@@ -1,17 +1,14 @@
 package dataset
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"image"
-	"image/jpeg"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/formats/gulp"
-	"github.com/gatepipe/gatepipe/formats/imagefolder"
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
@@ -200,7 +197,7 @@ func (g *gulpFrames) decode(idx []int) ([]byte, error) {
 			f.Close()
 		}
 	}()
-	dst := image.NewRGBA(image.Rect(0, 0, g.w, g.h))
+	dec := imagedec.New()
 	var out []byte
 	var buf []byte
 	for k, i := range idx {
@@ -223,11 +220,13 @@ func (g *gulpFrames) decode(idx []int) ([]byte, error) {
 			if _, err := f.ReadAt(buf, fr.frame.Offset); err != nil {
 				return nil, fmt.Errorf("%s at byte %d: %w", fr.data, fr.frame.Offset, err)
 			}
-			img, err := jpeg.Decode(bytes.NewReader(buf))
-			if err != nil {
+			if len(buf) < 2 || buf[0] != 0xff || buf[1] != 0xd8 {
+				return nil, fmt.Errorf("%s at byte %d: a frame that is not a JPEG", fr.data, fr.frame.Offset)
+			}
+			var err error
+			if out, err = dec.AppendCHW(out, buf, g.channels, g.h, g.w); err != nil {
 				return nil, fmt.Errorf("%s at byte %d: a frame that is not a JPEG: %w", fr.data, fr.frame.Offset, err)
 			}
-			out = imagefolder.AppendImage(out, img, dst, g.channels)
 		}
 		if k%16 == 0 {
 			g.progress.Update(int64(k), int64(len(idx)), "decoding clips")

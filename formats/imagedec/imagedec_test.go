@@ -1,0 +1,143 @@
+package imagedec
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// pilFixtures writes the fixtures of testdata/pilref.py with PIL's pixels
+// for them at w x h (Debian's python3-pil; make deps-test installs it).
+func pilFixtures(t *testing.T, w, h int) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("/usr/bin/python3", "testdata/pilref.py", dir, itoa(w), itoa(h))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" && strings.Contains(string(out), "No module named 'PIL'") {
+			t.Skip("python3-pil is missing (make deps-test installs it)")
+		}
+		t.Fatalf("pilref.py: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestMatchesPIL decodes and resizes each fixture as a PyTorch pipeline
+// does with PIL and compares the pixels: with libjpeg-turbo every byte
+// equals PIL's (the same decoder, the same resampler); with Go's JPEG
+// decoder, whose colour conversion and upsampling round differently, a
+// JPEG's pixels stay within a few levels. PNGs equal PIL's on both.
+func TestMatchesPIL(t *testing.T) {
+	const w, h = 224, 224
+	dir := pilFixtures(t, w, h)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.[jp][pn]g"))
+	if len(files) < 8 {
+		t.Fatalf("fixtures: %v", files)
+	}
+	d := New()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+		for _, c := range []struct {
+			channels int
+			suffix   string
+		}{{3, ".rgb"}, {1, ".l"}} {
+			want, err := os.ReadFile(filepath.Join(dir, name+c.suffix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.AppendCHW(nil, data, c.channels, h, w)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			maxDiff, sum := 0, 0
+			for i := range h * w {
+				for ch := range c.channels {
+					diff := int(got[ch*h*w+i]) - int(want[i*c.channels+ch])
+					diff = max(diff, -diff)
+					maxDiff = max(maxDiff, diff)
+					sum += diff
+				}
+			}
+			mean := float64(sum) / float64(h*w*c.channels)
+			exact := strings.HasSuffix(f, ".png") || backend != noTurbo
+			switch {
+			case exact && maxDiff != 0:
+				t.Errorf("%s, %d channel(s): differs from PIL by up to %d (mean %.3f); want equal", name, c.channels, maxDiff, mean)
+			case !exact && (maxDiff > 40 || mean > 2):
+				t.Errorf("%s, %d channel(s): differs from PIL by up to %d (mean %.3f) with Go's decoder", name, c.channels, maxDiff, mean)
+			}
+			t.Logf("%s, %d channel(s): max diff %d, mean %.3f (%s)", name, c.channels, maxDiff, mean, backend)
+		}
+	}
+}
+
+// TestResizeShapes checks the resampler alone against hand-computed
+// cases: identity, a 2:1 shrink that averages pairs, and an enlargement
+// that keeps a constant image constant.
+func TestResizeShapes(t *testing.T) {
+	var r resizer
+	src := []byte{10, 20, 30, 40, 50, 60, 70, 80}
+	dst := make([]byte, 8)
+	r.resize(dst, src, 8, 1, 8, 1, 8, 1)
+	if string(dst) != string(src) {
+		t.Fatalf("identity: %v", dst)
+	}
+	// Halving with the stretched triangle: output pixel i is centred on
+	// input 2i+1 and weighs the four inputs 2i-1..2i+2 by 1/4, 3/4,
+	// 3/4, 1/4, renormalised where the edges clip them.
+	half := make([]byte, 4)
+	r.resize(half, src, 8, 1, 8, 1, 4, 1)
+	want := []byte{
+		byte((10*3 + 20*3 + 30*1 + 3) / 7),
+		byte((20*1 + 30*3 + 40*3 + 50*1 + 4) / 8),
+		byte((40*1 + 50*3 + 60*3 + 70*1 + 4) / 8),
+		byte((60*1 + 70*3 + 80*3 + 3) / 7),
+	}
+	for i := range half {
+		if d := int(half[i]) - int(want[i]); d < -1 || d > 1 {
+			t.Fatalf("halving: got %v, want about %v", half, want)
+		}
+	}
+	flat := []byte{7, 7, 7, 7, 7, 7}
+	big := make([]byte, 5*7)
+	r.resize(big, flat, 3, 1, 3, 2, 5, 7)
+	for _, v := range big {
+		if v != 7 {
+			t.Fatalf("a constant image enlarged: %v", big)
+		}
+	}
+}
+
+func TestRejectsBadInput(t *testing.T) {
+	d := New()
+	for _, data := range [][]byte{nil, []byte("not an image"), {0xff, 0xd8, 0xff, 0xe0, 1, 2, 3}} {
+		if _, err := d.AppendCHW(nil, data, 3, 4, 4); err == nil {
+			t.Errorf("%q decoded without an error", data)
+		}
+	}
+	if _, err := d.AppendCHW(nil, []byte{0xff, 0xd8}, 2, 4, 4); err == nil {
+		t.Error("2 channels accepted")
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes: an error or exactly C*H*W bytes,
+// never a panic.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F'})
+	f.Add([]byte("\x89PNG\r\n\x1a\n"))
+	d := New()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := d.AppendCHW(nil, data, 3, 5, 7)
+		if err == nil && len(out) != 3*5*7 {
+			t.Fatalf("%d bytes", len(out))
+		}
+	})
+}

@@ -1,0 +1,63 @@
+//go:build turbojpeg && cgo
+
+package imagedec
+
+/*
+#cgo LDFLAGS: -lturbojpeg
+#include <turbojpeg.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+const backend = "libjpeg-turbo (TurboJPEG API)"
+
+// turbo is a libjpeg-turbo decompressor, made on first use and destroyed
+// when its decoder is collected.
+type turbo struct {
+	h *handle
+}
+
+type handle struct{ tj C.tjhandle }
+
+// decode decodes a JPEG into buf as interleaved RGB (grey JPEGs as one
+// band), at the draft scale for a w x h result. ok is false when
+// libjpeg-turbo cannot or will not decode it (CMYK, damage, even a
+// warning): Go's decoder then decides.
+func (t *turbo) decode(buf, data []byte, w, h int) (out []byte, bands, iw, ih int, ok bool) {
+	if t.h == nil {
+		tj := C.tjInitDecompress()
+		if tj == nil {
+			return buf, 0, 0, 0, false
+		}
+		t.h = &handle{tj: tj}
+		runtime.AddCleanup(t.h, func(tj C.tjhandle) { C.tjDestroy(tj) }, tj)
+	}
+	var width, height, subsamp, colorspace C.int
+	src := (*C.uchar)(unsafe.Pointer(&data[0]))
+	if C.tjDecompressHeader3(t.h.tj, src, C.ulong(len(data)), &width, &height, &subsamp, &colorspace) != 0 {
+		return buf, 0, 0, 0, false
+	}
+	pf, bands := C.int(C.TJPF_RGB), 3
+	switch colorspace {
+	case C.TJCS_GRAY:
+		pf, bands = C.TJPF_GRAY, 1
+	case C.TJCS_CMYK, C.TJCS_YCCK:
+		return buf, 0, 0, 0, false
+	}
+	a := draftScale(int(width), int(height), w, h)
+	iw, ih = (int(width)+a-1)/a, (int(height)+a-1)/a
+	if iw <= 0 || ih <= 0 || iw*ih > 1<<28 {
+		return buf, 0, 0, 0, false
+	}
+	buf = grow(buf, iw*ih*bands)
+	dst := (*C.uchar)(unsafe.Pointer(&buf[0]))
+	if C.tjDecompress2(t.h.tj, src, C.ulong(len(data)), dst, C.int(iw), C.int(iw*bands), C.int(ih), pf, 0) != 0 {
+		return buf, 0, 0, 0, false
+	}
+	runtime.KeepAlive(data)
+	return buf, bands, iw, ih, true
+}

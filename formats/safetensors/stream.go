@@ -1,0 +1,133 @@
+package safetensors
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+)
+
+// Spec declares a tensor that a FileWriter receives row by row: its
+// first dimension counts the rows.
+type Spec struct {
+	Name  string
+	DType DType
+	Shape []int
+}
+
+// rowBytes is the size of one row (the product of the later dimensions).
+func (s Spec) rowBytes() int64 {
+	n := int64(s.DType.Size())
+	for _, d := range s.Shape[1:] {
+		n *= int64(d)
+	}
+	return n
+}
+
+// FileWriter writes a safetensors file whose tensors arrive a few rows at
+// a time, in any order and from any goroutine, so that a file larger
+// than memory is written with memory for a batch. The header is written
+// first (every shape is known), each row goes to its place, and Close
+// checks that every byte was written. The bytes equal what WriteFile
+// writes for the same tensors.
+type FileWriter struct {
+	f    *os.File
+	path string
+	base int64
+	mu   sync.Mutex
+	tens map[string]*streamed
+}
+
+type streamed struct {
+	off, size, row, written int64
+}
+
+// Create starts the file at path for the tensors specs (each with at
+// least one dimension) and metadata.
+func Create(path string, specs []Spec, metadata map[string]string) (*FileWriter, error) {
+	sorted := append([]Spec(nil), specs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	header := map[string]any{}
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	w := &FileWriter{path: path, tens: map[string]*streamed{}}
+	var off int64
+	for _, s := range sorted {
+		if len(s.Shape) == 0 || s.DType.Size() == 0 {
+			return nil, fmt.Errorf("safetensors: tensor %q: a streamed tensor needs rows and a known dtype (shape %v, %s)", s.Name, s.Shape, s.DType)
+		}
+		size := s.rowBytes() * int64(s.Shape[0])
+		header[s.Name] = headerEntry{DType: s.DType, Shape: append([]int{}, s.Shape...), DataOffsets: [2]int64{off, off + size}}
+		w.tens[s.Name] = &streamed{off: off, size: size, row: s.rowBytes()}
+		off += size
+	}
+	hb, err := json.Marshal(header)
+	if err != nil {
+		return nil, err
+	}
+	for len(hb)%8 != 0 {
+		hb = append(hb, ' ')
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w.f = f
+	var lenBuf [8]byte
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hb)))
+	if _, err := f.Write(append(lenBuf[:], hb...)); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	w.base = int64(8 + len(hb))
+	if err := f.Truncate(w.base + off); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+// WriteRows writes data as rows first, first+1, ... of tensor name.
+func (w *FileWriter) WriteRows(name string, first int, data []byte) error {
+	t := w.tens[name]
+	if t == nil {
+		return fmt.Errorf("safetensors: %s: no tensor %q", w.path, name)
+	}
+	n := int64(len(data))
+	at := int64(first) * t.row
+	if first < 0 || (t.row > 0 && n%t.row != 0) || at+n > t.size {
+		return fmt.Errorf("safetensors: %s: %d bytes at row %d do not fit tensor %q (%d bytes a row, %d in all)", w.path, n, first, name, t.row, t.size)
+	}
+	if _, err := w.f.WriteAt(data, w.base+t.off+at); err != nil {
+		return fmt.Errorf("safetensors: %s: %w", w.path, err)
+	}
+	w.mu.Lock()
+	t.written += n
+	w.mu.Unlock()
+	return nil
+}
+
+// Close checks that every tensor received all its bytes and closes the
+// file; a short file is an error (and is removed).
+func (w *FileWriter) Close() error {
+	for name, t := range w.tens {
+		if t.written != t.size {
+			w.Abort()
+			return fmt.Errorf("safetensors: %s: tensor %q received %d of its %d bytes", w.path, name, t.written, t.size)
+		}
+	}
+	if err := w.f.Close(); err != nil {
+		os.Remove(w.path)
+		return err
+	}
+	return nil
+}
+
+// Abort closes and removes the unfinished file.
+func (w *FileWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.path)
+}

@@ -1,0 +1,77 @@
+package safetensors
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFileWriterEqualsWriteFile streams rows in a shuffled order and
+// compares the file with WriteFile's for the same tensors, byte for byte.
+func TestFileWriterEqualsWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	x := Tensor{Name: "x", DType: U8, Shape: []int{5, 2, 3}, Data: []byte("abcdefghijklmnopqrstuvwxyz0123")}
+	y := I64Tensor("y", []int{5}, []int64{4, 3, 2, 1, 0})
+	idx := I64Tensor("index", []int{5}, []int64{10, 11, 12, 13, 14})
+	meta := map[string]string{"split": "train"}
+	want := filepath.Join(dir, "want.safetensors")
+	if err := WriteFile(want, []Tensor{x, y, idx}, meta); err != nil {
+		t.Fatal(err)
+	}
+	got := filepath.Join(dir, "got.safetensors")
+	w, err := Create(got, []Spec{{"x", U8, x.Shape}, {"y", I64, y.Shape}, {"index", I64, idx.Shape}}, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{3, 0, 4, 1, 2} {
+		if err := w.WriteRows("x", k, x.Data[k*6:(k+1)*6]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteRows("y", 0, y.Data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows("index", 2, idx.Data[16:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows("index", 0, idx.Data[:16]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(want)
+	b, _ := os.ReadFile(got)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("streamed file differs from WriteFile's:\n%q\n%q", a, b)
+	}
+}
+
+func TestFileWriterRefusesShortAndMisfitRows(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "short.safetensors")
+	w, err := Create(p, []Spec{{"x", U8, []int{4, 2}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		first int
+		data  string
+	}{{0, "abc"}, {3, "abcd"}, {-1, "ab"}, {4, "ab"}} {
+		if err := w.WriteRows("x", c.first, []byte(c.data)); err == nil {
+			t.Errorf("row %d of %q accepted", c.first, c.data)
+		}
+	}
+	if err := w.WriteRows("nope", 0, []byte("ab")); err == nil {
+		t.Error("unknown tensor accepted")
+	}
+	w.WriteRows("x", 0, []byte("abcd"))
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "4 of its 8 bytes") {
+		t.Fatalf("short file closed: %v", err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("a short file was left: %v", err)
+	}
+}
