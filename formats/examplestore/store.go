@@ -77,7 +77,6 @@ func (s *Split) Len() int { return len(s.Index) }
 
 // Write writes meta.json and the split files into dir.
 func Write(dir string, meta *Meta, splits map[string]*Split) error {
-	meta.Version = 1
 	meta.Splits = map[string]int{}
 	for name, s := range splits {
 		meta.Splits[name] = s.Len()
@@ -93,11 +92,7 @@ func Write(dir string, meta *Meta, splits map[string]*Split) error {
 			return fmt.Errorf("writing split %s: %w", name, err)
 		}
 	}
-	data, err := json.MarshalIndent(meta, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "meta.json"), data, 0o666)
+	return WriteMeta(dir, meta, meta.Splits)
 }
 
 // ReadMeta reads a store's meta.json.
@@ -153,4 +148,56 @@ func ChannelLayout(shape []int) (channels, inner int) {
 		return shape[1], shape[2] * shape[3]
 	}
 	return 1, 1
+}
+
+// SplitWriter writes one split's file as its examples arrive, a batch at
+// a time and in any order, so that a split larger than memory is written
+// with memory for a batch. The file's bytes equal Write's for the same
+// examples.
+type SplitWriter struct {
+	fw *safetensors.FileWriter
+	n  int
+}
+
+// CreateSplit starts dir/name.safetensors for n examples: x and y give
+// the dtype and the shape of one example's input and target ([] for one
+// value), q the length of its text tokens (0 for none).
+func CreateSplit(dir, name string, n int, x, y safetensors.Spec, qLen int) (*SplitWriter, error) {
+	specs := []safetensors.Spec{
+		{Name: "x", DType: x.DType, Shape: append([]int{n}, x.Shape...)},
+		{Name: "y", DType: y.DType, Shape: append([]int{n}, y.Shape...)},
+		{Name: "index", DType: safetensors.I64, Shape: []int{n}},
+	}
+	if qLen > 0 {
+		specs = append(specs, safetensors.Spec{Name: "q", DType: safetensors.I64, Shape: []int{n, qLen}})
+	}
+	fw, err := safetensors.Create(filepath.Join(dir, name+".safetensors"), specs, map[string]string{"split": name})
+	if err != nil {
+		return nil, fmt.Errorf("writing split %s: %w", name, err)
+	}
+	return &SplitWriter{fw: fw, n: n}, nil
+}
+
+// Write writes the rows first, first+1, ... of tensor ("x", "y", "index"
+// or "q") from data, little-endian.
+func (w *SplitWriter) Write(tensor string, first int, data []byte) error {
+	return w.fw.WriteRows(tensor, first, data)
+}
+
+// Close finishes the file; it fails, and removes it, when any example's
+// rows are missing.
+func (w *SplitWriter) Close() error { return w.fw.Close() }
+
+// Abort removes the unfinished file.
+func (w *SplitWriter) Abort() { w.fw.Abort() }
+
+// WriteMeta writes meta.json for splits of the given sizes.
+func WriteMeta(dir string, meta *Meta, counts map[string]int) error {
+	meta.Version = 1
+	meta.Splits = counts
+	data, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "meta.json"), data, 0o666)
 }

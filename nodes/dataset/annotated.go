@@ -102,7 +102,6 @@ type lazyImages struct {
 	paths    []string
 	channels int
 	h, w     int
-	progress nodes.Progress
 }
 
 func (l *lazyImages) decode(idx []int) ([]byte, error) {
@@ -110,9 +109,8 @@ func (l *lazyImages) decode(idx []int) ([]byte, error) {
 	for k, i := range idx {
 		paths[k] = l.paths[i]
 	}
-	return imagecsv.Decode(l.ctx, paths, l.channels, l.h, l.w, func(done int) {
-		l.progress.Update(int64(done), int64(len(paths)), "decoding images")
-	})
+	// The split writer reports progress, batch by batch.
+	return imagecsv.Decode(l.ctx, paths, l.channels, l.h, l.w, nil)
 }
 
 // annotatedRows is the annotation table with its rows assigned to splits.
@@ -159,7 +157,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 			channels = *n.cfg.Channels
 		}
 		h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
-		lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w, progress: env.Progress}
+		lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w}
 		ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, lazy: lazy}
 		values := make([]string, len(idx))
 		for k, r := range idx {

@@ -223,6 +223,9 @@ type Node struct {
 	// pairs are a parquet dataset's image and caption columns (image-text
 	// retrieval); more than one makes each row a group.
 	pairs []hfparquet.Pair
+	// batchBytes bounds one batch of a split's inputs as it is decoded
+	// and written (defaultBatchBytes; tests make it small).
+	batchBytes int
 }
 
 // Decode validates the configuration.
@@ -231,7 +234,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	if err := gocty.FromCtyValue(v, &cfg); err != nil {
 		return nil, hcl.Diagnostics{decl.Errorf("format", "Invalid dataset block", "%s", err)}
 	}
-	n := &Node{cfg: cfg, normalize: "standard", task: "classification"}
+	n := &Node{cfg: cfg, normalize: "standard", task: "classification", batchBytes: defaultBatchBytes}
 	var diags hcl.Diagnostics
 	if !contains(Formats, cfg.Format) {
 		diags = append(diags, decl.Errorf("format", "Unsupported dataset format",

@@ -34,12 +34,11 @@ func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples,
 	if len(n.pairs) > 0 {
 		return n.parseParquetCaptions(paths, vocab, o)
 	}
-	lazy := n.maxTrain > 0 || n.maxVal > 0 || n.maxTest > 0
-	if lazy {
-		// A capped run decodes only the images its splits keep: the
-		// labels first, the chosen rows' images when a split takes them.
-		o.LabelsOnly = true
-	}
+	// Encoded images are decoded only when a split takes them, a batch
+	// at a time (so a capped run decodes only the images it keeps, and
+	// no run holds them all): the labels first, the images later.
+	lazy := true
+	o.LabelsOnly = true
 	d, err := hfparquet.Read(context.Background(), paths, o)
 	if errors.Is(err, hfparquet.ErrNotEncoded) {
 		lazy, o.LabelsOnly = false, false

@@ -64,48 +64,19 @@ type pixelSource interface {
 	decode(idx []int) ([]byte, error)
 }
 
-// prefetch decodes at once the images of several index sets taken from
-// lazy examples, so that later subsets copy them instead of each reading
-// the source again.
-func (e *examples) prefetch(sets [][]int) error {
-	if e.lazy == nil || len(sets) < 2 {
-		return nil
-	}
-	var union []int
-	for _, s := range sets {
-		union = append(union, s...)
-	}
-	slices.Sort(union)
-	union = slices.Compact(union)
-	data, err := e.lazy.decode(union)
-	if err != nil {
-		return err
-	}
-	pos := make(map[int]int, len(union))
-	for k, i := range union {
-		pos[i] = k
-	}
-	e.lazy = &decodedPixels{pos: pos, data: data, size: e.exampleSize()}
-	return nil
+// pickedPixels are the examples idx of another lazy source (the kept
+// classes' examples), decoded when a split takes them.
+type pickedPixels struct {
+	src pixelSource
+	idx []int
 }
 
-// decodedPixels serves images decoded by prefetch.
-type decodedPixels struct {
-	pos  map[int]int // example index → position in data
-	data []byte
-	size int
-}
-
-func (d *decodedPixels) decode(idx []int) ([]byte, error) {
-	out := make([]byte, 0, len(idx)*d.size)
-	for _, i := range idx {
-		k, ok := d.pos[i]
-		if !ok {
-			return nil, fmt.Errorf("example %d was not decoded (internal error)", i)
-		}
-		out = append(out, d.data[k*d.size:(k+1)*d.size]...)
+func (p *pickedPixels) decode(idx []int) ([]byte, error) {
+	from := make([]int, len(idx))
+	for k, i := range idx {
+		from[k] = p.idx[i]
 	}
-	return out, nil
+	return p.src.decode(from)
 }
 
 func (e *examples) exampleSize() int {
@@ -153,6 +124,20 @@ func (e *examples) keepClasses(names []string) (*examples, error) {
 		if _, ok := relabel[y]; ok {
 			idx = append(idx, i)
 		}
+	}
+	if e.lazy != nil {
+		// Nothing is decoded: the kept examples are picked from the source.
+		out := *e
+		out.lazy = &pickedPixels{src: e.lazy, idx: idx}
+		out.classes = slices.Clone(names)
+		out.y = make([]int64, len(idx))
+		for k, i := range idx {
+			out.y[k] = relabel[e.y[i]]
+		}
+		if e.q != nil {
+			out.q = gather(e.q, idx, e.qLen)
+		}
+		return &out, nil
 	}
 	s, err := e.subset(idx)
 	if err != nil {
@@ -241,7 +226,7 @@ func (e *examples) subset(idx []int) (*examplestore.Split, error) {
 // parse reads the files named by patterns in the format of the block.
 // train, when set, is the training data whose classes (and question
 // vocabulary) later splits use.
-func (n *Node) parse(rawDir string, patterns []string, train *examples) (*examples, error) {
+func (n *Node) parse(ctx context.Context, rawDir string, patterns []string, train *examples) (*examples, error) {
 	var classes, vocab []string
 	if train != nil {
 		classes, vocab = train.classes, train.vocab
@@ -259,7 +244,7 @@ func (n *Node) parse(rawDir string, patterns []string, train *examples) (*exampl
 	case "csv", "tsv":
 		ex, err = n.parseTable(paths, classes)
 	case "image_folder":
-		ex, err = n.parseImageFolder(paths, classes)
+		ex, err = n.parseImageFolder(ctx, paths, classes)
 	case "parquet":
 		ex, err = n.parseParquet(paths, classes, vocab)
 	default:
@@ -515,21 +500,26 @@ func (n *Node) parseTable(paths []string, classes []string) (*examples, error) {
 	return ex, nil
 }
 
-func (n *Node) parseImageFolder(paths []string, classes []string) (*examples, error) {
+func (n *Node) parseImageFolder(ctx context.Context, paths []string, classes []string) (*examples, error) {
 	channels := 3
 	if n.cfg.Channels != nil {
 		channels = *n.cfg.Channels
 	}
 	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
-	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}}
+	// The folders are listed now; the images are decoded when a split
+	// takes them, a batch at a time.
+	lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w}
+	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, lazy: lazy}
 	for _, p := range paths {
-		imgs, err := imagefolder.Read(p, classes, channels, h, w)
+		l, err := imagefolder.List(p, classes)
 		if err != nil {
 			return nil, err
 		}
-		classes = imgs.Classes
-		ex.u8 = append(ex.u8, imgs.Pixels...)
-		ex.y = append(ex.y, imgs.Labels...)
+		classes = l.Classes
+		for _, f := range l.Files {
+			lazy.paths = append(lazy.paths, filepath.Join(p, filepath.FromSlash(f)))
+		}
+		ex.y = append(ex.y, l.Labels...)
 	}
 	ex.classes = classes
 	return ex, nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/formats/examplestore"
-	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/zclconf/go-cty/cty"
@@ -130,20 +129,19 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 	}
 
-	splits, err := n.split(train, val, test)
+	parts, err := n.split(train, val, test)
 	if err != nil {
 		return cty.NilVal, err
 	}
 	meta := &examplestore.Meta{
 		Format: n.cfg.Format, Task: task, Classes: train.classes, NumClasses: len(train.classes),
 		Shape: train.shape, Features: train.features, DType: string(train.dtype), Vocab: train.vocab,
-		Normalize: n.normalization(train, splits["train"]), SplitSeed: n.splitSeed, Sources: metaSources,
-		MetricNames: n.cfg.MetricNames,
+		SplitSeed: n.splitSeed, Sources: metaSources, MetricNames: n.cfg.MetricNames,
 	}
 	if train.group > 1 {
 		meta.Group = train.group
 	}
-	if err := examplestore.Write(env.OutDir, meta, splits); err != nil {
+	if err := n.writeStore(ctx, env, meta, train, parts); err != nil {
 		return cty.NilVal, err
 	}
 	classes := make([]cty.Value, len(train.classes))
@@ -155,8 +153,8 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		shape[i] = cty.NumberIntVal(int64(d))
 	}
 	counts := map[string]cty.Value{}
-	for name, s := range splits {
-		counts[name] = cty.NumberIntVal(int64(s.Len()))
+	for _, p := range parts {
+		counts[p.name] = cty.NumberIntVal(int64(len(p.idx)))
 	}
 	out["num_classes"] = cty.NumberIntVal(int64(len(train.classes)))
 	if len(classes) > 0 {
@@ -189,14 +187,14 @@ func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, rawDir string) (
 		}
 		return train, val, test, nil
 	}
-	if train, err = n.parse(rawDir, n.cfg.Train, nil); err != nil {
+	if train, err = n.parse(ctx, rawDir, n.cfg.Train, nil); err != nil {
 		return nil, nil, nil, fmt.Errorf("train data: %w", err)
 	}
 	other := func(patterns []string, what string) (*examples, error) {
 		if len(patterns) == 0 {
 			return nil, nil
 		}
-		e, err := n.parse(rawDir, patterns, train)
+		e, err := n.parse(ctx, rawDir, patterns, train)
 		if err != nil {
 			return nil, fmt.Errorf("%s data: %w", what, err)
 		}
@@ -252,7 +250,8 @@ func (n *Node) fetchRemote(ctx context.Context, env *nodes.Env, s *source) ([]fe
 // split_seed only (never the training seed), then applies max_train,
 // max_val and max_test. Validation and test data of their own (val, test;
 // nil when the block names none) are capped to seeded subsets instead.
-func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split, error) {
+// Only indices and labels are used: no example is decoded here.
+func (n *Node) split(train, val, test *examples) ([]splitPart, error) {
 	N := train.items()
 	rng := rand.New(rand.NewPCG(uint64(n.splitSeed), 0x9e3779b97f4a7c15))
 	perm := rng.Perm(N)
@@ -264,44 +263,20 @@ func (n *Node) split(train, val, test *examples) (map[string]*examplestore.Split
 		return out
 	}
 	rest := train.cap(perm[nVal+nTest:], n.maxTrain)
-	type part struct {
-		name string
-		from *examples
-		idx  []int
-	}
-	parts := []part{{"train", train, take(rest)}}
+	parts := []splitPart{{"train", train, take(rest)}}
 	if nVal > 0 {
-		parts = append(parts, part{"val", train, take(train.cap(perm[:nVal], n.maxVal))})
+		parts = append(parts, splitPart{"val", train, take(train.cap(perm[:nVal], n.maxVal))})
 	}
 	if nTest > 0 {
-		parts = append(parts, part{"test", train, take(train.cap(perm[nVal:nVal+nTest], n.maxTest))})
+		parts = append(parts, splitPart{"test", train, take(train.cap(perm[nVal:nVal+nTest], n.maxTest))})
 	}
 	if val != nil {
-		parts = append(parts, part{"val", val, n.seededSubset(val, n.maxVal, 0x7a1)})
+		parts = append(parts, splitPart{"val", val, n.seededSubset(val, n.maxVal, 0x7a1)})
 	}
 	if test != nil {
-		parts = append(parts, part{"test", test, n.seededSubset(test, n.maxTest, 0x7e57)})
+		parts = append(parts, splitPart{"test", test, n.seededSubset(test, n.maxTest, 0x7e57)})
 	}
-	// Splits drawn from the same lazily decoded examples are decoded in
-	// one pass (a Parquet pass reads the files again).
-	sets := map[*examples][][]int{}
-	for _, p := range parts {
-		sets[p.from] = append(sets[p.from], p.idx)
-	}
-	for from, idx := range sets {
-		if err := from.prefetch(idx); err != nil {
-			return nil, err
-		}
-	}
-	splits := map[string]*examplestore.Split{}
-	for _, p := range parts {
-		s, err := p.from.subset(p.idx)
-		if err != nil {
-			return nil, fmt.Errorf("%s split: %w", p.name, err)
-		}
-		splits[p.name] = s
-	}
-	return splits, nil
+	return parts, nil
 }
 
 // seededSubset returns limit indices of e's examples drawn with
@@ -370,46 +345,6 @@ func (e *examples) cap(idx []int, limit int) []int {
 		}
 	}
 	return out
-}
-
-// normalization computes per-channel statistics on the training split.
-func (n *Node) normalization(ex *examples, train *examplestore.Split) examplestore.Normalization {
-	scale := 1.0
-	if ex.dtype == safetensors.U8 && n.normalize != "none" {
-		scale = 1.0 / 255
-	}
-	channels, inner := examplestore.ChannelLayout(ex.shape)
-	norm := examplestore.Normalization{Scale: scale, Mean: make([]float64, channels), Std: make([]float64, channels)}
-	for c := range norm.Std {
-		norm.Std[c] = 1
-	}
-	if n.normalize != "standard" {
-		return norm
-	}
-	per := ex.exampleSize() / channels
-	sum := make([]float64, channels)
-	sq := make([]float64, channels)
-	vals := train.X.Float32s()
-	size := ex.exampleSize()
-	for i, v := range vals {
-		c := (i % size / inner) % channels
-		x := float64(v) * scale
-		sum[c] += x
-		sq[c] += x * x
-	}
-	count := float64(train.Len() * per)
-	for c := range sum {
-		if count == 0 {
-			break
-		}
-		mean := sum[c] / count
-		variance := sq[c]/count - mean*mean
-		norm.Mean[c] = mean
-		if variance > 1e-12 {
-			norm.Std[c] = math.Sqrt(variance)
-		}
-	}
-	return norm
 }
 
 func mapOrEmpty(m map[string]cty.Value) cty.Value {

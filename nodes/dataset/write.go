@@ -1,0 +1,278 @@
+package dataset
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/nodes"
+)
+
+// splitPart is one split of the store: the examples idx (ascending) of
+// one parsed set.
+type splitPart struct {
+	name string
+	from *examples
+	idx  []int
+}
+
+// defaultBatchBytes bounds the inputs of one batch of examples that is
+// decoded and written at a time; three batches are held at most (one
+// being decoded, one waiting, one being written), so a dataset node's
+// memory does not grow with the data.
+const defaultBatchBytes = 16 << 20
+
+// writeStore writes each part's split file batch by batch as its examples
+// are decoded, accumulating the training split's normalisation statistics
+// on the way, then meta.json.
+func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestore.Meta, train *examples, parts []splitPart) error {
+	stats := n.newChannelStats(train)
+	counts := map[string]int{}
+	for _, p := range parts {
+		var s *channelStats
+		if p.name == "train" {
+			s = stats
+		}
+		if err := writeSplit(ctx, env, p, s, n.batchBytes); err != nil {
+			return fmt.Errorf("%s split: %w", p.name, err)
+		}
+		counts[p.name] = len(p.idx)
+	}
+	meta.Normalize = stats.normalization()
+	return examplestore.WriteMeta(env.OutDir, meta, counts)
+}
+
+// decodedChunk is one batch of a split: its examples' inputs, in order.
+type decodedChunk struct {
+	first int
+	x     []byte // the split file's bytes: U8 pixels or little-endian F32
+	err   error
+}
+
+// writeSplit writes one split file. Its inputs are decoded a batch ahead
+// of the one being written.
+func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channelStats, batchBytes int) error {
+	e := p.from
+	size := e.exampleSize()
+	ySpec := safetensors.Spec{DType: safetensors.I64, Shape: e.yShape}
+	if e.yf != nil {
+		ySpec = safetensors.Spec{DType: safetensors.F32}
+		if e.targets > 0 {
+			ySpec.Shape = []int{max(e.targets, 1)}
+		}
+	}
+	qLen := 0
+	if e.q != nil {
+		qLen = e.qLen
+	}
+	w, err := examplestore.CreateSplit(env.OutDir, p.name, len(p.idx), safetensors.Spec{DType: e.dtype, Shape: e.shape}, ySpec, qLen)
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Abort()
+		}
+	}()
+	index := make([]int64, len(p.idx))
+	for k, i := range p.idx {
+		index[k] = int64(i)
+	}
+	if err := w.Write("index", 0, i64Bytes(index)); err != nil {
+		return err
+	}
+	per := max(1, batchBytes/max(size*e.dtype.Size(), 1))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan decodedChunk, 1)
+	go func() {
+		defer close(chunks)
+		for first := 0; first < len(p.idx); first += per {
+			idx := p.idx[first:min(first+per, len(p.idx))]
+			x, err := e.inputs(idx)
+			select {
+			case chunks <- decodedChunk{first: first, x: x, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		if c.err != nil {
+			return c.err
+		}
+		idx := p.idx[c.first:min(c.first+per, len(p.idx))]
+		if len(c.x) != len(idx)*size*e.dtype.Size() {
+			return fmt.Errorf("%d input bytes for %d examples of shape %v (internal error)", len(c.x), len(idx), e.shape)
+		}
+		if err := w.Write("x", c.first, c.x); err != nil {
+			return err
+		}
+		y, err := e.targetBytes(idx)
+		if err != nil {
+			return err
+		}
+		if err := w.Write("y", c.first, y); err != nil {
+			return err
+		}
+		if e.q != nil {
+			if err := w.Write("q", c.first, i64Bytes(gather(e.q, idx, e.qLen))); err != nil {
+				return err
+			}
+		}
+		stats.add(c.x, e.dtype, size)
+		done := c.first + len(idx)
+		env.Progress.Update(int64(done), int64(len(p.idx)), "writing the "+p.name+" split")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// inputs returns the inputs of the examples idx as the split file stores
+// them: U8 pixels decoded now from a lazy source, or copied.
+func (e *examples) inputs(idx []int) ([]byte, error) {
+	size := e.exampleSize()
+	switch {
+	case e.lazy != nil:
+		return e.lazy.decode(idx)
+	case e.dtype == safetensors.U8:
+		return gather(e.u8, idx, size), nil
+	}
+	return f32Bytes(gather(e.f32, idx, size)), nil
+}
+
+// targetBytes returns the targets of the examples idx as the split file
+// stores them (I64 labels or F32 targets).
+func (e *examples) targetBytes(idx []int) ([]byte, error) {
+	switch {
+	case e.yf != nil:
+		return f32Bytes(gather(e.yf, idx, max(e.targets, 1))), nil
+	case e.lazyY != nil:
+		ys, err := e.lazyY.labels(idx)
+		if err != nil {
+			return nil, err
+		}
+		return i64Bytes(ys), nil
+	}
+	return i64Bytes(gather(e.y, idx, e.labelsPerExample())), nil
+}
+
+// gather copies the runs of size values of the examples idx.
+func gather[T any](v []T, idx []int, size int) []T {
+	out := make([]T, 0, len(idx)*size)
+	for _, i := range idx {
+		out = append(out, v[i*size:(i+1)*size]...)
+	}
+	return out
+}
+
+func i64Bytes(v []int64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return b
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// channelStats accumulates per-channel sums of the training split's
+// values as its batches stream by (float64, in example order, so the
+// statistics equal those of the whole split held at once).
+type channelStats struct {
+	standard        bool
+	scale           float64
+	channels, inner int
+	sum, sq         []float64
+	values          float64
+}
+
+// newChannelStats starts the statistics of the training examples ex.
+func (n *Node) newChannelStats(ex *examples) *channelStats {
+	scale := 1.0
+	if ex.dtype == safetensors.U8 && n.normalize != "none" {
+		scale = 1.0 / 255
+	}
+	channels, inner := examplestore.ChannelLayout(ex.shape)
+	return &channelStats{standard: n.normalize == "standard", scale: scale, channels: channels, inner: inner,
+		sum: make([]float64, channels), sq: make([]float64, channels)}
+}
+
+// add takes in a batch of examples of size values each (U8 bytes or
+// little-endian F32). A nil channelStats ignores it.
+func (s *channelStats) add(x []byte, dtype safetensors.DType, size int) {
+	if s == nil || !s.standard {
+		return
+	}
+	var lut [256]float64
+	if dtype == safetensors.U8 {
+		for v := range lut {
+			lut[v] = float64(float32(v)) * s.scale
+		}
+	}
+	blocks := size / s.inner
+	esize := dtype.Size()
+	for ex := 0; ex < len(x)/(size*esize); ex++ {
+		for b := range blocks {
+			c := b % s.channels
+			sum, sq := s.sum[c], s.sq[c]
+			start := (ex*size + b*s.inner) * esize
+			block := x[start : start+s.inner*esize]
+			if dtype == safetensors.U8 {
+				for _, v := range block {
+					f := lut[v]
+					sum += f
+					sq += f * f
+				}
+			} else {
+				for i := 0; i < len(block); i += 4 {
+					f := float64(math.Float32frombits(binary.LittleEndian.Uint32(block[i:]))) * s.scale
+					sum += f
+					sq += f * f
+				}
+			}
+			s.sum[c], s.sq[c] = sum, sq
+		}
+		s.values += float64(size / s.channels)
+	}
+}
+
+// normalization returns the statistics gathered: mean and standard
+// deviation per channel for "standard", identity otherwise.
+func (s *channelStats) normalization() examplestore.Normalization {
+	norm := examplestore.Normalization{Scale: s.scale, Mean: make([]float64, s.channels), Std: make([]float64, s.channels)}
+	for c := range norm.Std {
+		norm.Std[c] = 1
+	}
+	if !s.standard || s.values == 0 {
+		return norm
+	}
+	for c := range s.sum {
+		mean := s.sum[c] / s.values
+		variance := s.sq[c]/s.values - mean*mean
+		norm.Mean[c] = mean
+		if variance > 1e-12 {
+			norm.Std[c] = math.Sqrt(variance)
+		}
+	}
+	return norm
+}
