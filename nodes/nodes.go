@@ -157,6 +157,29 @@ type Downloader interface {
 	Downloads() []sources.Ref
 }
 
+// StoreEstimator is a node that can say before it runs how large its
+// output will be and how much memory it expects to need (`plan` prints
+// it, so a researcher knows the cost before paying it).
+type StoreEstimator interface {
+	EstimateStore() StoreEstimate
+}
+
+// StoreEstimate is a node's expected output.
+type StoreEstimate struct {
+	// Examples is the number of examples, Known false when the node
+	// cannot tell (the source's size is unknown until it is read).
+	Examples int64
+	Known    bool
+	// Shape and DType describe one example.
+	Shape []int
+	DType string
+	// Bytes is the store's expected size on disk; PeakMemory the node's
+	// expected peak resident memory.
+	Bytes, PeakMemory int64
+	// Basis says where the example count comes from.
+	Basis string
+}
+
 // Resumer is a node that can go on from where an interrupted run of it
 // stopped (training checkpoints). The engine gives it Env.ResumeDir.
 type Resumer interface {

@@ -21,7 +21,16 @@ func StoreTask(meta *examplestore.Meta) (Task, error) {
 // meta.json says, with the targets the task needs, and returns it with the
 // number of outputs (classes, labels or targets).
 func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, int, error) {
-	d, s, outputs, err := loadTargets(store, split, meta, task)
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, 0, err
+	}
+	return splitData(s, split, meta, task)
+}
+
+// splitData is LoadSplit for a split (or a slice of one) already open.
+func splitData(s *examplestore.Split, split string, meta *examplestore.Meta, task Task) (*Data, int, error) {
+	d, outputs, err := targetsOf(s, split, meta, task)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -74,35 +83,35 @@ func LoadTargetsFor(store, split string, meta *examplestore.Meta, task Task, p *
 // predictions; the Data's X is nil. It also returns the number of
 // examples.
 func LoadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data, int, int, error) {
-	d, s, outputs, err := loadTargets(store, split, meta, task)
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	d, outputs, err := targetsOf(s, split, meta, task)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	return d, s.Len(), outputs, nil
 }
 
-// loadTargets reads a split and checks and keeps its targets.
-func loadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data, *examplestore.Split, int, error) {
-	s, err := examplestore.ReadSplit(store, split)
-	if err != nil {
-		return nil, nil, 0, err
-	}
+// targetsOf checks and keeps the targets of split s.
+func targetsOf(s *examplestore.Split, split string, meta *examplestore.Meta, task Task) (*Data, int, error) {
 	d := &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes, Group: meta.Group}
 	outputs := meta.NumClasses
 	if meta.Group > 1 && s.Len()%meta.Group != 0 {
-		return nil, nil, 0, fmt.Errorf("split %s: %d examples are not whole groups of %d", split, s.Len(), meta.Group)
+		return nil, 0, fmt.Errorf("split %s: %d examples are not whole groups of %d", split, s.Len(), meta.Group)
 	}
 	if task == Segmentation && len(meta.Shape) != 3 {
-		return nil, nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
+		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
 	}
 	if task == Relational || task == Retrieval {
 		if d.Q = s.Q.Int64s(); d.Q == nil || len(meta.Vocab) == 0 {
-			return nil, nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
+			return nil, 0, fmt.Errorf("split %s: a %s dataset needs text tokens (q) and a vocabulary", split, task)
 		}
 		d.QLen, d.Vocab = s.Q.Shape[1], len(meta.Vocab)
 		for _, tok := range d.Q {
 			if tok < 0 || int(tok) >= d.Vocab {
-				return nil, nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
+				return nil, 0, fmt.Errorf("split %s: question token %d is outside the vocabulary of %d", split, tok, d.Vocab)
 			}
 		}
 	}
@@ -111,16 +120,16 @@ func loadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data
 		// Image-caption pairs: the captions are the targets.
 	case Classification, Segmentation, Video, Relational, FewShot:
 		if d.Y = s.Y.Int64s(); d.Y == nil {
-			return nil, nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
+			return nil, 0, fmt.Errorf("split %s: labels are not class indices", split)
 		}
 		for _, y := range d.Y {
 			if y < 0 || int(y) >= outputs {
-				return nil, nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
+				return nil, 0, fmt.Errorf("split %s: label %d is outside the %d classes", split, y, outputs)
 			}
 		}
 	default:
 		if d.T = s.Y.Float32s(); d.T == nil {
-			return nil, nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
+			return nil, 0, fmt.Errorf("split %s: %s targets must be F32", split, task)
 		}
 		outputs = 1
 		if len(s.Y.Shape) == 2 {
@@ -138,9 +147,9 @@ func loadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data
 		want = n * meta.Shape[len(meta.Shape)-2] * meta.Shape[len(meta.Shape)-1]
 	}
 	if got := len(d.Y) + len(d.T); got != want || n == 0 {
-		return nil, nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
+		return nil, 0, fmt.Errorf("split %s: %d examples but %d targets (want %d for a %s task)", split, n, got, want, task)
 	}
-	return d, s, outputs, nil
+	return d, outputs, nil
 }
 
 // LoadSplitFor reads one split for an encoder with an evaluation transform
@@ -148,8 +157,19 @@ func loadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data
 // dataset's own normalisation is not applied) and every image goes
 // through the transform.
 func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, 0, err
+	}
+	return SplitDataFor(s, split, meta, task, p)
+}
+
+// SplitDataFor is LoadSplitFor for a split already open, or a slice of
+// one (examplestore.MapSplit and Split.Slice: a batch of a split larger
+// than memory).
+func SplitDataFor(s *examplestore.Split, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
 	if p == nil {
-		return LoadSplit(store, split, meta, task)
+		return splitData(s, split, meta, task)
 	}
 	if len(meta.Shape) != 3 && len(meta.Shape) != 4 {
 		return nil, 0, fmt.Errorf("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %v", meta.Shape)
@@ -160,7 +180,7 @@ func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *im
 	for i := range raw.Normalize.Std {
 		raw.Normalize.Std[i] = 1
 	}
-	d, outputs, err := LoadSplit(store, split, &raw, task)
+	d, outputs, err := splitData(s, split, &raw, task)
 	if err != nil {
 		return nil, 0, err
 	}

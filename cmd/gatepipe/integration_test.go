@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 	"github.com/gatepipe/gatepipe/train/cblas"
 )
 
@@ -37,6 +38,9 @@ func TestMain(m *testing.M) {
 	tags := ""
 	if cblas.Name == "openblas" {
 		tags = "openblas"
+	}
+	if imagedec.LibjpegTurbo() {
+		tags += " turbojpeg"
 	}
 	if out, err := exec.Command("go", "build", "-tags", tags, "-o", binPath, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building gatepipe: %v\n%s", err, out)

@@ -89,6 +89,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	}
 	printPlan(c.stdout, plan)
 	printDownloads(c.stdout, s)
+	printStores(c.stdout, s)
 	if out != "" {
 		abs, _ := filepath.Abs(path)
 		pf := planFile{Format: 1, Path: abs, Vars: f.vars, VarFiles: absAll(f.varFiles), CacheDir: s.cache.Dir(),
@@ -146,4 +147,49 @@ func absAll(paths []string) []string {
 		out[i], _ = filepath.Abs(p)
 	}
 	return out
+}
+
+// printStores says, for each dataset that will run, how large its store
+// will be and how much memory the node expects at its peak.
+func printStores(w io.Writer, s *session) {
+	stores := s.engine.Stores()
+	var total int64
+	shown := 0
+	for _, st := range stores {
+		e := st.Estimate
+		if e.Shape == nil && !e.Known {
+			continue
+		}
+		if shown == 0 {
+			fmt.Fprintln(w, "\nStores to write:")
+		}
+		shown++
+		per := int64(1)
+		for _, d := range e.Shape {
+			per *= int64(d)
+		}
+		shape := fmt.Sprint(e.Shape)
+		if e.Shape == nil {
+			shape = "(shape known when read)"
+		}
+		if !e.Known {
+			fmt.Fprintf(w, "  %s  %s %s examples of %s each; how many is %s\n", st.Addr, shape, e.DType, humanBytes(per), e.Basis)
+			continue
+		}
+		total += e.Bytes
+		fmt.Fprintf(w, "  %s  %s examples of %s %s: %s on disk, about %s of memory at the peak\n",
+			st.Addr, groupDigits(e.Examples), shape, e.DType, humanBytes(e.Bytes), humanBytes(e.PeakMemory))
+	}
+	if shown > 1 && total > 0 {
+		fmt.Fprintf(w, "  in all: %s of stores (lower image_size, or max_train and friends, to shrink them)\n", humanBytes(total))
+	}
+}
+
+// groupDigits writes n with thousands separators (1,281,167).
+func groupDigits(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

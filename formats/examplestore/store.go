@@ -115,6 +115,43 @@ func ReadSplit(dir, name string) (*Split, error) {
 	if err != nil {
 		return nil, err
 	}
+	return splitOf(f, p)
+}
+
+// MapSplit maps one split's file into memory without reading it: the
+// split's tensors are views of the file, paged in as they are read, so a
+// split larger than memory is read a batch at a time (Slice). Call
+// unmap when the split and every slice of it are no longer used.
+func MapSplit(dir, name string) (s *Split, unmap func() error, err error) {
+	p := filepath.Join(dir, name+".safetensors")
+	f, unmap, err := safetensors.MapFile(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s, err = splitOf(f, p); err != nil {
+		unmap()
+		return nil, nil, err
+	}
+	return s, unmap, nil
+}
+
+// Slice returns the examples [first, first+n) of s, sharing its memory.
+func (s *Split) Slice(first, n int) *Split {
+	rows := func(t safetensors.Tensor) safetensors.Tensor {
+		if t.Data == nil || len(t.Shape) == 0 || t.Shape[0] == 0 {
+			return t
+		}
+		row := len(t.Data) / t.Shape[0]
+		out := t
+		out.Shape = append([]int{n}, t.Shape[1:]...)
+		out.Data = t.Data[first*row : (first+n)*row]
+		return out
+	}
+	return &Split{X: rows(s.X), Y: rows(s.Y), Index: s.Index[first : first+n], Q: rows(s.Q)}
+}
+
+// splitOf checks a parsed split file (at p) and returns its split.
+func splitOf(f *safetensors.File, p string) (*Split, error) {
 	x, y, idx := f.Tensors["x"], f.Tensors["y"], f.Tensors["index"]
 	if x == nil || y == nil || idx == nil {
 		return nil, fmt.Errorf("%s: missing x, y or index tensor", p)

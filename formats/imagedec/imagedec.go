@@ -197,3 +197,7 @@ func draftScale(iw, ih, w, h int) int {
 
 // noTurbo is Backend in a build without libjpeg-turbo.
 const noTurbo = "Go image/jpeg (portable; build with Debian's libturbojpeg0-dev for libjpeg-turbo)"
+
+// LibjpegTurbo reports whether this build decodes JPEGs with
+// libjpeg-turbo.
+func LibjpegTurbo() bool { return backend != noTurbo }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"syscall"
 )
 
 // Spec declares a tensor that a FileWriter receives row by row: its
@@ -130,4 +131,34 @@ func (w *FileWriter) Close() error {
 func (w *FileWriter) Abort() {
 	w.f.Close()
 	os.Remove(w.path)
+}
+
+// MapFile maps the safetensors file at path into memory read-only and
+// parses it without copying: the tensors' Data are views of the mapping,
+// paged in from the file as they are read (so a file larger than memory
+// can be read a batch at a time). Call unmap when no view is used any
+// more.
+func MapFile(path string) (f *File, unmap func() error, err error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fd.Close()
+	info, err := fd.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.Size() == 0 {
+		return nil, nil, fmt.Errorf("%s: byte 0: empty file, not safetensors", path)
+	}
+	data, err := syscall.Mmap(int(fd.Fd()), 0, int(info.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: mapping: %w", path, err)
+	}
+	unmap = func() error { return syscall.Munmap(data) }
+	if f, err = Parse(data, path); err != nil {
+		unmap()
+		return nil, nil, err
+	}
+	return f, unmap, nil
 }

@@ -68,6 +68,7 @@ var spec = hcldec.ObjectSpec{
 		"max_extract_entries": &hcldec.AttrSpec{Name: "max_extract_entries", Type: cty.Number},
 	}},
 	"format":        &hcldec.AttrSpec{Name: "format", Type: cty.String, Required: true},
+	"examples":      &hcldec.AttrSpec{Name: "examples", Type: cty.Map(cty.Number)},
 	"train":         &hcldec.AttrSpec{Name: "train", Type: cty.List(cty.String)},
 	"test":          &hcldec.AttrSpec{Name: "test", Type: cty.List(cty.String)},
 	"val":           &hcldec.AttrSpec{Name: "val", Type: cty.List(cty.String)},
@@ -182,6 +183,9 @@ type config struct {
 	ImageColumns   []string          `cty:"image_columns"`
 	CaptionColumns []string          `cty:"caption_columns"`
 	MetricNames    map[string]string `cty:"metric_names"`
+	// Examples are the source's published example counts per split
+	// (train, val, test), for plan's estimate of the store's size.
+	Examples map[string]int64 `cty:"examples"`
 }
 
 // source is one validated source.
@@ -292,6 +296,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		diags = append(diags, decl.Errorf("frames", "Invalid frames", "frames sets the clip length of camera_traps, gulp and video_list datasets; this dataset's format is %q.", cfg.Format))
 	}
 	diags = append(diags, n.decodeParquetCaptions(decl)...)
+	diags = append(diags, n.decodeExamples(decl)...)
 	if cfg.QuestionColumn != nil && cfg.Format != "parquet" {
 		diags = append(diags, decl.Errorf("question_column", "Invalid question_column", "question_column names a Parquet string column (a VQA question); this dataset's format is %q.", cfg.Format))
 	}

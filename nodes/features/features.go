@@ -6,6 +6,7 @@
 package features
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -72,6 +73,9 @@ type Node struct {
 	// rt are the runtime attributes; batch the torch runtime's batch size.
 	rt    torchrt.Options
 	batch int
+	// batchBytes bounds one batch of preprocessed images on the Go
+	// runtime (0: defaultBatchBytes; tests make it small).
+	batchBytes int
 }
 
 // CheckPartial checks the references' kinds before their values exist.
@@ -158,42 +162,27 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			return cty.NilVal, err
 		}
 	}
-	splits := map[string]*examplestore.Split{}
 	counts := map[string]cty.Value{}
+	sizes := map[string]int{}
 	dim := 0
 	for i, name := range names {
 		if err := ctx.Err(); err != nil {
 			return cty.NilVal, err
 		}
-		var feats []float32
-		f := 0
+		env.Progress.Update(int64(i), int64(len(names)), "splits")
+		var t *torchFeatures
 		if n.rt.Torch() {
-			t := onTorch[name]
-			feats, f = t.x, t.dim
-		} else {
-			// The split's images are decoded and dropped before its
-			// stored examples are read for their targets, so the two are
-			// never held together.
-			env.Progress.Update(int64(i), int64(len(names)), "splits")
-			d, _, err := train.LoadSplitFor(n.dataset, name, meta, task, n.preprocess)
-			if err != nil {
-				return cty.NilVal, err
-			}
-			if feats, f, err = n.compute(w, d); err != nil {
-				return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
-			}
+			f := onTorch[name]
+			t = &f
 		}
-		src, err := examplestore.ReadSplit(n.dataset, name)
+		f, count, err := n.writeSplit(env, w, meta, task, shape, name, t)
 		if err != nil {
-			return cty.NilVal, err
-		}
-		if rows := len(feats) / max(f, 1); rows != src.Len() {
-			return cty.NilVal, fmt.Errorf("split %s: %d rows of features for %d examples", name, rows, src.Len())
+			return cty.NilVal, fmt.Errorf("split %s: %w", name, err)
 		}
 		dim = f
-		splits[name] = &examplestore.Split{X: safetensors.F32Tensor("x", []int{src.Len(), f}, feats), Y: src.Y, Index: src.Index, Q: src.Q}
-		counts[name] = cty.NumberIntVal(int64(src.Len()))
-		env.Log.Info().Str("split", name).Int("examples", src.Len()).Int("dim", f).Msg(map[bool]string{false: "features", true: "probabilities"}[n.classes > 0])
+		counts[name] = cty.NumberIntVal(int64(count))
+		sizes[name] = count
+		env.Log.Info().Str("split", name).Int("examples", count).Int("dim", f).Msg(map[bool]string{false: "features", true: "probabilities"}[n.classes > 0])
 	}
 	out := *meta
 	out.Format, out.Shape, out.DType, out.Features = "features", []int{dim}, string(safetensors.F32), nil
@@ -201,16 +190,120 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	for i := range out.Normalize.Std {
 		out.Normalize.Std[i] = 1
 	}
-	if len(splits) == 0 {
+	if len(sizes) == 0 {
 		return cty.NilVal, fmt.Errorf("benchmark dataset %s has no splits", n.dataset)
 	}
-	if err := examplestore.Write(env.OutDir, &out, splits); err != nil {
+	if err := examplestore.WriteMeta(env.OutDir, &out, sizes); err != nil {
 		return cty.NilVal, err
 	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "dim": cty.NumberIntVal(int64(dim)),
 		"splits": cty.MapVal(counts), "task": cty.StringVal(meta.Task),
 	}), nil
+}
+
+// defaultBatchBytes bounds one batch of a split's preprocessed images on
+// the Go runtime: the split is read from its memory-mapped file and its
+// features written a batch at a time, so memory does not grow with the
+// split.
+const defaultBatchBytes = 64 << 20
+
+// writeSplit writes the features of one split (computed here a batch at
+// a time, or those the torch runtime returned, t) with the split's
+// targets, and returns their width and the number of examples.
+func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Meta, task train.Task, shape []int, name string, t *torchFeatures) (int, int, error) {
+	src, unmap, err := examplestore.MapSplit(n.dataset, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unmap()
+	count := src.Len()
+	var out *examplestore.SplitWriter
+	dim := -1
+	start := func(f int) error {
+		dim = f
+		ySpec := safetensors.Spec{DType: src.Y.DType, Shape: src.Y.Shape[1:]}
+		qLen := 0
+		if src.Q.Data != nil {
+			qLen = src.Q.Shape[1]
+		}
+		if out, err = examplestore.CreateSplit(env.OutDir, name, count, safetensors.Spec{DType: safetensors.F32, Shape: []int{f}}, ySpec, qLen); err != nil {
+			return err
+		}
+		if err := out.Write("index", 0, safetensors.I64Tensor("index", []int{count}, src.Index).Data); err != nil {
+			return err
+		}
+		if err := out.Write("y", 0, src.Y.Data); err != nil {
+			return err
+		}
+		if qLen > 0 {
+			return out.Write("q", 0, src.Q.Data)
+		}
+		return nil
+	}
+	put := func(first int, feats []float32, f int) error {
+		if dim < 0 {
+			if err := start(f); err != nil {
+				return err
+			}
+		} else if f != dim {
+			return fmt.Errorf("features of width %d after %d (internal error)", f, dim)
+		}
+		rows := len(feats) / max(f, 1)
+		if first+rows > count || (f > 0 && len(feats) != rows*f) {
+			return fmt.Errorf("%d values of features of width %d at row %d for %d examples", len(feats), f, first, count)
+		}
+		return out.Write("x", first, safetensors.F32Tensor("x", []int{rows, f}, feats).Data)
+	}
+	ok := false
+	defer func() {
+		if !ok && out != nil {
+			out.Abort()
+		}
+	}()
+	if t != nil {
+		if rows := len(t.x) / max(t.dim, 1); rows != count {
+			return 0, 0, fmt.Errorf("%d rows of features for %d examples", rows, count)
+		}
+		if err := put(0, t.x, t.dim); err != nil {
+			return 0, 0, err
+		}
+	} else {
+		size := 4
+		for _, d := range shape {
+			size *= d
+		}
+		group := max(meta.Group, 1)
+		batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
+		for first := 0; first < count; first += batch {
+			k := min(batch, count-first)
+			d, _, err := train.SplitDataFor(src.Slice(first, k), name, meta, task, n.preprocess)
+			if err != nil {
+				return 0, 0, err
+			}
+			feats, f, err := n.compute(w, d)
+			if err != nil {
+				return 0, 0, err
+			}
+			if len(feats)/max(f, 1) != k {
+				return 0, 0, fmt.Errorf("%d rows of features for %d examples", len(feats)/max(f, 1), k)
+			}
+			if err := put(first, feats, f); err != nil {
+				return 0, 0, err
+			}
+			env.Progress.Update(int64(first+k), int64(count), "features of the "+name+" split")
+		}
+	}
+	if out == nil { // no examples: an empty split of width 0
+		if err := start(0); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := out.Close(); err != nil {
+		return 0, 0, err
+	}
+	ok = true
+	return dim, count, nil
 }
 
 // compute returns the pooled features, or the head's probabilities, of

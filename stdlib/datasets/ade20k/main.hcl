@@ -55,6 +55,7 @@ dataset "data" {
   }
   format       = "parquet"
   train        = ["scene_parsing/train/*.parquet"]
+  examples     = { train = 20210, test = 2000 } # published: plan's store size
   val_fraction = 0.1
   test         = ["scene_parsing/validation/*.parquet"]
   label_column = "annotation"

@@ -46,6 +46,7 @@ dataset "data" {
   }
   format       = "cifar100"
   train        = ["cifar-100-python/train"]
+  examples     = { train = 50000, test = 10000 } # published: plan's store size
   test         = ["cifar-100-python/test"]
   val_fraction = 0.1
   image_size   = var.image_size

@@ -53,6 +53,7 @@ dataset "data" {
   }
   format       = "parquet"
   train        = ["data/train-*.parquet"]
+  examples     = { train = 75750, test = 25250 } # published: plan's store size
   val_fraction = 0.1
   test         = ["data/validation-*.parquet"]
   image_size   = var.image_size

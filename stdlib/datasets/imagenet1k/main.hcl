@@ -58,6 +58,7 @@ dataset "data" {
   train        = ["data/train-*.parquet"]
   val_fraction = 0.01
   test         = ["data/validation-*.parquet"]
+  examples     = { train = 1281167, test = 50000 } # published: plan's store size
   image_size   = var.image_size
   split_seed   = var.split_seed
   max_train    = var.max_train > 0 ? var.max_train : null

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gatepipe/gatepipe/formats/imagedec"
+	"github.com/gatepipe/gatepipe/internal/hffixture"
+)
+
+// pilEnv is the peer's environment, printed beside its figures.
+var pilEnv = []string{"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MALLOC_MMAP_THRESHOLD_=1000000000", "MALLOC_TRIM_THRESHOLD_=1000000000"}
+
+// BenchmarkImageStore measures the dataset block at ImageNet's scale of
+// work per image: 1,000, 3,000 and 10,000 ImageNet-like JPEGs (500 x 375,
+// quality 90, written by testdata/imagenet_like.py with Debian's
+// python3-pil) in an image_folder tarball, stored at 224 x 224 by the real
+// binary on one core (GOMAXPROCS=1), a cold apply each: images a second
+// (the whole apply: hashing and extracting the tarball, decoding,
+// resizing, writing) and the apply's peak RSS, beside one PIL process
+// decoding and resizing the same files (Image.open(f).convert("RGB").
+// resize((224, 224), Image.BILINEAR); decoding only, nothing stored).
+// Then the same 3,000 JPEGs in a Hugging Face Parquet shard (image
+// structs), and the 10,000-image store read back into float32 batches.
+func BenchmarkImageStore(b *testing.B) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import PIL").Run(); err != nil {
+		b.Skip("python3-pil is missing (make deps-bench installs it)")
+	}
+	dir := b.TempDir()
+	files := imagenetLike(b, filepath.Join(dir, "imgs"), 10000)
+	b.Logf("JPEG decoder: %s; peer: Debian's PIL, one process, %s", imagedec.Backend(), strings.Join(pilEnv, " "))
+	b.Logf("%-22s %8s %10s %10s %7s %12s %10s", "store", "images", "gatepipe/s", "PIL/s", "ratio", "peak RSS MB", "store MB")
+	var rss1k float64
+	for range b.N {
+		for _, n := range []int{1000, 3000, 10000} {
+			run := storeApply(b, dir, files[:n], "image_folder", "1")
+			pil := pilRate(b, files[:n])
+			if n == 1000 {
+				rss1k = run.rssMB
+			}
+			b.Logf("%-22s %8d %10.1f %10.1f %6.2fx %12.0f %10.0f", "image_folder, 1 core", n, run.rate, pil, run.rate/pil, run.rssMB, run.storeMB)
+			b.ReportMetric(run.rate/pil, fmt.Sprintf("x-PIL-%d", n))
+			b.ReportMetric(run.rssMB, fmt.Sprintf("peak-RSS-MB-%d", n))
+			if n == 3000 && (run.rssMB > 500 || run.rssMB-rss1k > 100) {
+				b.Errorf("3,000 images: peak RSS %.0f MB (1,000 images: %.0f MB); the target is under 500 MB and under 100 MB more", run.rssMB, rss1k)
+			}
+		}
+		if cores := runtime.NumCPU(); cores > 1 {
+			run := storeApply(b, dir, files[:3000], "image_folder", strconv.Itoa(cores))
+			b.Logf("%-22s %8d %10.1f %10s %7s %12.0f %10.0f", fmt.Sprintf("image_folder, %d cores", cores), 3000, run.rate, "", "", run.rssMB, run.storeMB)
+		}
+		run := storeApply(b, dir, files[:3000], "parquet", "1")
+		b.Logf("%-22s %8d %10.1f %10s %7s %12.0f %10.0f", "parquet, 1 core", 3000, run.rate, "", "", run.rssMB, run.storeMB)
+		b.ReportMetric(run.rssMB, "peak-RSS-MB-parquet-3000")
+	}
+}
+
+// imagenetLike writes n ImageNet-like JPEGs under dir with two Python
+// processes and returns their paths in name order.
+func imagenetLike(b *testing.B, dir string, n int) []string {
+	b.Helper()
+	var cmds []*exec.Cmd
+	for k := range 2 {
+		cmd := exec.Command("/usr/bin/python3", "testdata/imagenet_like.py", dir, strconv.Itoa(n*(k+1)/2), strconv.Itoa(n*k/2))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("imagenet_like.py: %v", err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.JPEG"))
+	sort.Slice(files, func(i, j int) bool { return filepath.Base(files[i]) < filepath.Base(files[j]) })
+	if len(files) != n {
+		b.Fatalf("%d JPEGs written, want %d", len(files), n)
+	}
+	return files
+}
+
+type storeRun struct {
+	rate, rssMB, storeMB float64
+}
+
+// storeApply stores files at 224 x 224 with the real binary (an
+// image_folder tarball or a Parquet shard of image structs) in a fresh
+// cache, with GOMAXPROCS=procs, and measures the apply.
+func storeApply(b *testing.B, dir string, files []string, format, procs string) storeRun {
+	b.Helper()
+	work := b.TempDir()
+	var src, train string
+	switch format {
+	case "image_folder":
+		src, train = "imgs.tar", "imgs"
+		writeImageTar(b, filepath.Join(work, src), filepath.Dir(filepath.Dir(files[0])), files)
+	case "parquet":
+		src, train = "train-00000-of-00001.parquet", "train-00000-of-00001.parquet"
+		writeImageParquet(b, filepath.Join(work, src), files)
+	}
+	writeFile(&testing.T{}, filepath.Join(work, "main.hcl"), fmt.Sprintf(`
+dataset "imagenet" {
+  source { url = %q }
+  format       = %q
+  train        = [%q]
+  image_size   = [224, 224]
+  val_fraction = 0.1
+}
+output "splits" { value = dataset.imagenet.splits }
+`, src, format, train))
+	cache := b.TempDir()
+	cmd := exec.Command(binPath, "apply", "-log-level", "warn", work)
+	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GOMAXPROCS="+procs)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	var size int64
+	filepath.Walk(filepath.Join(cache), func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".safetensors") {
+			size += info.Size()
+		}
+		return nil
+	})
+	return storeRun{rate: float64(len(files)) / wall.Seconds(), rssMB: float64(ru.Maxrss) / 1024, storeMB: float64(size) / 1e6}
+}
+
+// pilRate is one PIL process's images a second on files.
+func pilRate(b *testing.B, files []string) float64 {
+	b.Helper()
+	cmd := exec.Command("/usr/bin/python3", append([]string{"testdata/pil_decode.py", "224"}, files...)...)
+	cmd.Env = append(os.Environ(), pilEnv...)
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("pil_decode.py: %v", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		b.Fatalf("pil_decode.py printed %q", out)
+	}
+	n, _ := strconv.ParseFloat(f[0], 64)
+	s, _ := strconv.ParseFloat(f[1], 64)
+	return n / s
+}
+
+// writeImageTar packs files (under root) into a tarball whose paths start
+// with imgs/.
+func writeImageTar(b *testing.B, path, root string, files []string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		tw.WriteHeader(&tar.Header{Name: "imgs/" + filepath.ToSlash(rel), Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		tw.Write(data)
+	}
+	if err := tw.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// writeImageParquet writes files as a Hugging Face image-classification
+// shard (image structs of JPEG bytes, class from the folder), 100 rows a
+// row group as the datasets library writes image shards.
+func writeImageParquet(b *testing.B, path string, files []string) {
+	b.Helper()
+	images := make([][]byte, len(files))
+	labels := make([]int64, len(files))
+	classes := map[string]int64{}
+	var names []string
+	for i, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		images[i] = data
+		c := filepath.Base(filepath.Dir(p))
+		if _, ok := classes[c]; !ok {
+			classes[c] = int64(len(names))
+			names = append(names, c)
+		}
+		labels[i] = classes[c]
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := hffixture.ImageClassification(f, images, labels, names, 100); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,112 @@
+package dataset
+
+import (
+	"math"
+	"runtime"
+	"slices"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// decodeExamples checks the examples attribute: published counts of the
+// train, val and test data.
+func (n *Node) decodeExamples(decl nodes.Decl) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for split, count := range n.cfg.Examples {
+		if !slices.Contains([]string{"train", "val", "test"}, split) {
+			diags = append(diags, decl.Errorf("examples", "Invalid examples", "examples counts the train, val and test data; %q is none of them.", split))
+		}
+		if count < 0 {
+			diags = append(diags, decl.Errorf("examples", "Invalid examples", "examples[%q] is %d; a count cannot be negative.", split, count))
+		}
+	}
+	return diags
+}
+
+// Memory the node needs besides its batches: the Go runtime and the
+// parsed labels' tables (measured: about 40 MB for a small store).
+const baseMemory = 64 << 20
+
+// EstimateStore says how large the store will be: the examples its splits
+// keep (from the published counts in examples, the fractions and the
+// caps) times one example's bytes, and the memory the node needs at its
+// peak, which depends on the batch, the cores and the number of examples
+// (their labels and file names are held), not on their pixels.
+func (n *Node) EstimateStore() nodes.StoreEstimate {
+	est := nodes.StoreEstimate{DType: "U8", Shape: n.exampleShape(), Basis: "unknown until the source is read (set examples = { train = N } to count them)"}
+	if n.cfg.Format == "raw" {
+		return nodes.StoreEstimate{Basis: "raw files: no store"}
+	}
+	if t, ok := n.cfg.Examples["train"]; ok {
+		nVal := int64(math.Floor(n.valFraction * float64(t)))
+		nTest := int64(math.Floor(n.testFraction * float64(t)))
+		est.Examples = capped(t-nVal-nTest, n.maxTrain) + capped(nVal, n.maxVal) + capped(nTest, n.maxTest)
+		if v, ok := n.cfg.Examples["val"]; ok {
+			est.Examples += capped(v, n.maxVal)
+		}
+		if v, ok := n.cfg.Examples["test"]; ok {
+			est.Examples += capped(v, n.maxTest)
+		}
+		est.Known, est.Basis = true, "the source's published counts (examples)"
+	}
+	size := int64(1)
+	for _, d := range est.Shape {
+		size *= int64(d)
+	}
+	// Per example: its index and label (and, for segmentation, a label a
+	// pixel) in the store; in memory, its label, index and file name.
+	labels := int64(8)
+	if n.segmentation() && len(est.Shape) == 3 {
+		labels = 8 * int64(est.Shape[1]) * int64(est.Shape[2])
+	}
+	perExample := int64(8) + labels
+	held := 3*int64(n.batchBytes) + int64(runtime.GOMAXPROCS(0))*8<<20 + baseMemory
+	if est.Known {
+		if len(est.Shape) > 0 {
+			est.Bytes = est.Examples * (size + perExample)
+		}
+		est.PeakMemory = held + est.Examples*(labels+96)
+	}
+	return est
+}
+
+// capped is count kept under limit (0: no limit).
+func capped(count int64, limit int) int64 {
+	if limit > 0 && count > int64(limit) {
+		return int64(limit)
+	}
+	return count
+}
+
+// segmentation reports whether the labels are masks.
+func (n *Node) segmentation() bool {
+	return n.task == "segmentation" || n.cfg.Format == "voc_mat" || n.cfg.Format == "hdf5"
+}
+
+// exampleShape is one stored example's shape as far as the configuration
+// tells it (nil when only the data does).
+func (n *Node) exampleShape() []int {
+	if len(n.cfg.ImageSize) != 2 {
+		switch n.cfg.Format {
+		case "cifar10", "cifar100":
+			return []int{3, 32, 32}
+		}
+		return nil
+	}
+	switch n.cfg.Format {
+	case "gulp", "video_list":
+		f, c, h, w := n.clipGeometry(defaultClipFrames)
+		return []int{f, c, h, w}
+	case "camera_traps":
+		f, c, h, w := n.clipGeometry(defaultFrames)
+		return []int{f, c, h, w}
+	case "csv", "tsv", "generated":
+		return nil
+	}
+	_, c, h, w := n.clipGeometry(0)
+	if n.cfg.Format == "idx" {
+		c = 1
+	}
+	return []int{c, h, w}
+}
