@@ -28,5 +28,6 @@ func runVersion(_ context.Context, c *cli, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "gatepipe %s%s %s %s/%s, training BLAS %s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, cblas.InUse())
 	fmt.Fprintf(c.stdout, "JPEG decoder: %s\n", imagedec.Backend())
+	fmt.Fprintf(c.stdout, "image resize: %s\n", imagedec.ResizeBackend())
 	return exitOK
 }

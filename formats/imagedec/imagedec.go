@@ -12,7 +12,9 @@
 // for twice the size). Other images, and every image in a build without
 // the tag, go through Go's decoders. The resize is Pillow's 8-bit
 // resampler (antialiased triangle filter, 22-bit fixed-point weights),
-// reimplemented, so equal inputs give PIL's bytes.
+// reimplemented, so equal inputs give PIL's bytes: in C (resample.h, SSE4.1
+// and AVX2 where the processor has them) in the native build, in Go in the
+// portable one.
 package imagedec
 
 import (
@@ -40,6 +42,11 @@ func New() *Decoder { return &Decoder{} }
 
 // Backend names the JPEG decoder in use, for `gatepipe version`.
 func Backend() string { return backend }
+
+// ResizeBackend names the resampler in use: C in a build with the
+// turbojpeg tag (with the vector instructions this processor has), Go
+// otherwise. Both give the same bytes.
+func ResizeBackend() string { return resizeBackend }
 
 // AppendCHW decodes the encoded image data, converts it to channels
 // (1: PIL's "L", 3: "RGB"), resizes it to h x w and appends it to out

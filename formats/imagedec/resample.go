@@ -1,6 +1,9 @@
 package imagedec
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // precisionBits is the fixed-point precision of the filter weights, as
 // PIL's 8-bit resampler has it: 32 bits less 8 for the value and 2 for
@@ -14,6 +17,31 @@ type filterTaps struct {
 	first []int
 	count []int
 	w     []int32
+	// The same weights with one count for every output, n: ufirst[i] is
+	// moved back where first[i]+n would pass the input's end, and the
+	// weights of uw[i*n:] are padded with zeros (adding nothing), so a
+	// pass's inner loop runs the same number of times for every pixel.
+	n      int
+	ufirst []int32
+	uw     []uint32
+}
+
+// uniform fills t's uniform-count weights for in input pixels.
+func (t *filterTaps) uniform(in int) {
+	t.n = 0
+	for _, c := range t.count {
+		t.n = max(t.n, c)
+	}
+	t.n = min(t.n, in)
+	t.ufirst = make([]int32, len(t.first))
+	t.uw = make([]uint32, len(t.first)*t.n)
+	for i, f := range t.first {
+		uf := min(f, in-t.n)
+		t.ufirst[i] = int32(uf)
+		for x := range t.count[i] {
+			t.uw[i*t.n+f-uf+x] = uint32(t.w[i*t.ksize+x])
+		}
+	}
 }
 
 // bilinearTaps computes the antialiased triangle filter that PIL's
@@ -59,6 +87,7 @@ func bilinearTaps(in, out int) *filterTaps {
 		}
 		t.first[xx], t.count[xx] = xmin, xmax
 	}
+	t.uniform(in)
 	return t
 }
 
@@ -92,6 +121,8 @@ type resizer struct {
 	inW, inH, outW, outH int
 	horiz, vert          *filterTaps
 	tmp                  []byte
+	// goOnly keeps to the Go passes (tests compare them with C's).
+	goOnly bool
 }
 
 func (r *resizer) taps(inW, inH, outW, outH int) {
@@ -113,27 +144,59 @@ func (r *resizer) resize(dst, src []byte, stride, bands, inW, inH, outW, outH in
 		}
 		return
 	}
-	rowFirst := r.vert.first[0]
-	rowLast := r.vert.first[outH-1] + r.vert.count[outH-1]
+	rowFirst, rowLast := r.vert.rowsRead()
 	if !needV {
 		rowFirst, rowLast = 0, inH
 	}
 	if !needH {
-		resizeVertical(dst, src[rowFirst*stride:], stride, inW*bands, r.vert, rowFirst)
+		r.vertical(dst, src[rowFirst*stride:], stride, inW*bands, rowFirst)
 		return
 	}
 	rows := rowLast - rowFirst
-	if cap(r.tmp) < rows*outW*bands {
-		r.tmp = make([]byte, rows*outW*bands)
+	r.tmp = grow(r.tmp, rows*outW*bands)
+	tmp := r.tmp
+	if r.goOnly || !nativeHorizontal(tmp, src, stride, bands, r.horiz, rowFirst, rows) {
+		resizeHorizontal(tmp, src, stride, bands, r.horiz, outW, rowFirst, rows)
 	}
-	tmp := r.tmp[:rows*outW*bands]
-	resizeHorizontal(tmp, src, stride, bands, r.horiz, outW, rowFirst, rows)
 	if !needV {
 		copy(dst, tmp)
 		return
 	}
-	resizeVertical(dst, tmp, outW*bands, outW*bands, r.vert, rowFirst)
+	r.vertical(dst, tmp, outW*bands, outW*bands, rowFirst)
 }
+
+// vertical is the vertical pass, native where the build has it.
+func (r *resizer) vertical(dst, src []byte, stride, width, shift int) {
+	if r.goOnly || !nativeVertical(dst, src, stride, width, r.vert, shift) {
+		resizeVertical(dst, src, stride, width, r.vert, shift)
+	}
+}
+
+// rowsRead is the range of input rows [first, last) that the pass reads,
+// with its weights as given or uniform.
+func (t *filterTaps) rowsRead() (first, last int) {
+	first, last = t.first[0], 0
+	for i, f := range t.ufirst {
+		first = min(first, int(f))
+		last = max(last, int(f)+t.n, t.first[i]+t.count[i])
+	}
+	return first, last
+}
+
+// The passes below sum four or two values at once in the 32-bit lanes of
+// a uint64 (SWAR): a bilinear weight is never negative and a pixel's
+// weights add up to 1<<precisionBits, so a lane's sum stays below
+// 256<<precisionBits < 1<<31 and never carries into the next lane. The
+// sums are the same integers as one value at a time, so the same bytes.
+
+// laneMask selects the low byte of each 32-bit lane.
+const laneMask = 0x000000ff_000000ff
+
+// half2 is the rounding half in both lanes.
+const half2 = 1<<(precisionBits-1) | 1<<(precisionBits-1)<<32
+
+// lane8 is a lane's sum as a byte.
+func lane8(s uint32) byte { return byte(min(s>>precisionBits, 255)) }
 
 // resizeHorizontal scales rows [first, first+rows) of src into tmp.
 func resizeHorizontal(tmp, src []byte, stride, bands int, t *filterTaps, outW, first, rows int) {
@@ -142,56 +205,80 @@ func resizeHorizontal(tmp, src []byte, stride, bands int, t *filterTaps, outW, f
 	for y := range rows {
 		row := src[(first+y)*stride:]
 		out := tmp[y*outW*bands : (y+1)*outW*bands]
-		switch bands {
-		case 3:
-			for xx := range outW {
-				w := t.w[xx*ks : xx*ks+t.count[xx]]
-				px := row[t.first[xx]*3 : (t.first[xx]+len(w))*3]
-				s0, s1, s2 := int32(half), int32(half), int32(half)
-				for x, k := range w {
-					p := px[x*3 : x*3+3 : x*3+3]
-					s0 += int32(p[0]) * k
-					s1 += int32(p[1]) * k
-					s2 += int32(p[2]) * k
-				}
-				o := out[xx*3 : xx*3+3 : xx*3+3]
-				o[0], o[1], o[2] = clip8(s0), clip8(s1), clip8(s2)
+		if bands == 3 {
+			horizontalRGB(out, row, t)
+			continue
+		}
+		for xx := range outW {
+			w := t.w[xx*ks : xx*ks+t.count[xx]]
+			px := row[t.first[xx] : t.first[xx]+len(w)]
+			s := int32(half)
+			for x, k := range w {
+				s += int32(px[x]) * k
 			}
-		default:
-			for xx := range outW {
-				w := t.w[xx*ks : xx*ks+t.count[xx]]
-				px := row[t.first[xx] : t.first[xx]+len(w)]
-				s := int32(half)
-				for x, k := range w {
-					s += int32(px[x]) * k
-				}
-				out[xx] = clip8(s)
-			}
+			out[xx] = clip8(s)
 		}
 	}
 }
 
-// resizeVertical scales the columns of src (rows stride bytes apart, its
-// first row being source row shift) into dst, width values a row.
-func resizeVertical(dst, src []byte, stride, width int, t *filterTaps, shift int) {
-	const half = 1 << (precisionBits - 1)
+// horizontalRGB scales one row of RGB pixels: red and green in the two
+// lanes of one sum, blue in another.
+func horizontalRGB(out, row []byte, t *filterTaps) {
 	ks := t.ksize
-	acc := make([]int32, width)
+	for xx := range len(t.first) {
+		w := t.w[xx*ks : xx*ks+t.count[xx]]
+		px := row[t.first[xx]*3:]
+		px = px[:3*len(w)]
+		rg, b := uint64(half2), uint64(1<<(precisionBits-1))
+		for _, k := range w {
+			_ = px[2]
+			kk := uint64(uint32(k))
+			rg += (uint64(px[0]) | uint64(px[1])<<32) * kk
+			b += uint64(px[2]) * kk
+			px = px[3:]
+		}
+		o := out[xx*3 : xx*3+3 : xx*3+3]
+		o[0], o[1], o[2] = lane8(uint32(rg)), lane8(uint32(rg>>32)), lane8(uint32(b))
+	}
+}
+
+// resizeVertical scales the columns of src (rows stride bytes apart, its
+// first row being source row shift) into dst, width values a row. Eight
+// columns are summed at a time, four uint64s of two lanes each: bytes 0
+// and 4 of the eight, 1 and 5, 2 and 6, 3 and 7.
+func resizeVertical(dst, src []byte, stride, width int, t *filterTaps, shift int) {
+	ks := t.ksize
 	for yy := range len(t.first) {
 		w := t.w[yy*ks : yy*ks+t.count[yy]]
-		first := t.first[yy] - shift
-		for i := range acc {
-			acc[i] = half
-		}
-		for y, k := range w {
-			row := src[(first+y)*stride : (first+y)*stride+width]
-			for i, v := range row {
-				acc[i] += int32(v) * k
-			}
-		}
+		base := (t.first[yy] - shift) * stride
 		out := dst[yy*width : (yy+1)*width]
-		for i, s := range acc {
-			out[i] = clip8(s)
+		i := 0
+		for ; i+8 <= width; i += 8 {
+			a0, a1, a2, a3 := uint64(half2), uint64(half2), uint64(half2), uint64(half2)
+			off := base + i
+			for _, k := range w {
+				u := binary.LittleEndian.Uint64(src[off:])
+				kk := uint64(uint32(k))
+				a0 += (u & laneMask) * kk
+				a1 += (u >> 8 & laneMask) * kk
+				a2 += (u >> 16 & laneMask) * kk
+				a3 += (u >> 24 & laneMask) * kk
+				off += stride
+			}
+			o := out[i : i+8 : i+8]
+			o[0], o[4] = lane8(uint32(a0)), lane8(uint32(a0>>32))
+			o[1], o[5] = lane8(uint32(a1)), lane8(uint32(a1>>32))
+			o[2], o[6] = lane8(uint32(a2)), lane8(uint32(a2>>32))
+			o[3], o[7] = lane8(uint32(a3)), lane8(uint32(a3>>32))
+		}
+		for ; i < width; i++ {
+			s := uint32(1 << (precisionBits - 1))
+			off := base + i
+			for _, k := range w {
+				s += uint32(src[off]) * uint32(k)
+				off += stride
+			}
+			out[i] = lane8(s)
 		}
 	}
 }
