@@ -140,7 +140,9 @@ func (r *evalRunner) run(d *Data, off int) ([]float32, int, error) {
 	xs := r.xb.Data().([]float32)
 	clear(xs)
 	cnt := min(r.batch, d.Len()-off)
-	copy(xs, d.X[off*size:(off+cnt)*size])
+	if err := d.readRange(xs[:cnt*size], off, cnt); err != nil {
+		return nil, 0, err
+	}
 	ks := make([]int, cnt)
 	for i := range ks {
 		ks[i] = off + i

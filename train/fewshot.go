@@ -95,10 +95,9 @@ func (d *Data) episodes(rng *rand.Rand, n, ways, shots, queries int) ([][]int, e
 
 // fillEpisode writes an episode's examples into xb and the queries'
 // one-hot episode classes into yb.
-func fillEpisode(xb, yb *tensor.Dense, d *Data, ep []int, size, ways, queries int) {
-	xs := xb.Data().([]float32)
-	for i, k := range ep {
-		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
+func fillEpisode(xb, yb *tensor.Dense, d *Data, ep []int, ways, queries int) error {
+	if err := d.readInputs(xb.Data().([]float32), ep); err != nil {
+		return err
 	}
 	ys := yb.Data().([]float32)
 	clear(ys)
@@ -107,6 +106,7 @@ func fillEpisode(xb, yb *tensor.Dense, d *Data, ep []int, size, ways, queries in
 			ys[(c*queries+j)*ways+c] = 1
 		}
 	}
+	return nil
 }
 
 // evalEpisodes is the number of evaluation episodes per shot setting.
@@ -123,7 +123,6 @@ func evaluateEpisodes(enc EncoderSpec, params []*param, d *Data, sets []map[stri
 		settings = append(settings, shots)
 	}
 	out := map[string]float64{}
-	size := d.exampleSize()
 	var accSum, lossSum float64
 	for _, k := range settings {
 		eps, err := d.episodes(rand.New(rand.NewPCG(uint64(k), 0xe7a1)), evalEpisodes, ways, k, queries)
@@ -143,7 +142,10 @@ func evaluateEpisodes(enc EncoderSpec, params []*param, d *Data, sets []map[stri
 			xb := tensor.New(tensor.WithShape(append([]int{b}, d.Shape...)...), tensor.Of(tensor.Float32))
 			yb := newTargets(m)
 			for e, ep := range eps {
-				fillEpisode(xb, yb, d, ep, size, ways, queries)
+				if err := fillEpisode(xb, yb, d, ep, ways, queries); err != nil {
+					vm.Close()
+					return nil, err
+				}
 				if err := m.setInputs(xb, nil, yb); err != nil {
 					vm.Close()
 					return nil, err

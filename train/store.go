@@ -81,12 +81,14 @@ func LoadTargetsFor(store, split string, meta *examplestore.Meta, task Task, p *
 // LoadTargets reads one split's targets (labels, targets, questions) and
 // not its examples, for metrics computed from another runtime's
 // predictions; the Data's X is nil. It also returns the number of
-// examples.
+// examples. The split file is mapped, not read: its inputs are never
+// paged in.
 func LoadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data, int, int, error) {
-	s, err := examplestore.ReadSplit(store, split)
+	s, unmap, err := examplestore.MapSplit(store, split)
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	defer unmap()
 	d, outputs, err := targetsOf(s, split, meta, task)
 	if err != nil {
 		return nil, 0, 0, err

@@ -47,6 +47,9 @@ type Data struct {
 	// one test item whose images and captions are scored against each
 	// other only (Winoground's two images and two captions).
 	Group int
+	// Source, when set, gives the inputs instead of X: a split read from
+	// its store a batch at a time (OpenSplitFor).
+	Source Inputs
 }
 
 func (d *Data) task() Task {
@@ -57,7 +60,12 @@ func (d *Data) task() Task {
 }
 
 // Len returns the number of examples.
-func (d *Data) Len() int { return len(d.X) / d.exampleSize() }
+func (d *Data) Len() int {
+	if d.Source != nil {
+		return d.Source.Len()
+	}
+	return len(d.X) / d.exampleSize()
+}
 
 // exampleSize is the number of input values of one example.
 func (d *Data) exampleSize() int {
@@ -205,7 +213,6 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	opt := newAdamW(learn, rec)
 	src := rand.NewPCG(rec.Seed, trainSamplingStream)
 	rng := rand.New(src)
-	size := trainD.exampleSize()
 	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
 	yb, qb := newTargets(m), newQuestions(m)
 	lr := rec.LR
@@ -237,9 +244,14 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		}
 		stepStart := time.Now()
 		if task == FewShot {
-			fillEpisode(xb, yb, trainD, episodes[it-1], size, ways, queries)
+			if err := fillEpisode(xb, yb, trainD, episodes[it-1], ways, queries); err != nil {
+				return nil, err
+			}
 		} else {
-			ks := fillBatch(xb, yb, trainD, rng, b, size, classes, std)
+			ks, err := fillBatch(xb, yb, trainD, rng, b, classes, std)
+			if err != nil {
+				return nil, err
+			}
 			trainD.fillQuestions(qb, ks)
 		}
 		if err := m.setInputs(xb, qb, yb); err != nil {
@@ -326,7 +338,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 }
 
 // fillBatch samples b examples into xb and yb and returns their indices.
-func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs int, std *standardizer) []int {
+func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, outputs int, std *standardizer) ([]int, error) {
 	xs := xb.Data().([]float32)
 	var ys []float32
 	if yb != nil {
@@ -334,13 +346,15 @@ func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, size, outputs i
 	}
 	w := d.rowWidth(outputs)
 	ks := drawExamples(rng, d.Len(), b)
-	for i, k := range ks {
-		copy(xs[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
-		if ys != nil {
+	if err := d.readInputs(xs, ks); err != nil {
+		return nil, err
+	}
+	if ys != nil {
+		for i, k := range ks {
 			d.targetRow(ys[i*w:(i+1)*w], k, std)
 		}
 	}
-	return ks
+	return ks, nil
 }
 
 // drawExamples draws a training batch's b example indices of n,

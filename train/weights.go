@@ -226,7 +226,9 @@ func Probabilities(enc EncoderSpec, w Weights, d *Data, classes int) ([]float32,
 		xs := xb.Data().([]float32)
 		clear(xs)
 		cnt := min(batch, n-off)
-		copy(xs, d.X[off*size:(off+cnt)*size])
+		if err := d.readRange(xs[:cnt*size], off, cnt); err != nil {
+			return nil, err
+		}
 		if err := G.Let(m.x, xb); err != nil {
 			return nil, err
 		}
@@ -365,6 +367,26 @@ func (x *extractor) close() {
 	}
 }
 
+// directBatches runs the direct pass over a Data read from its store,
+// directBatchBytes of inputs at a time, into out.
+func (x *extractor) directBatches(d *Data, out []float32) ([]float32, error) {
+	size, n := d.exampleSize(), d.Len()
+	per := max(1, directBatchBytes/(4*max(size, 1)))
+	xs := make([]float32, min(per, n)*size)
+	for off := 0; off < n; off += per {
+		cnt := min(per, n-off)
+		if err := d.readRange(xs[:cnt*size], off, cnt); err != nil {
+			return nil, err
+		}
+		x.direct.run(xs[:cnt*size], cnt, out[off*x.dim:(off+cnt)*x.dim])
+	}
+	return out, nil
+}
+
+// directBatchBytes bounds the inputs a direct pass over a stored split
+// holds at a time.
+const directBatchBytes = 64 << 20
+
 func (x *extractor) run(d *Data) ([]float32, error) {
 	size, n := d.exampleSize(), d.Len()
 	if !slices.Equal(d.Shape, x.shape) {
@@ -372,6 +394,9 @@ func (x *extractor) run(d *Data) ([]float32, error) {
 	}
 	if x.direct != nil {
 		out := make([]float32, n*x.dim)
+		if d.Source != nil {
+			return x.directBatches(d, out)
+		}
 		x.direct.run(d.X[:n*size], n, out)
 		return out, nil
 	}
@@ -381,7 +406,9 @@ func (x *extractor) run(d *Data) ([]float32, error) {
 		xs := xb.Data().([]float32)
 		clear(xs)
 		cnt := min(x.batch, n-off)
-		copy(xs, d.X[off*size:(off+cnt)*size])
+		if err := d.readRange(xs[:cnt*size], off, cnt); err != nil {
+			return nil, err
+		}
 		if err := G.Let(x.in, xb); err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // Spec declares a tensor that a FileWriter receives row by row: its
@@ -161,4 +162,23 @@ func MapFile(path string) (f *File, unmap func() error, err error) {
 		return nil, nil, err
 	}
 	return f, unmap, nil
+}
+
+// Release tells the kernel that the whole pages inside b, a view of a
+// mapping made by MapFile, are not needed now: they leave the process's
+// resident memory (staying in the page cache) and are read again if b is
+// used again. A reader that walks a mapped file a batch at a time calls
+// it on each batch, so its resident memory stays one batch, not the file.
+func Release(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	start := (addr + page - 1) &^ (page - 1)
+	end := (addr + uintptr(len(b))) &^ (page - 1)
+	if end <= start {
+		return
+	}
+	syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&b[0]), start-addr)), end-start), syscall.MADV_DONTNEED)
 }

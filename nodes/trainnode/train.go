@@ -166,6 +166,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
+	defer d.close()
 	if len(n.seeds) > 0 {
 		return n.runSeeds(ctx, env, d)
 	}
@@ -186,6 +187,15 @@ type loaded struct {
 	// names renames metrics to the benchmark's matrix columns (the
 	// store's metric_names).
 	names map[string]string
+}
+
+// close releases the splits' mapped stores.
+func (d *loaded) close() {
+	for _, s := range d.splits {
+		if s != nil {
+			s.Close()
+		}
+	}
 }
 
 // load reads the benchmark's splits and checks its task.
@@ -214,8 +224,11 @@ func (n *Node) load() (*loaded, error) {
 		return d, err
 	}
 	d := &loaded{task: n.task, names: meta.MetricNames} // a few-shot head reads a classification dataset's labels as they are
+	// The inputs stay in the store, read a batch at a time: the node's
+	// memory is the model's and a batch's, not the splits'.
 	for i, name := range []string{"train", "val", "test"} {
-		if d.splits[i], d.outputs, err = train.LoadSplitFor(n.dataset, name, meta, d.task, n.preprocess); err != nil {
+		if d.splits[i], d.outputs, err = train.OpenSplitFor(n.dataset, name, meta, d.task, n.preprocess); err != nil {
+			d.close()
 			return nil, err
 		}
 		d.counts[i] = d.splits[i].Len()

@@ -1,0 +1,192 @@
+package train
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/imageops"
+)
+
+// Inputs gives a split's inputs on demand, in place of Data.X, so that a
+// split larger than memory is read a batch at a time (StoreInputs).
+type Inputs interface {
+	// Len is the number of examples.
+	Len() int
+	// Read writes the inputs of the examples idx, one after another,
+	// into dst (len(idx) examples of the Data's shape).
+	Read(dst []float32, idx []int) error
+}
+
+// readInputs writes the inputs of the examples idx into dst.
+func (d *Data) readInputs(dst []float32, idx []int) error {
+	if d.Source != nil {
+		return d.Source.Read(dst, idx)
+	}
+	size := d.exampleSize()
+	for i, k := range idx {
+		copy(dst[i*size:(i+1)*size], d.X[k*size:(k+1)*size])
+	}
+	return nil
+}
+
+// readRange writes the inputs of the examples [off, off+cnt) into dst.
+func (d *Data) readRange(dst []float32, off, cnt int) error {
+	if d.Source == nil {
+		size := d.exampleSize()
+		copy(dst, d.X[off*size:(off+cnt)*size])
+		return nil
+	}
+	idx := make([]int, cnt)
+	for i := range idx {
+		idx[i] = off + i
+	}
+	return d.Source.Read(dst, idx)
+}
+
+// Close releases what d's Source holds (a mapped store), if anything.
+func (d *Data) Close() error {
+	if c, ok := d.Source.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// StoreInputs reads a split's inputs from its mapped store file as they
+// are asked for: normalised as the store's meta.json says (or scaled to
+// [0, 1] and put through an encoder's evaluation transform), exactly the
+// values LoadSplit and LoadSplitFor hold for the whole split. The pages
+// of each example read are released afterwards, so the process's memory
+// holds the batches being used, not the file.
+type StoreInputs struct {
+	x     safetensors.Tensor
+	n     int
+	raw   int // values of one stored example
+	norm  examplestore.Normalization
+	per   int // values of one normalised unit (an example)
+	inner int
+	chans int
+	// p, when set, transforms each image (each frame of a clip) of c x h
+	// x w into out values.
+	p              *imageops.Preprocess
+	frames         int
+	c, h, w, outSz int
+	unmap          func() error
+}
+
+// OpenSplitFor is LoadSplitFor with the inputs left in the store: the
+// targets are read now, the inputs by each batch that uses them (Data's
+// Source). Close the Data when done with it.
+func OpenSplitFor(store, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
+	s, unmap, err := examplestore.MapSplit(store, split)
+	if err != nil {
+		return nil, 0, err
+	}
+	d, outputs, err := openSplit(s, split, meta, task, p)
+	if err != nil {
+		unmap()
+		return nil, 0, err
+	}
+	d.Source.(*StoreInputs).unmap = unmap
+	return d, outputs, nil
+}
+
+// openSplit makes the Data of a mapped split s.
+func openSplit(s *examplestore.Split, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
+	d, outputs, err := targetsOf(s, split, meta, task)
+	if err != nil {
+		return nil, 0, err
+	}
+	in := &StoreInputs{x: s.X, n: s.Len(), norm: meta.Normalize, p: p}
+	in.raw = 1
+	for _, v := range meta.Shape {
+		in.raw *= v
+	}
+	if s.Len() > 0 && s.X.NumElements() != s.Len()*in.raw {
+		return nil, 0, fmt.Errorf("split %s: %d examples of shape %v in %d values", split, s.Len(), meta.Shape, s.X.NumElements())
+	}
+	in.chans, in.inner = examplestore.ChannelLayout(meta.Shape)
+	in.per = in.raw
+	if in.chans != len(in.norm.Mean) || in.chans != len(in.norm.Std) {
+		return nil, 0, fmt.Errorf("meta.json: %d normalisation channels for examples of shape %v", len(in.norm.Mean), meta.Shape)
+	}
+	d.Shape = meta.Shape
+	if p != nil {
+		if len(meta.Shape) != 3 && len(meta.Shape) != 4 {
+			return nil, 0, fmt.Errorf("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %v", meta.Shape)
+		}
+		// Scaled to [0, 1] as stored: the dataset's own normalisation is
+		// not applied before the encoder's transform.
+		in.norm.Mean, in.norm.Std = make([]float64, in.chans), make([]float64, in.chans)
+		for c := range in.norm.Std {
+			in.norm.Std[c] = 1
+		}
+		in.frames, in.c, in.h, in.w = 1, meta.Shape[0], meta.Shape[1], meta.Shape[2]
+		if len(meta.Shape) == 4 {
+			in.frames, in.c, in.h, in.w = meta.Shape[0], meta.Shape[1], meta.Shape[2], meta.Shape[3]
+		}
+		shape := p.OutShape(in.c)
+		in.outSz = shape[0] * shape[1] * shape[2]
+		if len(meta.Shape) == 4 {
+			shape = append([]int{in.frames}, shape...)
+		}
+		d.Shape = shape
+		if task == Segmentation {
+			if d.Y, err = transformMasks(d.Y, s.Len(), in.h, in.w, p); err != nil {
+				return nil, 0, fmt.Errorf("split %s: %w", split, err)
+			}
+		}
+	}
+	d.Source = in
+	return d, outputs, nil
+}
+
+// Len is the number of examples.
+func (s *StoreInputs) Len() int { return s.n }
+
+// Read writes the examples idx into dst.
+func (s *StoreInputs) Read(dst []float32, idx []int) error {
+	rowBytes := s.raw * s.x.DType.Size()
+	out := s.raw
+	if s.p != nil {
+		out = s.frames * s.outSz
+	}
+	for j, k := range idx {
+		if k < 0 || k >= s.n {
+			return fmt.Errorf("example %d of %d (internal error)", k, s.n)
+		}
+		b := s.x.Data[k*rowBytes : (k+1)*rowBytes]
+		row := safetensors.Tensor{DType: s.x.DType, Shape: []int{s.raw}, Data: b}
+		x := row.Float32s()
+		safetensors.Release(b)
+		for i, v := range x {
+			c := (i % s.per / s.inner) % s.chans
+			x[i] = float32((float64(v)*s.norm.Scale - s.norm.Mean[c]) / s.norm.Std[c])
+		}
+		o := dst[j*out : (j+1)*out]
+		if s.p == nil {
+			copy(o, x)
+			continue
+		}
+		size := s.c * s.h * s.w
+		for f := range s.frames {
+			img, err := s.p.Apply(x[f*size:(f+1)*size], s.c, s.h, s.w)
+			if err != nil {
+				return err
+			}
+			copy(o[f*s.outSz:(f+1)*s.outSz], img)
+		}
+	}
+	return nil
+}
+
+// Close unmaps the store file.
+func (s *StoreInputs) Close() error {
+	if s.unmap == nil {
+		return nil
+	}
+	err := s.unmap()
+	s.unmap = nil
+	return err
+}
