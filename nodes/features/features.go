@@ -277,7 +277,11 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 		batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
 		for first := 0; first < count; first += batch {
 			k := min(batch, count-first)
-			d, _, err := train.SplitDataFor(src.Slice(first, k), name, meta, task, n.preprocess)
+			part := src.Slice(first, k)
+			d, _, err := train.SplitDataFor(part, name, meta, task, n.preprocess)
+			// The batch's mapped pages leave the process's resident
+			// memory: it holds a batch, not the split it has read.
+			safetensors.Release(part.X.Data)
 			if err != nil {
 				return 0, 0, err
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/probe"
 	"github.com/hashicorp/hcl/v2"
@@ -70,18 +71,28 @@ func Load(path, name string) (*Split, error) {
 		}
 		return nil, fmt.Errorf("features %s: no split %q (there are %v)", path, name, names)
 	}
-	s, err := examplestore.ReadSplit(path, name)
+	// The split is mapped and converted a chunk at a time: the float64
+	// matrix the evaluations take is the one copy held (ImageNet-1k's
+	// 1.28 M x 2,048 features: 21 GB).
+	s, unmap, err := examplestore.MapSplit(path, name)
 	if err != nil {
 		return nil, err
 	}
+	defer unmap()
 	d := meta.Shape[0]
-	x := s.X.Float32s()
-	if len(x) != s.Len()*d {
-		return nil, fmt.Errorf("features %s split %s: %d values for %d examples of %d", path, name, len(x), s.Len(), d)
+	if s.X.NumElements() != s.Len()*d {
+		return nil, fmt.Errorf("features %s split %s: %d values for %d examples of %d", path, name, s.X.NumElements(), s.Len(), d)
 	}
-	out := &Split{Set: probe.Set{X: make([]float64, len(x)), N: s.Len(), D: d, Y: make([]int, s.Len())}, Classes: meta.Classes, NumClasses: max(meta.NumClasses, len(meta.Classes))}
-	for i, v := range x {
-		out.X[i] = float64(v)
+	out := &Split{Set: probe.Set{X: make([]float64, s.Len()*d), N: s.Len(), D: d, Y: make([]int, s.Len())}, Classes: meta.Classes, NumClasses: max(meta.NumClasses, len(meta.Classes))}
+	const chunk = 1 << 20
+	esize := s.X.DType.Size()
+	for first := 0; first < len(out.X); first += chunk {
+		k := min(chunk, len(out.X)-first)
+		part := safetensors.Tensor{DType: s.X.DType, Shape: []int{k}, Data: s.X.Data[first*esize : (first+k)*esize]}
+		for i, v := range part.Float32s() {
+			out.X[first+i] = float64(v)
+		}
+		safetensors.Release(part.Data)
 	}
 	for i, y := range s.Y.Int64s() {
 		out.Y[i] = int(y)
