@@ -140,16 +140,7 @@ dataset "imagenet" {
 output "splits" { value = dataset.imagenet.splits }
 `, src, format, train))
 	cache := b.TempDir()
-	cmd := exec.Command(binPath, "apply", "-log-level", "warn", work)
-	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GOMAXPROCS="+procs)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("apply: %v\n%s", err, out.String())
-	}
-	wall := time.Since(start)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	wall, ru := timedApply(b, work, cache, "GOMAXPROCS="+procs)
 	var size int64
 	filepath.Walk(filepath.Join(cache), func(p string, info os.FileInfo, err error) error {
 		if err == nil && strings.HasSuffix(p, ".safetensors") {
@@ -208,16 +199,7 @@ func modelApply(b *testing.B, run storeRun) storeRun {
 	}
 	f.WriteString(modelBlocks)
 	f.Close()
-	cmd := exec.Command(binPath, "apply", "-log-level", "warn", run.work)
-	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+run.cache)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("apply with the model blocks: %v\n%s", err, out.String())
-	}
-	wall := time.Since(start)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	wall, ru := timedApply(b, run.work, run.cache)
 	meta, err := storeMeta(run.cache)
 	if err != nil {
 		b.Fatal(err)
@@ -290,6 +272,22 @@ func readRate(b *testing.B, run storeRun) {
 	rate := float64(d.Len()) / time.Since(start).Seconds()
 	b.Logf("read back: %d stored examples into float32 batches of %d: %.0f examples/s (one goroutine)", d.Len(), batch, rate)
 	b.ReportMetric(rate, "read-examples/s")
+}
+
+// timedApply applies the pipeline in work with the real binary and the
+// cache dir cache (env adds variables) and returns its wall time and
+// resource usage.
+func timedApply(b *testing.B, work, cache string, env ...string) (time.Duration, *syscall.Rusage) {
+	b.Helper()
+	cmd := exec.Command(binPath, "apply", "-log-level", "warn", work)
+	cmd.Env = append(append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("apply %s: %v\n%s", work, err, out.String())
+	}
+	return time.Since(start), cmd.ProcessState.SysUsage().(*syscall.Rusage)
 }
 
 // pilRate is one PIL process's images a second on files.
