@@ -183,6 +183,10 @@ func printStores(w io.Writer, s *session) {
 	if shown > 1 && total > 0 {
 		fmt.Fprintf(w, "  in all: %s of stores (lower image_size, or max_train and friends, to shrink them)\n", humanBytes(total))
 	}
+	if free, ok := freeBytes(s.cache.Dir()); ok && total > free {
+		fmt.Fprintf(w, "  Warning: the stores need %s but the cache disk (%s) has %s free: point -cache-dir at a larger disk, or shrink them\n",
+			humanBytes(total), s.cache.Dir(), humanBytes(free))
+	}
 }
 
 // groupDigits writes n with thousands separators (1,281,167).
