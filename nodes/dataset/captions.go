@@ -70,11 +70,12 @@ func (n *Node) decodeParquetCaptions(decl nodes.Decl) hcl.Diagnostics {
 
 // parseParquetCaptions reads image-caption pairs: the captions become
 // word tokens (over the training split's vocabulary, or a new one when
-// vocab is nil), the labels number the examples. One pair per row is read
-// lazily when a split is capped; a group's images are read with it.
+// vocab is nil), the labels number the examples. The captions are read
+// first; the images when a split's batch takes them (Options.Rows counts
+// examples, a row's pairs being its examples).
 func (n *Node) parseParquetCaptions(paths []string, vocab []string, o hfparquet.Options) (*examples, error) {
 	o.Pairs = n.pairs
-	lazy := len(n.pairs) == 1 && (n.maxTrain > 0 || n.maxVal > 0 || n.maxTest > 0)
+	lazy := true
 	o.LabelsOnly = lazy
 	d, err := hfparquet.Read(context.Background(), paths, o)
 	if err != nil {

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/hfparquet"
 	"github.com/gatepipe/gatepipe/internal/hffixture"
 )
 
@@ -71,6 +73,14 @@ metric_names    = { "Img2Txt Acc@1" = "Img2Txt" }
 		if caps != "" {
 			want["train"], want["test"] = 2*7, 2*3
 		}
+		// The images are decoded a batch at a time: each example's
+		// pixels are those of its pair in one whole read.
+		whole, err := hfparquet.Read(context.Background(), []string{filepath.Join(dir, "test.parquet")}, hfparquet.Options{
+			Pairs: []hfparquet.Pair{{Image: "image_0", Text: "caption_0"}, {Image: "image_1", Text: "caption_1"}}, Height: 6, Width: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const size = 3 * 6 * 6
 		seen := map[int64]bool{}
 		for name, count := range want {
 			s, err := examplestore.ReadSplit(out, name)
@@ -79,6 +89,11 @@ metric_names    = { "Img2Txt Acc@1" = "Img2Txt" }
 			}
 			if s.Len() != count {
 				t.Fatalf("%s: %d examples, want %d", name, s.Len(), count)
+			}
+			for k, i := range s.Index {
+				if !bytes.Equal(s.X.Data[k*size:(k+1)*size], whole.U8[int(i)*size:(int(i)+1)*size]) {
+					t.Fatalf("%s: example %d (pair %d) differs from the whole read", name, k, i)
+				}
 			}
 			for k := 0; k < s.Len(); k += 2 {
 				a, b := s.Index[k], s.Index[k+1]
