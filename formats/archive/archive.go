@@ -106,6 +106,7 @@ func ExtractLimited(src, name, dst string, lim Limits) ([]string, error) {
 	}
 	defer root.Close()
 	x := &extractor{root: root, name: name, lim: lim.withDefaults(), archiveSize: info.Size()}
+	defer x.closeDir()
 	switch kind {
 	case "tar":
 		return x.tar(f)
@@ -131,6 +132,7 @@ func ExtractLimited(src, name, dst string, lim Limits) ([]string, error) {
 // source file, for callers that already hold the bytes.
 func ExtractReader(r io.Reader, size int64, kind, name string, root *os.Root, lim Limits) ([]string, error) {
 	x := &extractor{root: root, name: name, lim: lim.withDefaults(), archiveSize: size}
+	defer x.closeDir()
 	switch kind {
 	case "tar":
 		return x.tar(r)
@@ -158,6 +160,43 @@ type extractor struct {
 	entries     int
 	files       []string
 	links       []string // symbolic links created, checked again at the end
+	// dir is the directory the last file went into, opened as a root
+	// (dirName, relative to root): the next file of that directory is
+	// created with one openat rather than one a path element.
+	dir     *os.Root
+	dirName string
+}
+
+// dirRoot makes the directory name (relative to the root) if missing and
+// returns it opened as a root, keeping it open for the next file (the
+// entries of one directory come together in most archives). os.Root
+// resolves name as it resolves a file's path, so nothing outside the root
+// is reached through it either.
+func (x *extractor) dirRoot(name string) (*os.Root, error) {
+	if name == "." {
+		return x.root, nil
+	}
+	if x.dir != nil && x.dirName == name {
+		return x.dir, nil
+	}
+	if err := x.mkdirAll(name); err != nil {
+		return nil, err
+	}
+	r, err := x.root.OpenRoot(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", x.name, err)
+	}
+	x.closeDir()
+	x.dir, x.dirName = r, name
+	return r, nil
+}
+
+// closeDir closes the directory dirRoot kept open.
+func (x *extractor) closeDir() {
+	if x.dir != nil {
+		x.dir.Close()
+		x.dir, x.dirName = nil, ""
+	}
 }
 
 // cleanName returns an entry name relative to the root, or explains why
@@ -217,7 +256,13 @@ func (x *extractor) mkdirAll(name string) error {
 // replaceable removes an existing non-directory at name so that a new
 // file or link is created rather than an existing inode written into.
 func (x *extractor) replaceable(name string) error {
-	info, err := x.root.Lstat(name)
+	return x.replaceableIn(x.root, name, name)
+}
+
+// replaceableIn is replaceable for the entry base of the directory dir
+// (name being its path from the root, for messages).
+func (x *extractor) replaceableIn(dir *os.Root, base, name string) error {
+	info, err := dir.Lstat(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -227,7 +272,7 @@ func (x *extractor) replaceable(name string) error {
 	if info.IsDir() {
 		return fmt.Errorf("%s: entry %q would replace a directory", x.name, name)
 	}
-	if err := x.root.Remove(name); err != nil {
+	if err := dir.Remove(base); err != nil {
 		return fmt.Errorf("%s: %w", x.name, err)
 	}
 	return nil
@@ -238,13 +283,15 @@ func (x *extractor) writeFile(name string, r io.Reader, where string) error {
 	if name == "." {
 		return fmt.Errorf("%s: %s: a file entry names the target directory itself", x.name, where)
 	}
-	if err := x.mkdirAll(path.Dir(name)); err != nil {
+	dir, err := x.dirRoot(path.Dir(name))
+	if err != nil {
 		return err
 	}
-	if err := x.replaceable(name); err != nil {
+	base := path.Base(name)
+	if err := x.replaceableIn(dir, base, name); err != nil {
 		return err
 	}
-	f, err := x.root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	f, err := dir.OpenFile(base, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", x.name, where, err)
 	}
