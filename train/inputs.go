@@ -73,6 +73,9 @@ type StoreInputs struct {
 	frames         int
 	c, h, w, outSz int
 	unmap          func() error
+	// lut maps a U8 store's byte v of channel c to lut[c*256+v], the
+	// normalised value (nil for other dtypes).
+	lut []float32
 }
 
 // OpenSplitFor is LoadSplitFor with the inputs left in the store: the
@@ -138,6 +141,14 @@ func openSplit(s *examplestore.Split, split string, meta *examplestore.Meta, tas
 			}
 		}
 	}
+	if s.X.DType == safetensors.U8 {
+		in.lut = make([]float32, in.chans*256)
+		for c := range in.chans {
+			for v := range 256 {
+				in.lut[c*256+v] = float32((float64(float32(v))*in.norm.Scale - in.norm.Mean[c]) / in.norm.Std[c])
+			}
+		}
+	}
 	d.Source = in
 	return d, outputs, nil
 }
@@ -149,24 +160,24 @@ func (s *StoreInputs) Len() int { return s.n }
 func (s *StoreInputs) Read(dst []float32, idx []int) error {
 	rowBytes := s.raw * s.x.DType.Size()
 	out := s.raw
+	var x []float32 // one example, normalised, when it is transformed next
 	if s.p != nil {
 		out = s.frames * s.outSz
+		x = make([]float32, s.raw)
 	}
 	for j, k := range idx {
 		if k < 0 || k >= s.n {
 			return fmt.Errorf("example %d of %d (internal error)", k, s.n)
 		}
 		b := s.x.Data[k*rowBytes : (k+1)*rowBytes]
-		row := safetensors.Tensor{DType: s.x.DType, Shape: []int{s.raw}, Data: b}
-		x := row.Float32s()
-		safetensors.Release(b)
-		for i, v := range x {
-			c := (i % s.per / s.inner) % s.chans
-			x[i] = float32((float64(v)*s.norm.Scale - s.norm.Mean[c]) / s.norm.Std[c])
-		}
 		o := dst[j*out : (j+1)*out]
+		norm := o
+		if s.p != nil {
+			norm = x
+		}
+		s.normalise(norm, b)
+		safetensors.Release(b)
 		if s.p == nil {
-			copy(o, x)
 			continue
 		}
 		size := s.c * s.h * s.w
@@ -179,6 +190,27 @@ func (s *StoreInputs) Read(dst []float32, idx []int) error {
 		}
 	}
 	return nil
+}
+
+// normalise writes the stored example b (raw values) into x, normalised.
+func (s *StoreInputs) normalise(x []float32, b []byte) {
+	if s.lut != nil {
+		// A channel's values are runs of inner values.
+		for start := 0; start < len(b); start += s.inner {
+			c := (start / s.inner) % s.chans
+			lut := s.lut[c*256 : (c+1)*256 : (c+1)*256]
+			xs := x[start : start+s.inner]
+			for i, v := range b[start : start+s.inner] {
+				xs[i] = lut[v]
+			}
+		}
+		return
+	}
+	row := safetensors.Tensor{DType: s.x.DType, Shape: []int{s.raw}, Data: b}
+	for i, v := range row.Float32s() {
+		c := (i % s.per / s.inner) % s.chans
+		x[i] = float32((float64(v)*s.norm.Scale - s.norm.Mean[c]) / s.norm.Std[c])
+	}
 }
 
 // Close unmaps the store file.

@@ -263,6 +263,43 @@ func Features(enc EncoderSpec, w Weights, d *Data) ([]float32, int, error) {
 	return featuresBatched(enc, w, d, d.evalBatch())
 }
 
+// FeatureExtractor computes an encoder's pooled features of one Data
+// after another with one built encoder (built for the first Data's example
+// shape, again only if the shape changes): a split read a batch at a time
+// builds its graph once, not once a batch. Close it when done.
+type FeatureExtractor struct {
+	enc EncoderSpec
+	w   Weights
+	x   *extractor
+}
+
+// NewFeatureExtractor returns an extractor of enc's features with weights w.
+func NewFeatureExtractor(enc EncoderSpec, w Weights) *FeatureExtractor {
+	return &FeatureExtractor{enc: enc, w: w}
+}
+
+// Features is Features(enc, w, d) with the extractor's built encoder.
+func (f *FeatureExtractor) Features(d *Data) ([]float32, int, error) {
+	if f.x == nil || !slices.Equal(f.x.shape, d.Shape) || f.x.wantBatch != d.evalBatch() {
+		f.Close()
+		x, err := newExtractor(f.enc, f.w, d.Shape, d.evalBatch())
+		if err != nil {
+			return nil, 0, err
+		}
+		f.x = x
+	}
+	out, err := f.x.run(d)
+	return out, f.x.dim, err
+}
+
+// Close releases the built encoder.
+func (f *FeatureExtractor) Close() {
+	if f.x != nil {
+		f.x.close()
+		f.x = nil
+	}
+}
+
 // graphChunk bounds the input values of one pass of a Features graph.
 const graphChunk = 1_250_000
 
@@ -294,9 +331,19 @@ type extractor struct {
 	batch  int
 	shape  []int
 	dim    int
+	// wantBatch is the batch asked for (batch may be smaller).
+	wantBatch int
 }
 
 func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extractor, error) {
+	x, err := buildExtractor(enc, w, shape, batch)
+	if err == nil {
+		x.wantBatch = batch
+	}
+	return x, err
+}
+
+func buildExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extractor, error) {
 	blasOnce.Do(func() { cblas.Enable() })
 	ps, err := newParams(enc, Classification, shape, 1, 0)
 	if err != nil {

@@ -98,6 +98,15 @@ func main() {
 		pprof.StopCPUProfile()
 		profile.Close()
 	}
+	// GATEPIPE_MEMPROFILE=FILE writes the allocations' profile at the end
+	// to FILE.PID, one a process (nodes in worker processes write theirs;
+	// 'go tool pprof -sample_index=alloc_space' finds what allocated most).
+	if p := os.Getenv("GATEPIPE_MEMPROFILE"); p != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", p, os.Getpid())); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	stop()
 	os.Exit(code)
 }

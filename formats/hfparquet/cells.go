@@ -62,6 +62,10 @@ func appendInput(d *Data, a arrow.Array, i int, o Options) error {
 		if d.dec == nil {
 			d.dec = imagedec.New()
 		}
+		if d.U8 == nil && len(o.Rows) > 0 {
+			// A batch of known rows: its pixels are allocated once.
+			d.U8 = make([]byte, 0, len(o.Rows)*ch*o.Height*o.Width)
+		}
 		var err error
 		if d.U8, err = d.dec.AppendCHW(d.U8, b, ch, o.Height, o.Width); err != nil {
 			return fmt.Errorf("cannot decode image: %w", err)

@@ -273,6 +273,8 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 		for _, d := range shape {
 			size *= d
 		}
+		x := train.NewFeatureExtractor(n.enc, w)
+		defer x.Close()
 		group := max(meta.Group, 1)
 		batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
 		for first := 0; first < count; first += batch {
@@ -285,7 +287,7 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 			if err != nil {
 				return 0, 0, err
 			}
-			feats, f, err := n.compute(w, d)
+			feats, f, err := n.compute(w, x, d)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -311,11 +313,12 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 }
 
 // compute returns the pooled features, or the head's probabilities, of
-// d's examples and their width.
-func (n *Node) compute(w train.Weights, d *train.Data) ([]float32, int, error) {
+// d's examples and their width; x keeps the built encoder from one batch
+// to the next.
+func (n *Node) compute(w train.Weights, x *train.FeatureExtractor, d *train.Data) ([]float32, int, error) {
 	if n.classes > 0 {
 		p, err := train.Probabilities(n.enc, w, d, n.classes)
 		return p, n.classes, err
 	}
-	return train.Features(n.enc, w, d)
+	return x.Features(d)
 }
