@@ -184,7 +184,7 @@ deps-bench:
 	fi
 
 bench: deps-blas deps-bench deps-demo
-	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/ ./nodes/torchrt/
+	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/ ./formats/imagedec/ ./nodes/torchrt/
 
 clean:
 	rm -rf bin

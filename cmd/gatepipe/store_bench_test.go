@@ -57,6 +57,12 @@ func BenchmarkImageStore(b *testing.B) {
 			if n == 10000 {
 				readRate(b, run)
 			}
+			if n == 3000 {
+				// The same work as PIL's loop alone: read, decode, resize.
+				rate := decodeRate(b, files[:n])
+				b.Logf("%-22s %8d %10.1f %10s %10.1f %6.2fx   (read + decode + resize only, one goroutine, nothing stored)", "imagedec, 1 core", n, rate, "", pil, rate/pil)
+				b.ReportMetric(rate/pil, "x-PIL-decode-only")
+			}
 			pil := pilRate(b, files[:n])
 			if n == 1000 {
 				rss1k = run.rssMB
@@ -140,7 +146,7 @@ dataset "imagenet" {
 output "splits" { value = dataset.imagenet.splits }
 `, src, format, train))
 	cache := b.TempDir()
-	wall, ru := timedApply(b, work, cache, "GOMAXPROCS="+procs)
+	wall, ru, rss := timedApply(b, work, cache, "GOMAXPROCS="+procs)
 	var size int64
 	filepath.Walk(filepath.Join(cache), func(p string, info os.FileInfo, err error) error {
 		if err == nil && strings.HasSuffix(p, ".safetensors") {
@@ -149,7 +155,7 @@ output "splits" { value = dataset.imagenet.splits }
 		return nil
 	})
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return storeRun{rate: float64(len(files)) / wall.Seconds(), rssMB: float64(ru.Maxrss) / 1024, storeMB: float64(size) / 1e6,
+	return storeRun{rate: float64(len(files)) / wall.Seconds(), rssMB: rss, storeMB: float64(size) / 1e6,
 		cpuRate: float64(len(files)) / cpu.Seconds(), work: work, cache: cache}
 }
 
@@ -199,7 +205,7 @@ func modelApply(b *testing.B, run storeRun) storeRun {
 	}
 	f.WriteString(modelBlocks)
 	f.Close()
-	wall, ru := timedApply(b, run.work, run.cache)
+	wall, _, rss := timedApply(b, run.work, run.cache)
 	meta, err := storeMeta(run.cache)
 	if err != nil {
 		b.Fatal(err)
@@ -208,7 +214,7 @@ func modelApply(b *testing.B, run storeRun) storeRun {
 	for _, c := range meta.Splits {
 		n += c
 	}
-	return storeRun{rate: float64(n) / wall.Seconds(), rssMB: float64(ru.Maxrss) / 1024}
+	return storeRun{rate: float64(n) / wall.Seconds(), rssMB: rss}
 }
 
 // storeMeta finds the one dataset store under cache.
@@ -274,20 +280,81 @@ func readRate(b *testing.B, run storeRun) {
 	b.ReportMetric(rate, "read-examples/s")
 }
 
+// decodeRate reads, decodes and resizes files to 224 x 224 RGB in this
+// process on one goroutine, as the dataset block does each image, and
+// returns images a second.
+func decodeRate(b *testing.B, files []string) float64 {
+	b.Helper()
+	d := imagedec.New()
+	out := make([]byte, 0, 3*224*224)
+	start := time.Now()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err = d.AppendCHW(out[:0], data, 3, 224, 224); err != nil {
+			b.Fatalf("%s: %v", f, err)
+		}
+	}
+	return float64(len(files)) / time.Since(start).Seconds()
+}
+
 // timedApply applies the pipeline in work with the real binary and the
-// cache dir cache (env adds variables) and returns its wall time and
-// resource usage.
-func timedApply(b *testing.B, work, cache string, env ...string) (time.Duration, *syscall.Rusage) {
+// cache dir cache (env adds variables) and returns its wall time, its
+// resource usage and its peak RSS in MB. The peak is polled from /proc
+// (the largest VmHWM of the apply and its worker processes): the child's
+// own ru_maxrss would count this benchmark's memory, since Go starts a
+// child in the parent's address space (vfork) and Linux records that
+// space's high-water mark at exec.
+func timedApply(b *testing.B, work, cache string, env ...string) (time.Duration, *syscall.Rusage, float64) {
 	b.Helper()
 	cmd := exec.Command(binPath, "apply", "-log-level", "warn", work)
 	cmd.Env = append(append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("apply %s: %v\n%s", work, err, out.String())
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
 	}
-	return time.Since(start), cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var peakKB int64
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				b.Fatalf("apply %s: %v\n%s", work, err, out.String())
+			}
+			return time.Since(start), cmd.ProcessState.SysUsage().(*syscall.Rusage), float64(peakKB) / 1024
+		case <-tick.C:
+			peakKB = max(peakKB, treeHWM(cmd.Process.Pid))
+		}
+	}
+}
+
+// treeHWM is the largest VmHWM (kB) of process pid and its descendants.
+func treeHWM(pid int) int64 {
+	var hwm int64
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+				hwm, _ = strconv.ParseInt(f[1], 10, 64)
+			}
+		}
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		data, _ := os.ReadFile(t)
+		for _, c := range strings.Fields(string(data)) {
+			if child, err := strconv.Atoi(c); err == nil {
+				hwm = max(hwm, treeHWM(child))
+			}
+		}
+	}
+	return hwm
 }
 
 // pilRate is one PIL process's images a second on files.
