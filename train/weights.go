@@ -205,37 +205,86 @@ func Logits(enc EncoderSpec, shape []int, classes int, w Weights, x []float32, b
 // logits, N x classes: a source model's outputs on target data, as LEEP
 // and NCE read them.
 func Probabilities(enc EncoderSpec, w Weights, d *Data, classes int) ([]float32, error) {
+	p := NewProbabilityModel(enc, w, classes)
+	defer p.Close()
+	return p.Probabilities(d)
+}
+
+// ProbabilityModel computes a classification model's softmax outputs of
+// one Data after another with one built model (built for the first Data's
+// example shape, again only if it changes), as FeatureExtractor does for
+// features. Close it when done.
+type ProbabilityModel struct {
+	enc     EncoderSpec
+	w       Weights
+	classes int
+	m       *model
+	vm      G.VM
+	xb      *tensor.Dense
+	shape   []int
+	batch   int
+}
+
+// NewProbabilityModel returns the model enc with its classification head
+// of classes outputs and weights w, built on first use.
+func NewProbabilityModel(enc EncoderSpec, w Weights, classes int) *ProbabilityModel {
+	return &ProbabilityModel{enc: enc, w: w, classes: classes}
+}
+
+// Close releases the built model.
+func (p *ProbabilityModel) Close() {
+	if p.vm != nil {
+		p.vm.Close()
+		p.vm, p.m = nil, nil
+	}
+}
+
+// prepare builds the model for d's examples unless it is built for them.
+func (p *ProbabilityModel) prepare(d *Data) error {
+	if p.vm != nil && slices.Equal(p.shape, d.Shape) && p.batch == d.evalBatch() {
+		return nil
+	}
+	p.Close()
 	batch := d.evalBatch()
-	ps, err := newParams(enc, Classification, d.Shape, classes, 0)
+	ps, err := newParams(p.enc, Classification, d.Shape, p.classes, 0)
 	if err != nil {
+		return err
+	}
+	m, err := build(p.enc, Classification, ps, d.Shape, p.classes, batch, p.w, false)
+	if err != nil {
+		return err
+	}
+	if err := G.Let(m.y, tensor.New(tensor.WithShape(batch, p.classes), tensor.Of(tensor.Float32))); err != nil {
+		return err
+	}
+	p.m, p.vm, p.batch, p.shape = m, G.NewTapeMachine(m.g), batch, slices.Clone(d.Shape)
+	p.xb = tensor.New(tensor.WithShape(append([]int{batch}, d.Shape...)...), tensor.Of(tensor.Float32))
+	return nil
+}
+
+// Probabilities returns the softmax of the model's logits for d's
+// examples, N x classes.
+func (p *ProbabilityModel) Probabilities(d *Data) ([]float32, error) {
+	if err := p.prepare(d); err != nil {
 		return nil, err
 	}
-	m, err := build(enc, Classification, ps, d.Shape, classes, batch, w, false)
-	if err != nil {
-		return nil, err
-	}
-	vm := G.NewTapeMachine(m.g)
-	defer vm.Close()
+	classes, batch := p.classes, p.batch
 	size, n := d.exampleSize(), d.Len()
-	xb := tensor.New(tensor.WithShape(append([]int{batch}, d.Shape...)...), tensor.Of(tensor.Float32))
-	if err := G.Let(m.y, tensor.New(tensor.WithShape(batch, classes), tensor.Of(tensor.Float32))); err != nil {
-		return nil, err
-	}
 	out := make([]float32, 0, n*classes)
 	for off := 0; off < n; off += batch {
-		xs := xb.Data().([]float32)
+		xs := p.xb.Data().([]float32)
 		clear(xs)
 		cnt := min(batch, n-off)
 		if err := d.readRange(xs[:cnt*size], off, cnt); err != nil {
 			return nil, err
 		}
-		if err := G.Let(m.x, xb); err != nil {
+		if err := G.Let(p.m.x, p.xb); err != nil {
 			return nil, err
 		}
-		if err := vm.RunAll(); err != nil {
+		if err := p.vm.RunAll(); err != nil {
 			return nil, err
 		}
-		logits := m.logitsVal.Data().([]float32)
+		logits := p.m.logitsVal.Data().([]float32)
 		for i := range cnt {
 			row := logits[i*classes : (i+1)*classes]
 			top := row[0]
@@ -250,7 +299,7 @@ func Probabilities(enc EncoderSpec, w Weights, d *Data, classes int) ([]float32,
 				out = append(out, float32(math.Exp(float64(v-top))/sum))
 			}
 		}
-		vm.Reset()
+		p.vm.Reset()
 	}
 	return out, nil
 }

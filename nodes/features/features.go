@@ -275,6 +275,8 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 		}
 		x := train.NewFeatureExtractor(n.enc, w)
 		defer x.Close()
+		pm := train.NewProbabilityModel(n.enc, w, max(n.classes, 1))
+		defer pm.Close()
 		group := max(meta.Group, 1)
 		batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
 		for first := 0; first < count; first += batch {
@@ -287,7 +289,7 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 			if err != nil {
 				return 0, 0, err
 			}
-			feats, f, err := n.compute(w, x, d)
+			feats, f, err := n.compute(x, pm, d)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -313,11 +315,11 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 }
 
 // compute returns the pooled features, or the head's probabilities, of
-// d's examples and their width; x keeps the built encoder from one batch
-// to the next.
-func (n *Node) compute(w train.Weights, x *train.FeatureExtractor, d *train.Data) ([]float32, int, error) {
+// d's examples and their width; x and pm keep the built encoder or model
+// from one batch to the next.
+func (n *Node) compute(x *train.FeatureExtractor, pm *train.ProbabilityModel, d *train.Data) ([]float32, int, error) {
 	if n.classes > 0 {
-		p, err := train.Probabilities(n.enc, w, d, n.classes)
+		p, err := pm.Probabilities(d)
 		return p, n.classes, err
 	}
 	return x.Features(d)
