@@ -71,7 +71,7 @@ deps-demo:
 	@if [ ! -f $(FMNIST) ]; then \
 		echo "Installing dataset-fashion-mnist (Debian package)..."; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq dataset-fashion-mnist; \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq && $$SUDO apt-get install -y -qq -o DPkg::Lock::Timeout=300 dataset-fashion-mnist; \
 	fi
 
 demo: deps-blas build deps-demo

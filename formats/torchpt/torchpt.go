@@ -12,6 +12,7 @@ package torchpt
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -26,6 +27,20 @@ import (
 // IsCheckpoint reports whether a file that starts with head is a zip
 // archive, as torch.save writes one.
 func IsCheckpoint(head []byte) bool { return bytes.HasPrefix(head, []byte("PK\x03\x04")) }
+
+// legacyMagic starts a checkpoint in the legacy format of PyTorch < 1.6:
+// a protocol-2 pickle of torch's magic number 0x1950a86a20f9469cfc6c.
+var legacyMagic = []byte("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19")
+
+// LegacyHeadSize is how many first bytes IsLegacy needs.
+const LegacyHeadSize = 14
+
+// IsLegacy reports whether a file that starts with head is a checkpoint
+// in the legacy format of PyTorch < 1.6, which is not read.
+func IsLegacy(head []byte) bool { return bytes.HasPrefix(head, legacyMagic) }
+
+// ErrLegacy says why a legacy checkpoint is refused and what to do.
+var ErrLegacy = errors.New("a torch.save checkpoint in the legacy format of PyTorch < 1.6, which is not read; save it again with a current PyTorch (torch.save(model.state_dict(), path)), or as safetensors")
 
 // ReadFile reads a checkpoint's tensors: a state dict of name -> tensor
 // (a dict holding one under "state_dict" or "model" is unwrapped).
@@ -235,26 +250,37 @@ func (rebuildTensor) Call(args pickle.Tuple) (any, error) {
 	if err != nil || len(strides) != len(shape) {
 		return nil, fmt.Errorf("tensor stride %v for size %v", args[3], shape)
 	}
-	t := &tensor{s: s, offset: int(off), shape: shape, strides: strides}
+	elems := len(s.data) / s.typ.size
 	// A saved tensor has no more elements than its storage (no broadcast
-	// views), and the last element it reaches lies in the storage.
-	count, elems := 1, len(s.data)/s.typ.size
+	// views), and the last element it reaches lies in the storage. Every
+	// product is checked against the storage before it is formed, so no
+	// size, stride or offset can overflow past the checks.
+	count := 1
 	for _, n := range shape {
-		if count *= n; count > elems {
+		if n == 0 {
+			count = 0
+			break
+		}
+		if count > elems/n {
 			return nil, fmt.Errorf("tensor of size %v has more elements than its storage of %d", shape, elems)
 		}
+		count *= n
 	}
-	last := t.offset
+	if count == 0 {
+		return &tensor{s: s, shape: shape, strides: strides}, nil
+	}
+	beyond := fmt.Errorf("tensor of size %v, stride %v at offset %d reaches beyond its storage of %d elements", shape, strides, off, elems)
+	if off >= int64(elems) {
+		return nil, beyond
+	}
+	last := int(off)
 	for i, n := range shape {
-		if n == 0 {
-			return t, nil
+		if strides[i] > 0 && n-1 > (elems-1-last)/strides[i] {
+			return nil, beyond
 		}
 		last += (n - 1) * strides[i]
 	}
-	if last >= len(s.data)/s.typ.size {
-		return nil, fmt.Errorf("tensor of size %v, stride %v at offset %d reaches beyond its storage of %d elements", shape, strides, off, len(s.data)/s.typ.size)
-	}
-	return t, nil
+	return &tensor{s: s, offset: int(off), shape: shape, strides: strides}, nil
 }
 
 type rebuildParameter struct{}

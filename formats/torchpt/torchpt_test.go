@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/formats/pickle"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 )
 
@@ -153,4 +154,56 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Read(bytes.NewReader(b), int64(len(b)))
 	})
+}
+
+// TestRebuildTensorRefusesOverflow: sizes, strides and offsets whose
+// products overflow are errors, never a panic or an empty tensor of a
+// huge shape.
+func TestRebuildTensorRefusesOverflow(t *testing.T) {
+	s := &storage{typ: storageTypes["FloatStorage"], data: make([]byte, 4*12)}
+	tuple := func(v ...int64) pickle.Tuple {
+		out := make(pickle.Tuple, len(v))
+		for i, x := range v {
+			out[i] = x
+		}
+		return out
+	}
+	cases := []struct {
+		name           string
+		off            int64
+		shape, strides pickle.Tuple
+		wantErr        string
+	}{
+		{"offset 2^63-1", 1<<63 - 1, tuple(2), tuple(1), "reaches beyond"},
+		{"offset past the end", 12, tuple(1), tuple(1), "reaches beyond"},
+		{"element count overflows", 0, tuple(1<<23, 1<<40, 2), tuple(1<<40, 2, 1), "more elements"},
+		{"stride overflows", 0, tuple(2, 2), tuple(1<<40, 1), "reaches beyond"},
+		{"stride times size overflows", 3, tuple(3, 2), tuple(1<<40, 1<<40), "reaches beyond"},
+		{"last element one past", 1, tuple(3, 4), tuple(4, 1), "reaches beyond"},
+	}
+	for _, c := range cases {
+		_, err := rebuildTensor{}.Call(pickle.Tuple{s, c.off, c.shape, c.strides, false, nil})
+		if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.wantErr)
+		}
+	}
+	// The whole storage, and an empty tensor, are fine.
+	for _, ok := range []struct{ shape, strides pickle.Tuple }{{tuple(3, 4), tuple(4, 1)}, {tuple(0, 1<<40), tuple(1, 1)}} {
+		tt, err := rebuildTensor{}.Call(pickle.Tuple{s, int64(0), ok.shape, ok.strides, false, nil})
+		if err != nil {
+			t.Fatalf("%v: %v", ok.shape, err)
+		}
+		if _, err := tt.(*tensor).contiguous("w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLegacyCheckpointIsNamed: a file in the format of PyTorch < 1.6 is
+// told apart from a damaged safetensors file.
+func TestLegacyCheckpointIsNamed(t *testing.T) {
+	head := append(append([]byte(nil), legacyMagic...), "\x2e\x80\x02"...)
+	if !IsLegacy(head) || IsLegacy([]byte("PK\x03\x04")) || IsLegacy(head[:5]) || IsCheckpoint(head) {
+		t.Fatal("legacy detection")
+	}
 }

@@ -290,11 +290,14 @@ func readWeightsFile(p string) (*safetensors.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := make([]byte, 4)
+	head := make([]byte, torchpt.LegacyHeadSize)
 	n, _ := io.ReadFull(f, head)
 	f.Close()
 	if torchpt.IsCheckpoint(head[:n]) {
 		return torchpt.ReadFile(p)
+	}
+	if torchpt.IsLegacy(head[:n]) {
+		return nil, fmt.Errorf("%s: %w", p, torchpt.ErrLegacy)
 	}
 	return safetensors.ReadFile(p)
 }
