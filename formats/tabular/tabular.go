@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,22 @@ type Table struct {
 	X        []float32 // row-major, len(rows)*len(Features)
 	// Labels holds the raw label strings, one per row.
 	Labels []string
+	// Lines holds each row's line in the file (for messages).
+	Lines []int
+}
+
+// Target parses row i's label as a regression target: a finite number,
+// or an error naming the file (name), line and value.
+func (t *Table) Target(i int, name string) (float32, error) {
+	l := t.Labels[i]
+	v, err := strconv.ParseFloat(l, 32)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%s: line %d: regression target %q is not a number", name, t.Lines[i], l)
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("%s: line %d: regression target %q is not a finite number (a NaN or infinite target cannot be trained on or scored; drop or fill the row)", name, t.Lines[i], l)
+	}
+	return float32(v), nil
 }
 
 // Rows returns the number of rows.
@@ -73,8 +90,13 @@ func Read(r io.Reader, delim rune, labelColumn, name string) (*Table, error) {
 				_, col := cr.FieldPos(i)
 				return nil, fmt.Errorf("%s: byte %d (line %d, column %d): %q in column %q is not a number", name, off, line, col, f, header[i])
 			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				_, col := cr.FieldPos(i)
+				return nil, fmt.Errorf("%s: byte %d (line %d, column %d): %q in column %q is not a finite number (NaN and infinite values cannot be trained on or scored; drop or fill the row)", name, off, line, col, f, header[i])
+			}
 			t.X = append(t.X, float32(v))
 		}
+		t.Lines = append(t.Lines, line)
 	}
 	if t.Rows() == 0 {
 		return nil, fmt.Errorf("%s: table has a header but no rows", name)

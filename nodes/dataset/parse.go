@@ -458,6 +458,14 @@ func (n *Node) parseTable(paths []string, classes []string) (*examples, error) {
 		if err != nil {
 			return nil, err
 		}
+		if n.task == "regression" {
+			// Every target checked here, where its file and line are known.
+			for i := range t.Rows() {
+				if _, err := t.Target(i, filepath.Base(p)); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if all == nil {
 			all = t
 			continue
@@ -467,6 +475,7 @@ func (n *Node) parseTable(paths []string, classes []string) (*examples, error) {
 		}
 		all.X = append(all.X, t.X...)
 		all.Labels = append(all.Labels, t.Labels...)
+		all.Lines = append(all.Lines, t.Lines...)
 	}
 	ex := &examples{dtype: safetensors.F32, shape: []int{len(all.Features)}, f32: all.X, features: all.Features}
 	if n.task == "regression" {
@@ -474,7 +483,7 @@ func (n *Node) parseTable(paths []string, classes []string) (*examples, error) {
 		for i, l := range all.Labels {
 			v, err := strconv.ParseFloat(l, 32)
 			if err != nil {
-				return nil, fmt.Errorf("row %d: regression target %q is not a number", i+1, l)
+				return nil, fmt.Errorf("row %d: regression target %q is not a number (internal error: checked when read)", i+1, l)
 			}
 			ex.yf[i] = float32(v)
 		}
