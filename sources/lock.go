@@ -114,11 +114,19 @@ func checkLockSource(s lockSourceHCL, blk *hclsyntax.Block) (Pin, hcl.Diagnostic
 			bad(attrRange(blk.Body, "commit", blk.DefRange()), "commit %q of %q is not a 40-digit lower-case hex git commit.", p.Commit, s.Key)
 		}
 	}
+	first := map[string]hcl.Range{} // each path's first block
 	for j, fe := range s.Files {
 		fb := blk.Body.Blocks[j]
 		if err := CheckRelPath(fe.Path); err != nil {
 			bad(fb.LabelRanges[0], "File %s.", err)
 		}
+		if r, ok := first[fe.Path]; ok {
+			// One path would get the other file's bytes, and a file
+			// would go missing.
+			bad(fb.LabelRanges[0], "file %s is pinned twice in %q (first at line %d): a path holds one file; remove one of the blocks, or run gatepipe lock again.", fe.Path, s.Key, r.Start.Line)
+			continue
+		}
+		first[fe.Path] = fb.LabelRanges[0]
 		if !isHTTPURL(fe.URL) {
 			bad(attrRange(fb.Body, "url", fb.DefRange()), "url %q of %s is not an http(s) URL.", fe.URL, fe.Path)
 		}

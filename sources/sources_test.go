@@ -395,6 +395,8 @@ func TestLockFileFieldsAreChecked(t *testing.T) {
 		{"unknown attribute", entry(hfKey, "  mirror = \"x\"", "a", good, sum, ""), 2, "not expected"},
 		{"path out of the source", entry(hfKey, okCommit, "../a", good, sum, ""), 3, "not a relative path"},
 		{"duplicate", entry(hfKey, okCommit, "a", good, sum, "") + entry(hfKey, okCommit, "a", good, sum, ""), 9, "locked twice"},
+		{"one path pinned twice", fmt.Sprintf("source %q {\n%s\n  file \"a\" {\n    url = %q\n    sha256 = %q\n  }\n  file \"a\" {\n    url = %q\n    sha256 = %q\n  }\n}\n",
+			hfKey, okCommit, good, sum, good, shaOf([]byte("y"))), 7, `file a is pinned twice in "hf o/n@main data/*.parquet" (first at line 3)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
