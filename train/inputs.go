@@ -64,7 +64,6 @@ type StoreInputs struct {
 	n     int
 	raw   int // values of one stored example
 	norm  examplestore.Normalization
-	per   int // values of one normalised unit (an example)
 	inner int
 	chans int
 	// p, when set, transforms each image (each frame of a clip) of c x h
@@ -110,7 +109,6 @@ func openSplit(s *examplestore.Split, split string, meta *examplestore.Meta, tas
 		return nil, 0, fmt.Errorf("split %s: %d examples of shape %v in %d values", split, s.Len(), meta.Shape, s.X.NumElements())
 	}
 	in.chans, in.inner = examplestore.ChannelLayout(meta.Shape)
-	in.per = in.raw
 	if in.chans != len(in.norm.Mean) || in.chans != len(in.norm.Std) {
 		return nil, 0, fmt.Errorf("meta.json: %d normalisation channels for examples of shape %v", len(in.norm.Mean), meta.Shape)
 	}
@@ -208,7 +206,7 @@ func (s *StoreInputs) normalise(x []float32, b []byte) {
 	}
 	row := safetensors.Tensor{DType: s.x.DType, Shape: []int{s.raw}, Data: b}
 	for i, v := range row.Float32s() {
-		c := (i % s.per / s.inner) % s.chans
+		c := (i / s.inner) % s.chans
 		x[i] = float32((float64(v)*s.norm.Scale - s.norm.Mean[c]) / s.norm.Std[c])
 	}
 }

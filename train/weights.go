@@ -317,9 +317,10 @@ func Features(enc EncoderSpec, w Weights, d *Data) ([]float32, int, error) {
 // shape, again only if the shape changes): a split read a batch at a time
 // builds its graph once, not once a batch. Close it when done.
 type FeatureExtractor struct {
-	enc EncoderSpec
-	w   Weights
-	x   *extractor
+	enc   EncoderSpec
+	w     Weights
+	x     *extractor
+	batch int // the batch x was built for
 }
 
 // NewFeatureExtractor returns an extractor of enc's features with weights w.
@@ -329,13 +330,13 @@ func NewFeatureExtractor(enc EncoderSpec, w Weights) *FeatureExtractor {
 
 // Features is Features(enc, w, d) with the extractor's built encoder.
 func (f *FeatureExtractor) Features(d *Data) ([]float32, int, error) {
-	if f.x == nil || !slices.Equal(f.x.shape, d.Shape) || f.x.wantBatch != d.evalBatch() {
+	if f.x == nil || !slices.Equal(f.x.shape, d.Shape) || f.batch != d.evalBatch() {
 		f.Close()
 		x, err := newExtractor(f.enc, f.w, d.Shape, d.evalBatch())
 		if err != nil {
 			return nil, 0, err
 		}
-		f.x = x
+		f.x, f.batch = x, d.evalBatch()
 	}
 	out, err := f.x.run(d)
 	return out, f.x.dim, err
@@ -380,19 +381,9 @@ type extractor struct {
 	batch  int
 	shape  []int
 	dim    int
-	// wantBatch is the batch asked for (batch may be smaller).
-	wantBatch int
 }
 
 func newExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extractor, error) {
-	x, err := buildExtractor(enc, w, shape, batch)
-	if err == nil {
-		x.wantBatch = batch
-	}
-	return x, err
-}
-
-func buildExtractor(enc EncoderSpec, w Weights, shape []int, batch int) (*extractor, error) {
 	blasOnce.Do(func() { cblas.Enable() })
 	ps, err := newParams(enc, Classification, shape, 1, 0)
 	if err != nil {

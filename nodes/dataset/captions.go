@@ -75,8 +75,7 @@ func (n *Node) decodeParquetCaptions(decl nodes.Decl) hcl.Diagnostics {
 // examples, a row's pairs being its examples).
 func (n *Node) parseParquetCaptions(paths []string, vocab []string, o hfparquet.Options) (*examples, error) {
 	o.Pairs = n.pairs
-	lazy := true
-	o.LabelsOnly = lazy
+	o.LabelsOnly = true
 	d, err := hfparquet.Read(context.Background(), paths, o)
 	if err != nil {
 		return nil, err
@@ -90,11 +89,7 @@ func (n *Node) parseParquetCaptions(paths []string, vocab []string, o hfparquet.
 	for i := range ex.y {
 		ex.y[i] = int64(i)
 	}
-	if lazy {
-		o.LabelsOnly = false
-		ex.dtype, ex.lazy = safetensors.U8, &parquetPixels{paths: paths, o: o}
-	} else {
-		ex.dtype, ex.u8 = safetensors.U8, d.U8
-	}
+	o.LabelsOnly = false
+	ex.dtype, ex.lazy = safetensors.U8, &parquetPixels{paths: paths, o: o}
 	return ex, nil
 }
