@@ -11,8 +11,8 @@ import "C"
 import "unsafe"
 
 // The native build runs the resize's two passes in C (resample.h): the
-// same integer sums as the Go passes, with SSE4.1 for RGB rows and AVX2
-// for the vertical pass where the processor has them.
+// same integer sums as the Go passes, with AVX2 for both passes (SSE4.1
+// for RGB rows without it) where the processor has them.
 
 // nativeHorizontal scales rows [first, first+rows) of src into tmp with
 // t's uniform weights.
