@@ -3,6 +3,7 @@ package imagecsv
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"sync"
 
@@ -10,11 +11,12 @@ import (
 	"github.com/gatepipe/gatepipe/formats/imagefolder"
 )
 
-// Decode reads the image files at paths, scaled to height x width, as
+// Decode reads the image files at paths (names in fsys, or paths on disk
+// when fsys is nil), scaled to height x width, as
 // [len(paths), channels, height, width] bytes in the order given. Files are
 // decoded on all CPUs; the first error (naming the file) stops the work.
 // progress, when not nil, hears how many files were handed out so far.
-func Decode(ctx context.Context, paths []string, channels, height, width int, progress func(done int)) ([]byte, error) {
+func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, width int, progress func(done int)) ([]byte, error) {
 	if channels != 1 && channels != 3 {
 		return nil, fmt.Errorf("channels must be 1 or 3, not %d", channels)
 	}
@@ -40,7 +42,7 @@ func Decode(ctx context.Context, paths []string, channels, height, width int, pr
 			buf := make([]byte, 0, size)
 			for i := range next {
 				var err error
-				if buf, err = imagefolder.AppendFile(buf[:0], paths[i], dec, channels, height, width); err != nil {
+				if buf, err = imagefolder.AppendFile(buf[:0], fsys, paths[i], dec, channels, height, width); err != nil {
 					once.Do(func() { first = err; cancel() })
 					continue
 				}

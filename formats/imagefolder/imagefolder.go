@@ -5,8 +5,9 @@ package imagefolder
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
@@ -28,12 +29,13 @@ type Listing struct {
 	Files   []string // relative paths, in example order
 }
 
-// List finds root/<class>/<image> (PNG and JPEG) without decoding them.
-// classes, when non-nil, fixes the class order (so train and test folders
-// agree); otherwise the sorted sub-directory names are used.
-func List(root string, classes []string) (*Listing, error) {
+// List finds root/<class>/<image> (PNG and JPEG) in fsys without
+// decoding them. classes, when non-nil, fixes the class order (so train
+// and test folders agree); otherwise the sorted sub-directory names are
+// used.
+func List(fsys fs.FS, root string, classes []string) (*Listing, error) {
 	if classes == nil {
-		entries, err := os.ReadDir(root)
+		entries, err := fs.ReadDir(fsys, root)
 		if err != nil {
 			return nil, err
 		}
@@ -49,17 +51,17 @@ func List(root string, classes []string) (*Listing, error) {
 	}
 	out := &Listing{Classes: classes}
 	for ci, class := range classes {
-		entries, err := os.ReadDir(filepath.Join(root, class))
+		entries, err := fs.ReadDir(fsys, path.Join(root, class))
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
 		for _, e := range entries {
-			ext := strings.ToLower(filepath.Ext(e.Name()))
+			ext := strings.ToLower(path.Ext(e.Name()))
 			if e.IsDir() || (ext != ".png" && ext != ".jpg" && ext != ".jpeg") {
 				continue
 			}
 			out.Labels = append(out.Labels, int64(ci))
-			out.Files = append(out.Files, filepath.ToSlash(filepath.Join(class, e.Name())))
+			out.Files = append(out.Files, class+"/"+e.Name())
 		}
 	}
 	if len(out.Labels) == 0 {
@@ -77,25 +79,32 @@ func Read(root string, classes []string, channels, height, width int) (*Images, 
 	if height <= 0 || width <= 0 {
 		return nil, fmt.Errorf("image size must be positive, not %dx%d", height, width)
 	}
-	l, err := List(root, classes)
+	fsys := os.DirFS(root)
+	l, err := List(fsys, ".", classes)
 	if err != nil {
 		return nil, err
 	}
 	out := &Images{Classes: l.Classes, Labels: l.Labels, Files: l.Files}
 	d := imagedec.New()
 	for _, f := range l.Files {
-		if out.Pixels, err = AppendFile(out.Pixels, filepath.Join(root, filepath.FromSlash(f)), d, channels, height, width); err != nil {
+		if out.Pixels, err = AppendFile(out.Pixels, fsys, f, d, channels, height, width); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// AppendFile decodes the image file p, scales it to height x width as
-// imagedec does (PIL's bilinear resize) and appends its pixels to out
-// channel-major.
-func AppendFile(out []byte, p string, d *imagedec.Decoder, channels, height, width int) ([]byte, error) {
-	data, err := os.ReadFile(p)
+// AppendFile decodes the image file p (a name in fsys, or a path on disk
+// when fsys is nil), scales it to height x width as imagedec does (PIL's
+// bilinear resize) and appends its pixels to out channel-major.
+func AppendFile(out []byte, fsys fs.FS, p string, d *imagedec.Decoder, channels, height, width int) ([]byte, error) {
+	var data []byte
+	var err error
+	if fsys == nil {
+		data, err = os.ReadFile(p)
+	} else {
+		data, err = fs.ReadFile(fsys, p)
+	}
 	if err != nil {
 		return out, err
 	}

@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -98,7 +99,9 @@ func (n *Node) decodeAnnotated(decl nodes.Decl) hcl.Diagnostics {
 // lazyImages are examples whose pixels are decoded only when a split takes
 // them, so that max_train and friends bound the work and the memory.
 type lazyImages struct {
-	ctx      context.Context
+	ctx context.Context
+	// fsys holds paths (names in it); nil: paths are on disk.
+	fsys     fs.FS
 	paths    []string
 	channels int
 	h, w     int
@@ -110,7 +113,7 @@ func (l *lazyImages) decode(idx []int) ([]byte, error) {
 		paths[k] = l.paths[i]
 	}
 	// The split writer reports progress, batch by batch.
-	return imagecsv.Decode(l.ctx, paths, l.channels, l.h, l.w, nil)
+	return imagecsv.Decode(l.ctx, l.fsys, paths, l.channels, l.h, l.w, nil)
 }
 
 // annotatedRows is the annotation table with its rows assigned to splits.

@@ -157,7 +157,7 @@ func (s *sequenceImages) decode(idx []int) ([]byte, error) {
 	for _, i := range idx {
 		paths = append(paths, s.seqs[i]...)
 	}
-	pixels, err := imagecsv.Decode(s.ctx, paths, s.channels, s.h, s.w, func(done int) {
+	pixels, err := imagecsv.Decode(s.ctx, nil, paths, s.channels, s.h, s.w, func(done int) {
 		s.progress.Update(int64(done), int64(len(paths)), "decoding frames")
 	})
 	if err != nil {

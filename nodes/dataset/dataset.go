@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/formats/archive"
@@ -35,8 +36,9 @@ func (Kind) Name() string { return "dataset" }
 
 // Version is bumped whenever processing changes for the same config.
 // 2: images are decoded and resized as PIL does (formats/imagedec) and
-// splits are written as they are decoded.
-func (Kind) Version() string { return "2" }
+// splits are written as they are decoded. 3: U8 normalisation statistics
+// from exact byte counts (the last digits of mean and std may change).
+func (Kind) Version() string { return "3" }
 
 // Formats lists the accepted format values.
 var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "hdf5", "video_list", "raw", "generated"}
@@ -230,6 +232,11 @@ type Node struct {
 	// batchBytes bounds one batch of a split's inputs as it is decoded
 	// and written (defaultBatchBytes; tests make it small).
 	batchBytes int
+	// fingerprinted holds the SHA-256 (hex) that Fingerprint found for
+	// each local source's path: the action ID stands for those bytes, so
+	// Run stores them (and refuses a file that changed since) without
+	// hashing it again.
+	fingerprinted sync.Map
 }
 
 // Decode validates the configuration.
@@ -561,6 +568,7 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("source %s: %w", s.URL, err)
 		}
+		n.fingerprinted.Store(s.localPath, sum.String())
 		fmt.Fprintf(w, "source %s %d %s\n", s.URL, size, sum)
 	}
 	return nil

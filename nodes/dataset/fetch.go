@@ -34,23 +34,30 @@ func (f *fetcher) lock(ctx context.Context, key, sha string) (unlock func(), pat
 	return unlock, "", nil
 }
 
-func (f *fetcher) fetchLocal(ctx context.Context, s *source) (string, string, error) {
-	sum, _, err := cache.FileSHA256(s.localPath)
-	if err != nil {
-		return "", "", fmt.Errorf("source %s: %w", s.URL, err)
+// fetchLocal stores a local source in the blob store. planned is the
+// SHA-256 that planning found for the file (Fingerprint), or "": a
+// source with a declared sha256 or a planned one is not hashed before it
+// is copied, since the copy is hashed and checked against it anyway.
+func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned string) (string, string, error) {
+	want, changed := s.SHA256, false
+	if want == "" && planned != "" {
+		want, changed = planned, true
 	}
-	got := sum.String()
-	if s.SHA256 != "" && got != s.SHA256 {
-		return "", "", checksumError(s, got)
+	if want == "" {
+		sum, _, err := cache.FileSHA256(s.localPath)
+		if err != nil {
+			return "", "", fmt.Errorf("source %s: %w", s.URL, err)
+		}
+		want, changed = sum.String(), true
 	}
-	key := "local-" + got
-	unlock, p, err := f.lock(ctx, key, got)
+	key := "local-" + want
+	unlock, p, err := f.lock(ctx, key, want)
 	if err != nil {
 		return "", "", err
 	}
 	defer unlock()
 	if p != "" {
-		return p, got, nil
+		return p, want, nil
 	}
 	part, err := f.blobs.PartialPath(key)
 	if err != nil {
@@ -60,14 +67,17 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source) (string, string, er
 		os.Remove(part)
 		return "", "", fmt.Errorf("source %s: %w", s.URL, err)
 	}
-	// AddBlob hashes the copy: the source may have changed while it was
-	// copied.
-	p, _, err = f.blobs.AddBlob(part, got)
+	// AddBlob hashes the copy: the source may have changed since it was
+	// planned or while it was copied.
+	p, _, err = f.blobs.AddBlob(part, want)
 	var ce *cache.ChecksumError
-	if errors.As(err, &ce) {
-		return "", "", fmt.Errorf("source %s changed while it was being read", s.URL)
+	switch {
+	case errors.As(err, &ce) && changed:
+		return "", "", fmt.Errorf("source %s changed while it was being read; apply again", s.URL)
+	case errors.As(err, &ce):
+		return "", "", checksumError(s, ce.Got)
 	}
-	return p, got, err
+	return p, want, err
 }
 
 func checksumError(s *source, got string) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -226,12 +227,19 @@ func (e *examples) subset(idx []int) (*examplestore.Split, error) {
 // parse reads the files named by patterns in the format of the block.
 // train, when set, is the training data whose classes (and question
 // vocabulary) later splits use.
-func (n *Node) parse(ctx context.Context, rawDir string, patterns []string, train *examples) (*examples, error) {
+func (n *Node) parse(ctx context.Context, tree *rawTree, patterns []string, train *examples) (*examples, error) {
 	var classes, vocab []string
 	if train != nil {
 		classes, vocab = train.classes, train.vocab
 	}
-	paths, err := resolveFiles(rawDir, patterns)
+	rawDir := tree.dir
+	var paths []string
+	var err error
+	if n.cfg.Format == "image_folder" {
+		paths, err = resolveNames(tree, patterns)
+	} else {
+		paths, err = resolveFiles(rawDir, patterns)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +252,7 @@ func (n *Node) parse(ctx context.Context, rawDir string, patterns []string, trai
 	case "csv", "tsv":
 		ex, err = n.parseTable(paths, classes)
 	case "image_folder":
-		ex, err = n.parseImageFolder(ctx, paths, classes)
+		ex, err = n.parseImageFolder(ctx, tree, paths, classes)
 	case "parquet":
 		ex, err = n.parseParquet(paths, classes, vocab)
 	default:
@@ -509,7 +517,8 @@ func (n *Node) parseTable(paths []string, classes []string) (*examples, error) {
 	return ex, nil
 }
 
-func (n *Node) parseImageFolder(ctx context.Context, paths []string, classes []string) (*examples, error) {
+// parseImageFolder lists the image folders at names in tree.
+func (n *Node) parseImageFolder(ctx context.Context, tree *rawTree, names []string, classes []string) (*examples, error) {
 	channels := 3
 	if n.cfg.Channels != nil {
 		channels = *n.cfg.Channels
@@ -517,16 +526,16 @@ func (n *Node) parseImageFolder(ctx context.Context, paths []string, classes []s
 	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
 	// The folders are listed now; the images are decoded when a split
 	// takes them, a batch at a time.
-	lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w}
+	lazy := &lazyImages{ctx: ctx, fsys: tree, channels: channels, h: h, w: w}
 	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, lazy: lazy}
-	for _, p := range paths {
-		l, err := imagefolder.List(p, classes)
+	for _, p := range names {
+		l, err := imagefolder.List(tree, p, classes)
 		if err != nil {
 			return nil, err
 		}
 		classes = l.Classes
 		for _, f := range l.Files {
-			lazy.paths = append(lazy.paths, filepath.Join(p, filepath.FromSlash(f)))
+			lazy.paths = append(lazy.paths, path.Join(p, f))
 		}
 		ex.y = append(ex.y, l.Labels...)
 	}

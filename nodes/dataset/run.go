@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/formats/examplestore"
@@ -37,7 +36,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			got = append(got, fs...)
 			continue
 		}
-		p, sum, err := f.fetchLocal(ctx, s)
+		planned, _ := n.fingerprinted.Load(s.localPath)
+		known, _ := planned.(string)
+		p, sum, err := f.fetchLocal(ctx, s, known)
 		if err != nil {
 			return cty.NilVal, err
 		}
@@ -58,7 +59,19 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err := os.MkdirAll(rawDir, 0o777); err != nil {
 		return cty.NilVal, err
 	}
-	for _, g := range got {
+	tree := &rawTree{dir: rawDir}
+	defer tree.close()
+	var inPlace map[int]bool
+	if n.cfg.Format == "image_folder" {
+		var err error
+		if inPlace, err = tree.inPlace(got); err != nil {
+			env.Log.Debug().Err(err).Msg("extracting the sources: they cannot be read in place")
+		}
+	}
+	for i, g := range got {
+		if inPlace[i] {
+			continue
+		}
 		if g.s.extract && archive.Kind(g.name) != "" {
 			if _, err := archive.ExtractLimited(g.path, g.name, rawDir, g.s.limits); err != nil {
 				return cty.NilVal, err
@@ -88,7 +101,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 
 	env.Progress.Update(0, 0, "parsing")
-	train, val, test, err := n.parseSplits(ctx, env, rawDir)
+	train, val, test, err := n.parseSplits(ctx, env, tree)
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -169,14 +182,14 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 
 // parseSplits reads the training data and the validation and test data
 // the block names (nil when it names none).
-func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
+func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, tree *rawTree) (train, val, test *examples, err error) {
 	switch {
 	case n.cfg.Format == "generated":
 		env.Progress.Update(0, 0, "generating")
 		train, test, err = n.generate()
 		return train, nil, test, err
 	case annotated(n.cfg.Format):
-		train, val, test, err = n.parseAnnotated(ctx, env, rawDir)
+		train, val, test, err = n.parseAnnotated(ctx, env, tree.dir)
 		switch {
 		case err != nil:
 			return nil, nil, nil, err
@@ -187,14 +200,14 @@ func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, rawDir string) (
 		}
 		return train, val, test, nil
 	}
-	if train, err = n.parse(ctx, rawDir, n.cfg.Train, nil); err != nil {
+	if train, err = n.parse(ctx, tree, n.cfg.Train, nil); err != nil {
 		return nil, nil, nil, fmt.Errorf("train data: %w", err)
 	}
 	other := func(patterns []string, what string) (*examples, error) {
 		if len(patterns) == 0 {
 			return nil, nil
 		}
-		e, err := n.parse(ctx, rawDir, patterns, train)
+		e, err := n.parse(ctx, tree, patterns, train)
 		if err != nil {
 			return nil, fmt.Errorf("%s data: %w", what, err)
 		}
@@ -354,34 +367,3 @@ func mapOrEmpty(m map[string]cty.Value) cty.Value {
 	return cty.MapVal(m)
 }
 
-// resolveFiles expands patterns inside the raw directory.
-func resolveFiles(rawDir string, patterns []string) ([]string, error) {
-	var out []string
-	for _, p := range patterns {
-		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-			return nil, fmt.Errorf("%q must be a path inside the fetched sources", p)
-		}
-		matches, err := filepath.Glob(filepath.Join(rawDir, p))
-		if err != nil {
-			return nil, err
-		}
-		if len(matches) == 0 {
-			return nil, fmt.Errorf("%q matches none of the fetched files (%s)", p, strings.Join(listFiles(rawDir), ", "))
-		}
-		sort.Strings(matches)
-		out = append(out, matches...)
-	}
-	return out, nil
-}
-
-func listFiles(dir string) []string {
-	var names []string
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && len(names) < 20 {
-			rel, _ := filepath.Rel(dir, p)
-			names = append(names, rel)
-		}
-		return nil
-	})
-	return names
-}

@@ -196,13 +196,15 @@ func f32Bytes(v []float32) []byte {
 }
 
 // channelStats accumulates per-channel sums of the training split's
-// values as its batches stream by (float64, in example order, so the
-// statistics equal those of the whole split held at once).
+// values as its batches stream by: for U8 inputs, exact counts of each
+// byte value per channel (integer, so the order of the examples cannot
+// change the result); for F32, float64 running sums in example order.
 type channelStats struct {
 	standard        bool
 	scale           float64
 	channels, inner int
 	sum, sq         []float64
+	counts          [][256]uint64 // U8: per channel, how often each value occurs
 	values          float64
 }
 
@@ -213,8 +215,12 @@ func (n *Node) newChannelStats(ex *examples) *channelStats {
 		scale = 1.0 / 255
 	}
 	channels, inner := examplestore.ChannelLayout(ex.shape)
-	return &channelStats{standard: n.normalize == "standard", scale: scale, channels: channels, inner: inner,
+	s := &channelStats{standard: n.normalize == "standard", scale: scale, channels: channels, inner: inner,
 		sum: make([]float64, channels), sq: make([]float64, channels)}
+	if ex.dtype == safetensors.U8 {
+		s.counts = make([][256]uint64, channels)
+	}
+	return s
 }
 
 // add takes in a batch of examples of size values each (U8 bytes or
@@ -223,36 +229,51 @@ func (s *channelStats) add(x []byte, dtype safetensors.DType, size int) {
 	if s == nil || !s.standard {
 		return
 	}
-	var lut [256]float64
-	if dtype == safetensors.U8 {
-		for v := range lut {
-			lut[v] = float64(float32(v)) * s.scale
-		}
-	}
 	blocks := size / s.inner
 	esize := dtype.Size()
 	for ex := 0; ex < len(x)/(size*esize); ex++ {
 		for b := range blocks {
 			c := b % s.channels
-			sum, sq := s.sum[c], s.sq[c]
 			start := (ex*size + b*s.inner) * esize
 			block := x[start : start+s.inner*esize]
 			if dtype == safetensors.U8 {
-				for _, v := range block {
-					f := lut[v]
-					sum += f
-					sq += f * f
-				}
-			} else {
-				for i := 0; i < len(block); i += 4 {
-					f := float64(math.Float32frombits(binary.LittleEndian.Uint32(block[i:]))) * s.scale
-					sum += f
-					sq += f * f
-				}
+				countBytes(&s.counts[c], block)
+				continue
+			}
+			sum, sq := s.sum[c], s.sq[c]
+			for i := 0; i < len(block); i += 4 {
+				f := float64(math.Float32frombits(binary.LittleEndian.Uint32(block[i:]))) * s.scale
+				sum += f
+				sq += f * f
 			}
 			s.sum[c], s.sq[c] = sum, sq
 		}
 		s.values += float64(size / s.channels)
+	}
+}
+
+// countBytes adds how often each byte value occurs in block to counts.
+// Four tables take alternate bytes, so that runs of one value do not
+// wait on each other's increments; their uint32 counts are added up every
+// 2^30 bytes at most.
+func countBytes(counts *[256]uint64, block []byte) {
+	for len(block) > 0 {
+		part := block[:min(len(block), 1<<30)]
+		block = block[len(part):]
+		var t [4][256]uint32
+		for len(part) >= 4 {
+			t[0][part[0]]++
+			t[1][part[1]]++
+			t[2][part[2]]++
+			t[3][part[3]]++
+			part = part[4:]
+		}
+		for _, v := range part {
+			t[0][v]++
+		}
+		for v := range counts {
+			counts[v] += uint64(t[0][v]) + uint64(t[1][v]) + uint64(t[2][v]) + uint64(t[3][v])
+		}
 	}
 }
 
@@ -267,8 +288,20 @@ func (s *channelStats) normalization() examplestore.Normalization {
 		return norm
 	}
 	for c := range s.sum {
-		mean := s.sum[c] / s.values
-		variance := s.sq[c]/s.values - mean*mean
+		sum, sq := s.sum[c], s.sq[c]
+		if s.counts != nil {
+			// Exact integer sums of the bytes and their squares, scaled
+			// once (float64 holds them exactly below 2^53: ImageNet-1k's
+			// squares add up to 4.2e15 per channel at 224 px).
+			var s1, s2 uint64
+			for v, n := range s.counts[c] {
+				s1 += n * uint64(v)
+				s2 += n * uint64(v*v)
+			}
+			sum, sq = float64(s1)*s.scale, float64(s2)*s.scale*s.scale
+		}
+		mean := sum / s.values
+		variance := sq/s.values - mean*mean
 		norm.Mean[c] = mean
 		if variance > 1e-12 {
 			norm.Std[c] = math.Sqrt(variance)

@@ -6,11 +6,14 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 )
 
 // TestSplitsWrittenInBatchesEqualOneBatch writes the same stores a batch
@@ -115,5 +118,44 @@ func writeGradientPNG(t *testing.T, p string, w, h int, base byte) {
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The byte counts give the per-channel mean and std of float64 sums
+// taken value by value in example order (within 1e-12), whatever the
+// batches.
+func TestChannelStatsFromCountsEqualRunningSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const count, channels, inner = 37, 3, 101
+	x := make([]byte, count*channels*inner)
+	for i := range x {
+		x[i] = byte(rng.IntN(256) * (i % 7) / 6)
+	}
+	s := (&Node{normalize: "standard"}).newChannelStats(&examples{dtype: safetensors.U8, shape: []int{channels, 1, inner}})
+	size := channels * inner
+	for _, n := range []int{1, 10, 26} { // batches of 1, 10 and 26 examples
+		s.add(x[:n*size], safetensors.U8, size)
+		x = x[n*size:]
+	}
+	got := s.normalization()
+	x = x[:0:0]
+	rng = rand.New(rand.NewPCG(7, 8))
+	for i := range count * size {
+		x = append(x, byte(rng.IntN(256)*(i%7)/6))
+	}
+	for c := range channels {
+		var sum, sq float64
+		for e := range count {
+			for _, v := range x[(e*channels+c)*inner : (e*channels+c+1)*inner] {
+				f := float64(v) / 255
+				sum += f
+				sq += f * f
+			}
+		}
+		mean := sum / (count * inner)
+		std := math.Sqrt(sq/(count*inner) - mean*mean)
+		if math.Abs(got.Mean[c]-mean) > 1e-12 || math.Abs(got.Std[c]-std) > 1e-12 {
+			t.Errorf("channel %d: mean %g std %g, want %g %g", c, got.Mean[c], got.Std[c], mean, std)
+		}
 	}
 }

@@ -1,0 +1,235 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gatepipe/gatepipe/formats/archive"
+)
+
+// rawTree is a dataset's fetched files as its readers see them: the raw
+// directory on disk (extracted archives and copied files) and, for
+// image_folder, uncompressed tarballs read where they lie in the blob
+// store (archive.TarFS), each owning the top-level names it holds. Names
+// are slash-separated and relative to the tree's root; any bytes are
+// allowed on disk, as the extracted files have them.
+type rawTree struct {
+	dir  string
+	tars map[string]*archive.TarFS // top-level name → the tarball holding it
+}
+
+// errNotInPlace says why the sources are extracted after all.
+var errNotInPlace = errors.New("two sources write the same top-level name")
+
+// inPlace indexes the uncompressed tarballs among got that an image_folder
+// dataset reads in place, and returns the indices of got it covers. It
+// returns none when any archive is of another kind, a tarball holds links
+// or names io/fs cannot carry (archive.ErrNotInPlace), two sources write
+// the same top-level name, or indexing fails: extraction then runs as
+// before and reports what is wrong, with its usual precedence of later
+// sources over earlier ones.
+func (t *rawTree) inPlace(got []fetched) (map[int]bool, error) {
+	tars := map[string]*archive.TarFS{}
+	owner := map[string]int{}
+	covered := map[int]bool{}
+	for i, g := range got {
+		var tops []string
+		switch kind := archive.Kind(g.name); {
+		case g.s.extract && kind == "tar":
+			tfs, err := archive.OpenTarFS(g.path, g.name, g.s.limits)
+			if err != nil {
+				closeTars(tars)
+				return nil, err
+			}
+			root, _ := tfs.ReadDir(".")
+			for _, e := range root {
+				tops = append(tops, e.Name())
+				tars[e.Name()] = tfs
+			}
+			if len(root) == 0 {
+				tfs.Close()
+			}
+			covered[i] = true
+		case g.s.extract && kind != "":
+			closeTars(tars)
+			return nil, fmt.Errorf("%s: a %s archive is extracted", g.name, kind)
+		default:
+			tops = []string{strings.SplitN(g.name, "/", 2)[0]}
+		}
+		for _, top := range tops {
+			if j, ok := owner[top]; ok && j != i {
+				closeTars(tars)
+				return nil, fmt.Errorf("%q: %w", top, errNotInPlace)
+			}
+			owner[top] = i
+		}
+	}
+	t.tars = tars
+	return covered, nil
+}
+
+func closeTars(tars map[string]*archive.TarFS) {
+	seen := map[*archive.TarFS]bool{}
+	for _, tfs := range tars {
+		if !seen[tfs] {
+			seen[tfs] = true
+			tfs.Close()
+		}
+	}
+}
+
+// close closes the tarballs read in place.
+func (t *rawTree) close() { closeTars(t.tars) }
+
+// layer routes name to the tarball owning its first element, or to disk
+// (nil).
+func (t *rawTree) layer(name string) *archive.TarFS {
+	top, _, _ := strings.Cut(name, "/")
+	return t.tars[top]
+}
+
+// diskPath is name's path on disk, refusing names that would leave the
+// raw directory.
+func (t *rawTree) diskPath(op, name string) (string, error) {
+	if name == "." {
+		return t.dir, nil
+	}
+	if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return filepath.Join(t.dir, filepath.FromSlash(name)), nil
+}
+
+// Open opens a file or directory of the tree.
+func (t *rawTree) Open(name string) (fs.File, error) {
+	if tfs := t.layer(name); tfs != nil {
+		return tfs.Open(name)
+	}
+	if name == "." && len(t.tars) > 0 {
+		entries, err := t.ReadDir(".")
+		if err != nil {
+			return nil, err
+		}
+		info, err := os.Stat(t.dir)
+		if err != nil {
+			return nil, err
+		}
+		return archive.NewDirFile(info, entries), nil
+	}
+	p, err := t.diskPath("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(p)
+}
+
+// ReadFile reads a file of the tree whole.
+func (t *rawTree) ReadFile(name string) ([]byte, error) {
+	if tfs := t.layer(name); tfs != nil {
+		b, err := tfs.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s (in %s): %w", name, tfs.Name(), err)
+		}
+		return b, nil
+	}
+	p, err := t.diskPath("read", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+// Stat describes a file or directory of the tree.
+func (t *rawTree) Stat(name string) (fs.FileInfo, error) {
+	if tfs := t.layer(name); tfs != nil {
+		return tfs.Stat(name)
+	}
+	p, err := t.diskPath("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(p)
+}
+
+// ReadDir lists a directory sorted by name; the root lists the disk's
+// entries and the tarballs' top-level names together.
+func (t *rawTree) ReadDir(name string) ([]fs.DirEntry, error) {
+	if tfs := t.layer(name); tfs != nil {
+		return tfs.ReadDir(name)
+	}
+	p, err := t.diskPath("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil || name != "." || len(t.tars) == 0 {
+		return entries, err
+	}
+	seen := map[*archive.TarFS]bool{}
+	for _, tfs := range t.tars {
+		if seen[tfs] {
+			continue
+		}
+		seen[tfs] = true
+		root, err := tfs.ReadDir(".")
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, root...)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
+}
+
+// resolveNames expands patterns (globs relative to the fetched sources)
+// into the tree's names, each pattern's matches sorted.
+func resolveNames(tree *rawTree, patterns []string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+			return nil, fmt.Errorf("%q must be a path inside the fetched sources", p)
+		}
+		matches, err := fs.Glob(tree, path.Clean(filepath.ToSlash(p)))
+		if err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%q matches none of the fetched files (%s)", p, strings.Join(listNames(tree), ", "))
+		}
+		sort.Strings(matches)
+		out = append(out, matches...)
+	}
+	return out, nil
+}
+
+// resolveFiles expands patterns inside the raw directory on disk into
+// paths.
+func resolveFiles(rawDir string, patterns []string) ([]string, error) {
+	names, err := resolveNames(&rawTree{dir: rawDir}, patterns)
+	for i, name := range names {
+		names[i] = filepath.Join(rawDir, filepath.FromSlash(name))
+	}
+	return names, err
+}
+
+// listNames is up to 20 of the tree's files, for an error message.
+func listNames(tree *rawTree) []string {
+	var names []string
+	_ = fs.WalkDir(tree, ".", func(p string, d fs.DirEntry, err error) error {
+		if len(names) >= 20 {
+			return fs.SkipAll
+		}
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	return names
+}

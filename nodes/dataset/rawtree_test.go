@@ -1,0 +1,169 @@
+package dataset
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+)
+
+// An image_folder tarball read in place stores the same bytes as the same
+// images extracted (from a .tar.gz, and from a tarball with a link, which
+// is extracted too).
+func TestImageFolderTarInPlaceEqualsExtracted(t *testing.T) {
+	dir := t.TempDir()
+	writeImageFolder(t, dir, 12)
+	tarTree(t, dir, "imgs")
+	data, err := os.ReadFile(filepath.Join(dir, "imgs.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "imgs.tgz"), gz(data), 0o644)
+	withLink := appendTarEntry(t, data, &tar.Header{Name: "imgs/c0/link.png", Typeflag: tar.TypeSymlink, Linkname: "00.png"})
+	os.WriteFile(filepath.Join(dir, "linked.tar"), withLink, 0o644)
+
+	stores := map[string]string{}
+	for _, src := range []string{"imgs.tar", "imgs.tgz", "linked.tar"} {
+		n, diags := decode(t, dir, `
+source { url = "`+src+`" }
+format        = "image_folder"
+train         = ["imgs"]
+image_size    = [6, 5]
+val_fraction  = 0.25
+test_fraction = 0.25
+`)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		_, stores[src] = run(t, n)
+	}
+	for _, split := range []string{"train", "val", "test"} {
+		want, err := os.ReadFile(filepath.Join(stores["imgs.tgz"], split+".safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(stores["imgs.tar"], split+".safetensors")); !bytes.Equal(got, want) {
+			t.Errorf("%s: the tarball read in place stores other bytes than extracted", split)
+		}
+	}
+	// The link adds an example (the symlink is an image of class c0).
+	linked, err := examplestore.ReadMeta(stores["linked.tar"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total := linked.Splits["train"] + linked.Splits["val"] + linked.Splits["test"]; total != 13 {
+		t.Errorf("extracted tarball with a link: %d examples, want 13", total)
+	}
+}
+
+// appendTarEntry adds a header-only entry to a tarball's end.
+func appendTarEntry(t *testing.T, data []byte, hdr *tar.Header) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		tw.WriteHeader(h)
+		body, _ := io.ReadAll(tr)
+		tw.Write(body)
+	}
+	tw.WriteHeader(hdr)
+	tw.Close()
+	return buf.Bytes()
+}
+
+// Which sources are read in place: uncompressed tarballs, unless another
+// archive is extracted, two sources share a top-level name, or a tarball
+// must be extracted (links).
+func TestRawTreeInPlace(t *testing.T) {
+	dir := t.TempDir()
+	tarOf := func(name string, entries ...*tar.Header) string {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range entries {
+			if h.Typeflag == 0 {
+				h.Typeflag, h.Size = tar.TypeReg, 1
+			}
+			tw.WriteHeader(h)
+			if h.Typeflag == tar.TypeReg {
+				tw.Write([]byte("x"))
+			}
+		}
+		tw.Close()
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, buf.Bytes(), 0o644)
+		return p
+	}
+	a := tarOf("a.tar", &tar.Header{Name: "train/c/1.jpg"})
+	b := tarOf("b.tar", &tar.Header{Name: "val/c/1.jpg"})
+	clash := tarOf("clash.tar", &tar.Header{Name: "train/c/2.jpg"})
+	link := tarOf("link.tar", &tar.Header{Name: "x/1.jpg"}, &tar.Header{Name: "x/2.jpg", Typeflag: tar.TypeSymlink, Linkname: "1.jpg"})
+	src := func(name, p string) fetched {
+		return fetched{s: &source{extract: true}, name: name, path: p}
+	}
+	tests := map[string]struct {
+		got  []fetched
+		want string // covered indices
+	}{
+		"one tarball":            {[]fetched{src("a.tar", a)}, "0"},
+		"two tarballs":           {[]fetched{src("a.tar", a), src("b.tar", b)}, "01"},
+		"tarball and a file":     {[]fetched{src("a.tar", a), src("labels.csv", a)}, "0"},
+		"file under a tar's top": {[]fetched{src("a.tar", a), src("train/extra.csv", a)}, ""},
+		"same top-level name":    {[]fetched{src("a.tar", a), src("clash.tar", clash)}, ""},
+		"another archive kind":   {[]fetched{src("a.tar", a), src("b.zip", b)}, ""},
+		"a link":                 {[]fetched{src("link.tar", link)}, ""},
+		"not extracted":          {[]fetched{{s: &source{}, name: "a.tar", path: a}}, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tree := &rawTree{dir: dir}
+			defer tree.close()
+			covered, _ := tree.inPlace(tc.got)
+			var got strings.Builder
+			for i := range tc.got {
+				if covered[i] {
+					got.WriteByte(byte('0' + i))
+				}
+			}
+			if got.String() != tc.want {
+				t.Errorf("read in place: %q, want %q", got.String(), tc.want)
+			}
+		})
+	}
+}
+
+// A local source edited between planning (Fingerprint, which the action
+// ID stands for) and the run is refused, not stored under the old ID.
+func TestSourceEditedAfterPlanningIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeImageFolder(t, dir, 6)
+	tarTree(t, dir, "imgs")
+	n, diags := decode(t, dir, `
+source { url = "imgs.tar" }
+format     = "image_folder"
+train      = ["imgs"]
+image_size = [4, 4]
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if err := n.Fingerprint(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	writeImageFolder(t, dir, 9)
+	tarTree(t, dir, "imgs")
+	_, _, err := runErr(t, n)
+	if err == nil || !strings.Contains(err.Error(), "imgs.tar changed while it was being read") {
+		t.Fatalf("err = %v, want the source named as changed", err)
+	}
+}
