@@ -317,7 +317,9 @@ func (a *applier) runOrReuse(ctx context.Context, in *instance) (cache.OutputID,
 		}
 	}
 	if !a.parentLocked {
-		unlock, err := e.cache.LockAction(ctx, in.action)
+		unlock, err := e.cache.LockAction(ctx, in.action, func() {
+			e.log.Info().Str("node", in.key()).Msg("waiting: another gatepipe process is computing this node; its result will be reused")
+		})
 		if err != nil {
 			return cache.OutputID{}, err
 		}

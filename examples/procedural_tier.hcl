@@ -5,7 +5,7 @@
 # other GATE task families, collected into one performance matrix, a
 # results table and a report.
 #
-#   gatepipe apply examples/procedural_tier.hcl # 4 min 40 s cold on 2 cores, then cached
+#   gatepipe apply examples/procedural_tier.hcl # cached after the first run (README lists measured times)
 #
 # Eight benchmarks over eight task types, as GATE's small tier has eight:
 # classification (Fashion-MNIST), regression, multi-label, segmentation,

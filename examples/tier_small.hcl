@@ -11,8 +11,9 @@
 #   gatepipe apply examples/tier_small.hcl -var scale=cpu         # a CPU-sized run of the same declarations
 #
 # ImageNet-1k is gated on the Hub: accept its terms there and set HF_TOKEN.
-# iWildCam has no reader yet; the module lists it as not_run and it is
-# predicted, not measured. On a compute node without network:
+# A benchmark that cannot run (its data unreachable, or the encoder lacking
+# the modality) is listed in the not_run output and predicted, not
+# measured. On a compute node without network:
 # `gatepipe fetch` on the login node, then `apply -offline`; or, with the
 # datasets already in your Hugging Face cache, HF_HUB_OFFLINE=1 reads them
 # there in place.

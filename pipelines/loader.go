@@ -129,7 +129,11 @@ func (l *Loader) resolveSource(fromDir, source string) (string, error) {
 		}
 		clean := path.Clean(source)
 		if _, err := fs.Stat(l.stdlib, strings.TrimPrefix(clean, StdlibPrefix)); err != nil {
-			return "", fmt.Errorf("stdlib has no module %q.%s", source, DidYouMean(strings.TrimPrefix(clean, StdlibPrefix), stdlibModules(l.stdlib)))
+			hint := ""
+			if s := NameSuggestion(strings.TrimPrefix(clean, StdlibPrefix), stdlibModules(l.stdlib)); s != "" {
+				hint = fmt.Sprintf(" Did you mean %q?", StdlibPrefix+s)
+			}
+			return "", fmt.Errorf("stdlib has no module %q.%s", source, hint)
 		}
 		return clean, nil
 	case strings.HasPrefix(source, "./"), strings.HasPrefix(source, "../"):

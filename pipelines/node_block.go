@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
 	"github.com/hashicorp/hcl/v2"
@@ -31,7 +32,7 @@ func decodeNodeBlock(block *hcl.Block) (*NodeBlock, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Wrong number of block labels",
-			Detail:   fmt.Sprintf("A %s block takes exactly one label, its name, as in %s \"NAME\" { ... }.", block.Type, block.Type),
+			Detail:   fmt.Sprintf("%s %s block takes exactly one label, its name, as in %s \"NAME\" { ... }.", capitalArticle(block.Type), block.Type, block.Type),
 			Subject:  block.DefRange.Ptr(),
 		}}
 	}
@@ -95,7 +96,16 @@ func duplicateDiag(what, name string, prev, this hcl.Range) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  fmt.Sprintf("Duplicate %s block", what),
-		Detail:   fmt.Sprintf("A %s is already defined at %s. Each name must be unique within a module; rename or remove one.", label, prev),
+		Detail:   fmt.Sprintf("%s %s is already defined at %s. Each name must be unique within a module; rename or remove one.", capitalArticle(what), label, prev),
 		Subject:  this.Ptr(),
 	}
+}
+
+// capitalArticle is "An" before a word that starts with a vowel
+// ("An encoder block"), "A" otherwise.
+func capitalArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "An"
+	}
+	return "A"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -20,8 +21,13 @@ const MaxNesting = 256
 // heredoc with no closing marker (reported at the end of the file rather
 // than where it opens). Strings and comments are skipped roughly; the
 // scan only needs to be right about well-formed files and about these
-// two faults.
+// two faults. A file that is not UTF-8 text (a binary file, or text in
+// another encoding) gets one diagnostic at its first such byte instead of
+// the parser's one per token.
 func prescan(src []byte, filename string) hcl.Diagnostics {
+	if d := notText(src, filename); d != nil {
+		return hcl.Diagnostics{d}
+	}
 	pos := hcl.Pos{Line: 1, Column: 1}
 	rng := func(start hcl.Pos, n int) *hcl.Range {
 		end := start
@@ -178,4 +184,40 @@ func duplicateKeys(body hcl.Body) hcl.Diagnostics {
 		return nil
 	})
 	return diags
+}
+
+// notText describes the first byte of src that is not UTF-8 text (an
+// invalid sequence, or a NUL or other control byte that no text has), or
+// returns nil.
+func notText(src []byte, filename string) *hcl.Diagnostic {
+	pos := hcl.Pos{Line: 1, Column: 1}
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		bad := ""
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			bad = fmt.Sprintf("byte 0x%02x is not UTF-8", src[i])
+		case r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\f':
+			bad = fmt.Sprintf("control byte 0x%02x", r)
+		}
+		if bad != "" {
+			end := pos
+			end.Byte++
+			end.Column++
+			return &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Not a text file",
+				Detail:   fmt.Sprintf("%s is not UTF-8 text: %s at line %d, column %d (byte %d). Configuration files are HCL written in UTF-8; is this a binary file, or text in another encoding?", filename, bad, pos.Line, pos.Column, i),
+				Subject:  &hcl.Range{Filename: filename, Start: pos, End: end},
+			}
+		}
+		if r == '\n' {
+			pos.Line++
+			pos.Column = 0
+		}
+		i += n
+		pos.Byte = i
+		pos.Column++
+	}
+	return nil
 }

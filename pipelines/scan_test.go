@@ -21,6 +21,9 @@ func TestPrescan(t *testing.T) {
 		{"nesting at the limit", ok, "", 0, 0},
 		{"brackets in strings and comments", "# ((((\n// [[[[\n/* {{{{ */\nx = \"((((\\\"((\"\n", "", 0, 0},
 		{"shift-like text is not a heredoc", "x = \"1 << 2\"\ny = 1 <<2\n", "", 0, 0},
+		{"binary file", "\x7fELF\x02\x01\x01\x00" + strings.Repeat("\x00{(", 1000), "Not a text file", 1, 5},
+		{"latin-1 text", "a = 1\nx = \"caf\xe9\"\n", "Not a text file", 2, 9},
+		{"utf-8 text, tabs and CRLF", "a = 1\r\n\tx = \"café ☕\"\r\n", "", 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

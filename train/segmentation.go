@@ -104,8 +104,12 @@ func segmentationScores(y []int64, best []int32, py []float32, classes int) map[
 		loss -= math.Log(float64(py[px]) + 1e-7)
 	}
 	pixels := len(y)
+	// mIoU and Dice average over the classes in the truth or the
+	// prediction, Mean Acc over the classes in the truth: a class never
+	// true has no accuracy (HF evaluate's mean_iou, torchmetrics and
+	// MMSegmentation agree).
 	var iou, acc, dice, correct float64
-	present := 0
+	present, truthClasses := 0, 0
 	for k := 0; k < classes; k++ {
 		var truth, pred float64
 		for j := 0; j < classes; j++ {
@@ -122,11 +126,15 @@ func segmentationScores(y []int64, best []int32, py []float32, classes int) map[
 		dice += 2 * tp / (truth + pred)
 		if truth > 0 {
 			acc += tp / truth
+			truthClasses++
 		}
 	}
 	out := map[string]float64{"loss": loss / float64(pixels), "overall_acc": 100 * correct / float64(pixels)}
 	if present > 0 {
-		out["miou"], out["mean_acc"], out["dice"] = 100*iou/float64(present), 100*acc/float64(present), 100*dice/float64(present)
+		out["miou"], out["dice"] = 100*iou/float64(present), 100*dice/float64(present)
+	}
+	if truthClasses > 0 {
+		out["mean_acc"] = 100 * acc / float64(truthClasses)
 	}
 	return out
 }

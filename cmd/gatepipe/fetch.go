@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -233,7 +234,14 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 	if !hf.IsZero() {
 		fmt.Fprintf(c.stdout, "Hub files also in the Hugging Face cache %s.\n", hf.Root)
 	}
-	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); pins in %s.\n", files, fetched, humanBytes(bytes), r.Lock().Path())
+	pins := "pins in " + r.Lock().Path()
+	switch _, err := os.Stat(r.Lock().Path()); {
+	case files == 0:
+		pins = "no remote source to pin"
+	case err != nil:
+		pins = "no lock file written: the configuration pins every source itself"
+	}
+	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files, fetched, humanBytes(bytes), pins)
 	return exitOK
 }
 

@@ -21,11 +21,25 @@ func newFlagSet(c *cli, name, usage string) *flag.FlagSet {
 	fs.SetOutput(c.stderr)
 	fs.Usage = func() {
 		w := fs.Output()
-		fmt.Fprintf(w, "Usage: gatepipe %s\n\n", strings.TrimSpace(usage))
-		fmt.Fprintln(w, "Flags (one or two dashes):")
-		fs.PrintDefaults()
+		fmt.Fprintf(w, "Usage: gatepipe %s\n", strings.TrimSpace(usage))
+		flags := 0
+		fs.VisitAll(func(*flag.Flag) { flags++ })
+		if flags > 0 {
+			fmt.Fprintln(w, "\nFlags (one or two dashes):")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
+}
+
+// isHelp reports whether arg asks for help, in any of the spellings the
+// flag package accepts, or as a word.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help", "help":
+		return true
+	}
+	return false
 }
 
 // parseInterleaved parses flags that may come before or after positional
@@ -132,7 +146,7 @@ func didYouMean(given string, names []string) string { return pipelines.DidYouMe
 // subcommandHelp prints a command group's usage when no subcommand is
 // given (exit code 2) or help is asked for (0); done reports that it did.
 func (c *cli) subcommandHelp(args []string, usage string) (code int, done bool) {
-	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
+	if len(args) > 0 && !isHelp(args[0]) {
 		return 0, false
 	}
 	fmt.Fprintf(c.stderr, "Usage: gatepipe %s\n", usage)

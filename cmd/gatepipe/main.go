@@ -55,7 +55,7 @@ func commands() []command {
 		{"export", "Write the plan as shell, Slurm or JSON without running it", runExport},
 		{"exec", "Run one planned instance (used by apply's process isolation and Slurm)", runExec},
 		{"report", "Write tables, figures and an HTML report for a results matrix", runReport},
-		{"eevee", "EEVEE tools: check-published scores the paper's published subsets", runEEVEE},
+		{"eevee", "EEVEE tools: check-published scores the paper's published subsets; loo validates a tier's predictions leaving one model out", runEEVEE},
 		{"pmf", "performance prediction: eval (masked-ratio protocol), active (active-evaluation simulation)", runPMF},
 		{"version", "Print the gatepipe version", runVersion},
 	}
@@ -118,7 +118,7 @@ func (c *cli) main(ctx context.Context, args []string) (code int) {
 			code = exitInternal
 		}
 	}()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || isHelp(args[0]) {
 		c.usage(c.stdout)
 		if len(args) == 0 {
 			return exitConfigError

@@ -316,7 +316,11 @@ func (c *cli) onlyReport(ctx context.Context, flags *configFlags, path string) (
 			reports = append(reports, in.Addr)
 		}
 	}
-	if len(reports) != 1 {
+	switch len(reports) {
+	case 0:
+		return "", errors.New("the pipeline has no report block: add one (SPEC §5.5), or name the node to open: gatepipe open ADDR")
+	case 1:
+	default:
 		return "", fmt.Errorf("the pipeline has %d report instances (%s); name one: gatepipe open ADDR", len(reports), strings.Join(reports, ", "))
 	}
 	return reports[0], nil

@@ -24,12 +24,24 @@ func (c *Cache) LockExclusive(ctx context.Context) (unlock func(), err error) {
 }
 
 // LockAction serialises work on one action across processes: the holder
-// computes it, and others wait and then find it in the cache.
-func (c *Cache) LockAction(ctx context.Context, a ActionID) (unlock func(), err error) {
+// computes it, and others wait and then find it in the cache. onWait,
+// when not nil, is called once before waiting for another holder.
+func (c *Cache) LockAction(ctx context.Context, a ActionID, onWait func()) (unlock func(), err error) {
 	s := a.String()
 	p := filepath.Join(c.dir, "locks", fanout(s), s+".lock")
 	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
 		return nil, err
+	}
+	if onWait != nil {
+		fl := flock.New(p)
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("cache lock %s: %w", p, err)
+		}
+		if ok {
+			return func() { _ = fl.Unlock() }, nil
+		}
+		onWait()
 	}
 	return c.lock(ctx, p, false)
 }

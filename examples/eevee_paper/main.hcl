@@ -2,7 +2,7 @@
 # encoders x 31 benchmarks, 175 metrics; embedded in the stdlib) for the
 # three tier sizes, and write a tier module for each.
 #
-#   gatepipe apply examples/eevee_paper      # about 4 minutes on 2 cores
+#   gatepipe apply examples/eevee_paper
 #
 # The scoring defaults are the GATE authors' (grouped error, 20 splits,
 # 64-unit GELU + LayerNorm meta-model); cityscapes was only ever a target

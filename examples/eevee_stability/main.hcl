@@ -4,7 +4,7 @@
 # output lists each seed's best set, each benchmark's selection frequency
 # (stability.csv) and a consensus tier: the 8 benchmarks chosen most often.
 #
-#   gatepipe apply examples/eevee_stability    # about 2 minutes on 2 cores
+#   gatepipe apply examples/eevee_stability
 
 search "tier8" {
   matrix        = "stdlib/data/gate_table3.csv"

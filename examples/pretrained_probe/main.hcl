@@ -4,7 +4,7 @@
 # linear probe trained on the cached features. A second apply is fully
 # cached.
 #
-#   gatepipe apply examples/pretrained_probe    # about 35 s on 2 cores
+#   gatepipe apply examples/pretrained_probe
 #
 # The weights come from make_weights.py (torchvision's resnet18, seeded,
 # since no model hub is reachable here). To probe real weights, point

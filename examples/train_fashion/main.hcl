@@ -3,7 +3,7 @@
 # fc(3136->128)-relu with a linear classification head, trained with AdamW
 # and a plateau scheduler, top-3 validated checkpoints ensembled at test.
 #
-#   gatepipe apply examples/train_fashion       # about 3 minutes on 2 cores (OpenBLAS)
+#   gatepipe apply examples/train_fashion
 
 variable "iterations" {
   type    = number

@@ -366,4 +366,3 @@ func mapOrEmpty(m map[string]cty.Value) cty.Value {
 	}
 	return cty.MapVal(m)
 }
-

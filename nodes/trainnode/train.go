@@ -40,7 +40,9 @@ type Kind struct{}
 func (Kind) Name() string { return "train" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "11" } // 11: segmentation masks through the evaluation transform
+// 11: segmentation masks through the evaluation transform;
+// 12: segmentation Mean Acc averages over the classes in the truth only.
+func (Kind) Version() string { return "12" }
 
 // IsolatedProcess: training runs in its own process by default.
 func (Kind) IsolatedProcess() bool { return true }

@@ -137,6 +137,11 @@ def val_metrics(task, pred, tg, classes, episodes=None):
         out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(y.numel(), 1)}
         if present.any():
             out["miou"] = 100 * (tp / (truth + predicted - tp))[present].mean().item()
+            out["dice"] = 100 * (2 * tp / (truth + predicted))[present].mean().item()
+        # Mean Acc averages over the classes in the truth (as the Go runtime
+        # and HF evaluate's mean_iou do).
+        if (truth > 0).any():
+            out["mean_acc"] = 100 * (tp / truth)[truth > 0].mean().item()
         return out
     if task == "retrieval":
         return retrieval_metrics(pred, tg)
