@@ -270,6 +270,16 @@ func (d *Dataset) readFilters(m message) error {
 	return nil
 }
 
+// A dataset decodes to at most maxInflation bytes for each byte of its
+// file (deflate's limit is 1032:1), plus inflationSlack for small files
+// whose datasets were partly never written (the fill value costs no
+// bytes): a few kilobytes with doctored dimensions would otherwise make
+// Raw allocate and decode up to MaxBytes.
+const (
+	maxInflation   = 1032
+	inflationSlack = 16 << 20
+)
+
 // Raw returns the dataset's elements as stored, in C order, in the file's
 // byte order.
 func (d *Dataset) Raw() ([]byte, error) {
@@ -281,6 +291,10 @@ func (d *Dataset) Raw() ([]byte, error) {
 	want := uint64(d.Len()) * uint64(d.Size)
 	if want > uint64(limit) {
 		return nil, fmt.Errorf("%s: dataset %q would take %d bytes, more than the limit of %d", f.name, d.Path, want, limit)
+	}
+	if most := maxInflation*uint64(len(f.data)) + inflationSlack; want > most {
+		return nil, fmt.Errorf("%s: dataset %q of shape %v would take %d bytes, more than a %d-byte file can hold even deflated (%d:1 at most): its dimensions are damaged, or most of it was never written",
+			f.name, d.Path, d.Shape, want, len(f.data), maxInflation)
 	}
 	l := d.layout
 	switch l.class {
@@ -315,6 +329,9 @@ func (d *Dataset) readChunks(want uint64) ([]byte, error) {
 	if want == 0 {
 		return out, nil
 	}
+	// Each chunk of the grid is stored once: a B-tree listing one twice
+	// (damaged, or made to repeat the work) is refused.
+	placed := map[string]bool{}
 	err := f.walkBTree(d.layout.btree, 1, d.layout.keyDims, func(child uint64, key []byte) error {
 		size := binary.LittleEndian.Uint32(key[0:4])
 		mask := binary.LittleEndian.Uint32(key[4:8])
@@ -326,6 +343,11 @@ func (d *Dataset) readChunks(want uint64) ([]byte, error) {
 			}
 			offs[k] = int(o)
 		}
+		at := string(key[8 : 8+8*rank])
+		if placed[at] {
+			return f.errorf(child, "dataset %q: the chunk at %v is listed twice", d.Path, offs)
+		}
+		placed[at] = true
 		r := f.at(child)
 		raw := r.take(int(size))
 		if r.err != nil {

@@ -1,6 +1,8 @@
 package hdf5
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"testing"
 )
@@ -15,6 +17,10 @@ func FuzzRead(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// Dimensions doctored far beyond what the file holds.
+	chunked, _ := os.ReadFile("testdata/chunked.h5")
+	six, big := binary.LittleEndian.AppendUint64(nil, 6), binary.LittleEndian.AppendUint64(nil, 6_000_000)
+	f.Add(bytes.ReplaceAll(chunked, six, big))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data, "f.h5")
 		if err != nil {

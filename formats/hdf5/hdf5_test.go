@@ -141,3 +141,37 @@ func TestDamagedFilesAreErrors(t *testing.T) {
 		t.Errorf("a huge dataspace: %v", err)
 	}
 }
+
+// TestDoctoredDimensionsAreRefused: chunked.h5 (about 14 KB) with its
+// (6, 8) datasets' dimensions raised to (6,000,000, 8) would decode to
+// 192 MB of fill value from chunks never written; Raw refuses it (with
+// the file, the dataset and the shape) before allocating, while the
+// fill value of a small, partly written dataset still reads.
+func TestDoctoredDimensionsAreRefused(t *testing.T) {
+	good, err := os.ReadFile("testdata/chunked.h5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := func(a, b uint64) []byte {
+		return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, a), b)
+	}
+	doctored := []byte(strings.ReplaceAll(string(good), string(dims(6, 8)), string(dims(6_000_000, 8))))
+	if string(doctored) == string(good) {
+		t.Fatal("the fixture has no (6, 8) dataspace to doctor")
+	}
+	f, err := Parse(doctored, "doctored.h5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Dataset("nested/inner/depth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 48_000_000 {
+		t.Fatalf("doctored shape %v", d.Shape)
+	}
+	_, err = d.Float32s()
+	if err == nil || !strings.Contains(err.Error(), `doctored.h5: dataset "nested/inner/depth" of shape [6000000 8] would take 192000000 bytes`) {
+		t.Fatalf("err = %v, want the doctored dataset refused", err)
+	}
+}

@@ -207,3 +207,25 @@ func TestLegacyCheckpointIsNamed(t *testing.T) {
 		t.Fatal("legacy detection")
 	}
 }
+
+// FuzzRebuildTensor: any offset, sizes and strides (seeded with the
+// overflowing ones above) give an error or a tensor whose elements all
+// lie in its storage, never a panic.
+func FuzzRebuildTensor(f *testing.F) {
+	f.Add(int64(1<<63-1), int64(2), int64(1), int64(1), int64(1))
+	f.Add(int64(0), int64(1<<23), int64(1<<40), int64(1<<40), int64(2))
+	f.Add(int64(0), int64(2), int64(2), int64(1<<40), int64(1))
+	f.Add(int64(3), int64(3), int64(2), int64(1<<40), int64(1<<40))
+	f.Add(int64(1), int64(3), int64(4), int64(4), int64(1))
+	f.Add(int64(-1), int64(3), int64(-4), int64(-4), int64(1))
+	f.Fuzz(func(t *testing.T, off, d0, d1, s0, s1 int64) {
+		s := &storage{typ: storageTypes["FloatStorage"], data: make([]byte, 4*12)}
+		v, err := rebuildTensor{}.Call(pickle.Tuple{s, off, pickle.Tuple{d0, d1}, pickle.Tuple{s0, s1}, false, nil})
+		if err != nil {
+			return
+		}
+		if _, err := v.(*tensor).contiguous("w"); err != nil {
+			t.Fatalf("rebuilt (offset %d, shape [%d %d], strides [%d %d]) but cannot read it: %v", off, d0, d1, s0, s1, err)
+		}
+	})
+}

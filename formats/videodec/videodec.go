@@ -11,20 +11,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gatepipe/gatepipe/internal/procattr"
 )
 
 // ErrNoFFmpeg is returned when no ffmpeg can be run.
 var ErrNoFFmpeg = errors.New("decoding video needs ffmpeg: install it (apt-get install ffmpeg) or put it on PATH")
 
+// DefaultTimeout bounds one video's decoding: a clip of a few hundred
+// frames takes seconds, so an ffmpeg still running after this is stuck
+// (on a damaged file, or a pipe nobody reads) and is killed.
+const DefaultTimeout = 2 * time.Minute
+
 // Decoder runs one ffmpeg per video.
 type Decoder struct {
 	// FFmpeg is the program (default "ffmpeg" on PATH).
 	FFmpeg string
+	// Timeout bounds each video (default DefaultTimeout).
+	Timeout time.Duration
 }
 
 // Frames returns the frames at the given indices (0-based, in any order,
@@ -56,29 +66,39 @@ func (d Decoder) Frames(ctx context.Context, path string, indices []int, h, w in
 	if _, err := exec.LookPath(prog); err != nil {
 		return nil, ErrNoFFmpeg
 	}
-	cmd := exec.CommandContext(ctx, prog, "-nostdin", "-hide_banner", "-v", "error", "-threads", "1",
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	clipCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(clipCtx, prog, "-nostdin", "-hide_banner", "-v", "error", "-threads", "1",
 		"-i", path, "-vf", filter, "-fps_mode", "passthrough", "-frames:v", strconv.Itoa(len(unique)),
 		"-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	// ffmpeg gets its own process group, killed whole, and the pipes are
+	// closed soon after: a child it started cannot keep the read waiting.
+	cmd.SysProcAttr = procattr.Child()
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	frame := h * w * 3
+	want := len(unique) * frame
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
+	stdout := &limitedBuffer{buf: bytes.NewBuffer(make([]byte, 0, want)), max: want + 1}
+	cmd.Stdout = stdout
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: starting ffmpeg: %w", path, err)
 	}
-	frame := h * w * 3
-	want := len(unique) * frame
-	got, readErr := io.ReadAll(io.LimitReader(stdout, int64(want)+1))
 	waitErr := cmd.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if clipCtx.Err() != nil {
+		return nil, fmt.Errorf("%s: ffmpeg did not finish within %s (stuck on a damaged file?); killed", path, timeout)
+	}
+	got := stdout.buf.Bytes()
 	msg := strings.TrimSpace(stderr.String())
 	switch {
-	case readErr != nil:
-		return nil, fmt.Errorf("%s: reading ffmpeg's frames: %w", path, readErr)
 	case waitErr != nil && len(got) < want:
 		return nil, fmt.Errorf("%s: ffmpeg cannot decode it: %s", path, firstLine(msg, waitErr))
 	case len(got) < want:

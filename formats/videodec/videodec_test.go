@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatepipe/gatepipe/internal/videofixture"
 )
@@ -67,5 +68,24 @@ func TestBadVideosAreErrors(t *testing.T) {
 	}
 	if _, err := (Decoder{FFmpeg: "/nonexistent/ffmpeg"}).Frames(context.Background(), p, []int{0}, 8, 8); !errors.Is(err, ErrNoFFmpeg) {
 		t.Errorf("no ffmpeg: %v", err)
+	}
+}
+
+// TestHungFFmpegIsKilled: an ffmpeg that never finishes (here a script
+// whose child holds the output pipe open) is killed at the timeout, with
+// an error naming the file, instead of hanging the dataset node.
+func TestHungFFmpegIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "ffmpeg")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nsleep 600 &\nsleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := Decoder{FFmpeg: fake, Timeout: 300 * time.Millisecond}.Frames(context.Background(), filepath.Join(dir, "clip.mp4"), []int{0}, 4, 4)
+	if err == nil || !strings.Contains(err.Error(), "clip.mp4: ffmpeg did not finish within 300ms") {
+		t.Fatalf("err = %v, want the clip named as timed out", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("returned after %s", d)
 	}
 }
