@@ -159,6 +159,8 @@ func TestNativeResizeEqualsGo(t *testing.T) {
 		{1, 1, 5, 5, 3}, {2000, 30, 13, 30, 1}, {97, 89, 96, 90, 3},
 		// Row counts around the AVX2 pass's groups of four.
 		{500, 3, 224, 3, 3}, {50, 6, 20, 5, 3}, {13, 4, 5, 4, 3}, {8, 9, 3, 9, 3}, {640, 7, 9, 2, 3},
+		// Many taps (odd and even counts) in the 16-bit multiply-adds.
+		{2000, 30, 13, 30, 3}, {1000, 9, 250, 9, 3}, {901, 10, 300, 10, 3},
 	}
 	for _, c := range cases {
 		src := make([]byte, c.inW*c.inH*c.bands)
