@@ -101,7 +101,7 @@ func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics
 	}
 	id, ok, err := e.actionID(ctx, in)
 	if err != nil {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot fingerprint inputs",
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the node's local inputs",
 			Detail: err.Error(), Subject: in.v.block.DeclRange.Ptr()})
 	}
 	if !ok {

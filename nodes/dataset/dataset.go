@@ -8,9 +8,12 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -560,7 +563,13 @@ func (n *Node) Downloads() []sources.Ref {
 // editing the file re-runs the dataset.
 func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 	for _, s := range n.sources {
-		if s.scheme != "file" || s.SHA256 != "" {
+		if s.scheme != "file" {
+			continue
+		}
+		if _, err := os.Stat(s.localPath); err != nil {
+			return missingSource(s, err)
+		}
+		if s.SHA256 != "" {
 			continue
 		}
 		readset.Add(ctx, s.localPath)
@@ -572,6 +581,24 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "source %s %d %s\n", s.URL, size, sum)
 	}
 	return nil
+}
+
+// missingSource explains a local source that cannot be read, at plan
+// time: a file under /usr/share/datasets is what one of Debian's
+// dataset-NAME packages installs.
+func missingSource(s *source, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("source %s: %w", s.URL, err)
+	}
+	hint := "check the path (a module's dir variable, or -var) or fetch the file first"
+	if rest, ok := strings.CutPrefix(s.localPath, "/usr/share/datasets/"); ok {
+		pkg, _, _ := strings.Cut(rest, "/")
+		hint = fmt.Sprintf("it is installed by Debian's dataset-%s package: apt-get install dataset-%s (or point the module's dir variable at another copy)", pkg, pkg)
+	}
+	if s.URL == s.localPath {
+		return fmt.Errorf("source %s does not exist; %s", s.URL, hint)
+	}
+	return fmt.Errorf("source %s: %s does not exist; %s", s.URL, s.localPath, hint)
 }
 
 // DefaultResources: parsing is single-threaded.

@@ -171,6 +171,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
+	if err := checkMeasured(data, filepath.Base(n.measured), name, aligned, n.tier); err != nil {
+		return cty.NilVal, err
+	}
 	if p.Warning != "" {
 		env.Log.Warn().Msg(p.Warning)
 	}

@@ -65,17 +65,26 @@ splits   = 5
 }
 
 func TestPredictNeedsTheTierResults(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "mine.csv"), []byte("category,benchmark,metric,model,value,higher_is_better\nImg Class,cifar100,Acc@1,me,50,true\n"), 0o644)
-	n, diags := decode(t, dir, "matrix = \"stdlib/data/gate_table3.csv\"\ntier = [\"cifar100\", \"acdc\"]\nmeasured = \"mine.csv\"\nvalidate = false")
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	_, err := n.Run(context.Background(), &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}})
-	// cifar100 lacks Acc@5 and Loss, which the prediction goes without;
-	// acdc has nothing measured.
-	if err == nil || !strings.Contains(err.Error(), "acdc:") || strings.Contains(err.Error(), "cifar100") {
-		t.Fatalf("err = %v, want it to name the tier benchmark measured not at all", err)
+	const header = "category,benchmark,metric,model,value,higher_is_better\n"
+	cifar := "Img Class,cifar100,Acc@1,me,50,true\nImg Class,cifar100,Acc@5,me,80,true\nImg Class,cifar100,Loss,me,1.9,false\n"
+	for _, tc := range []struct{ name, csv, want, not string }{
+		// cifar100 lacks Acc@5 and Loss, which the prediction uses.
+		{"a benchmark measured in part", header + "Img Class,cifar100,Acc@1,me,50,true\n", "tier benchmark cifar100 is measured on Acc@1 but not on Acc@5, Loss", ""},
+		// acdc has nothing measured.
+		{"a benchmark not measured", header + cifar, "acdc:", "cifar100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "mine.csv"), []byte(tc.csv), 0o644)
+			n, diags := decode(t, dir, "matrix = \"stdlib/data/gate_table3.csv\"\ntier = [\"cifar100\", \"acdc\"]\nmeasured = \"mine.csv\"\nvalidate = false")
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			_, err := n.Run(context.Background(), &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.not != "" && strings.Contains(err.Error(), tc.not)) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -242,4 +251,60 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestPredictRefusesBadMeasuredFiles: a measured file with a NaN, with a
+// metric's direction against the pool's, or with a tier benchmark measured
+// on only some of its metrics is an error naming the file (and line),
+// not a prediction made from a silently changed row.
+func TestPredictRefusesBadMeasuredFiles(t *testing.T) {
+	good, err := os.ReadFile("../../examples/eevee_predict/dino_small_tier.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(good)), "\n")
+	edit := func(match string, f func(string) string) string {
+		var out []string
+		for _, l := range lines {
+			if strings.Contains(l, match) {
+				if l = f(l); l == "" {
+					continue
+				}
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n") + "\n"
+	}
+	tests := map[string]struct{ csv, want string }{
+		"NaN value": {edit("ade20k,mIoU", func(l string) string { return strings.Replace(l, "33.3", "nan", 1) }),
+			`bad.csv:16: ade20k:mIoU has no value ("nan")`},
+		"direction against the pool": {edit("cifar100,Loss", func(l string) string { return strings.Replace(l, ",false", ",true", 1) }),
+			`cifar100:Loss has higher_is_better = true, but the pool matrix has false`},
+		"a tier metric missing": {edit("ade20k,Mean Acc", func(string) string { return "" }),
+			`tier benchmark ade20k is measured on`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"pool_without_dino.csv"} {
+				b, _ := os.ReadFile(filepath.Join("../../examples/eevee_predict", f))
+				os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			os.WriteFile(filepath.Join(dir, "bad.csv"), []byte(tc.csv), 0o644)
+			n, diags := decode(t, dir, `
+matrix   = "pool_without_dino.csv"
+tier     = ["iwildcam", "ade20k", "clevr-math", "acdc", "imagenet1k", "mini", "cubirds", "cifar100"]
+measured = "bad.csv"
+validate = false
+splits   = 2
+`)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			_, err := n.Run(context.Background(), &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -64,6 +64,10 @@ variable "torch_arch" {
 variable "gpus" {
   description = "GPUs per torch node (0 or 1)."
   default     = 0
+  validation {
+    condition     = var.gpus == 0 || var.gpus == 1
+    error_message = "gpus is the GPUs of each torch node: 0 (CPU) or 1 (one GPU per node; nodes run on every GPU at once)."
+  }
 }
 
 variable "python" {

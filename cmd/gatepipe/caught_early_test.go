@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Mistakes that used to surface only at apply are refused by validate or
+// plan, at the line that makes them: GPUs the machine does not have, a
+// tier's gpus outside 0 and 1, and a local dataset source that is not
+// there (with what installs it when it is a Debian dataset package's
+// path).
+func TestMistakesCaughtBeforeApply(t *testing.T) {
+	noGPU := t.TempDir() // a PATH without nvidia-smi
+	for _, name := range []string{"sh", "true"} {
+		if p, err := exec.LookPath(name); err == nil {
+			os.Symlink(p, filepath.Join(noGPU, name))
+		}
+	}
+	tests := []struct {
+		name, command, src string
+		want               []string
+	}{
+		{"gpus beyond the machine", "validate", `
+command "c" {
+  run = ["true"]
+  resources {
+    gpus = 2
+  }
+}
+`, []string{"More GPUs than this machine has", "main.hcl:5", "asks for 2 GPU(s), but gatepipe sees 0"}},
+		{"a tier's gpus outside 0 and 1", "validate", `
+module "gate" {
+  source = "stdlib/tiers/small"
+  gpus   = 2
+}
+`, []string{"gpus is the GPUs of each torch node: 0 (CPU) or 1"}},
+		{"a dataset directory that is not there", "plan", `
+module "fm" {
+  source = "stdlib/datasets/fashion_mnist"
+  dir    = "/nonexistent/fmnist"
+}
+`, []string{"/nonexistent/fmnist/train-images-idx3-ubyte.gz does not exist", "check the path (a module's dir variable"}},
+		{"a Debian dataset package not installed", "plan", `
+module "fm" {
+  source = "stdlib/datasets/fashion_mnist"
+  dir    = "/usr/share/datasets/no-such-set"
+}
+`, []string{"does not exist", "apt-get install dataset-no-such-set", "fashion_mnist/main.hcl:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.hcl"), tc.src)
+			env := append(os.Environ(), "GATEPIPE_CACHE_DIR="+t.TempDir(), "PATH="+noGPU, "CUDA_VISIBLE_DEVICES=")
+			r := gpWith(t, env, tc.command, dir)
+			if r.code != exitConfigError {
+				t.Fatalf("%s: exit %d, want %d\n%s%s", tc.command, r.code, exitConfigError, r.stdout, r.stderr)
+			}
+			said := strings.Join(strings.Fields(r.stderr), " ") // unwrapped
+			for _, w := range tc.want {
+				if !strings.Contains(said, w) {
+					t.Errorf("%s says\n%s\nwant %q in it", tc.command, r.stderr, w)
+				}
+			}
+		})
+	}
+}
