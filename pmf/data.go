@@ -109,10 +109,12 @@ func (s *Scale) Observed(j int) bool { return s.Count[j] > 0 }
 //     lending its spread to one of scale 1;
 //   - no observation: the mean of the observed values of the columns of
 //     the same metric (else of every column) as mean, and a std borrowed
-//     as above. Every method then predicts its cells: the masked-ratio
-//     protocol scores every hidden cell, as the paper does, and a column
-//     that lost all its observations is predicted as a typical column of
-//     its metric, not dropped from the score.
+//     as above. That scale only lets the fit and the acquisition rules
+//     treat the column as a typical one of its metric: a column's units
+//     cannot be known from other benchmarks' (a loss of 1 on one is 1,000
+//     standard deviations on another), so its cells are not predicted
+//     (Completion.Predicts is false) and the masked-ratio protocol leaves
+//     them out of the score, its coverage saying how many.
 func Normalise(d *Data) (z [][]float64, s Scale) {
 	rows, cols := d.Rows(), d.Cols()
 	s = Scale{Mean: make([]float64, cols), Std: make([]float64, cols), Count: make([]int, cols), Borrowed: make([]bool, cols)}
@@ -221,9 +223,10 @@ func median(v []float64) float64 {
 type Completion struct {
 	Method string
 	// Mean and Std are the prediction and its posterior standard
-	// deviation per cell, in the column's own units (borrowed ones for a
-	// column with no observation: see Normalise). Observed cells are predicted too (the fitted
-	// value), so a caller chooses whether to show the observation.
+	// deviation per cell, in the column's own units. Observed cells are
+	// predicted too (the fitted value), so a caller chooses whether to
+	// show the observation. A column with no observation has values on a
+	// borrowed scale, for acquisition only: Predicts is false for it.
 	Mean, Std [][]float64
 	// Noise is the posterior mean of the noise standard deviation in
 	// normalised units (NaN for the baselines).
@@ -234,6 +237,10 @@ type Completion struct {
 	Draws [][]float64
 	Scale Scale
 }
+
+// Predicts reports whether column j's cells are predictions: false for a
+// column that had no observation, whose units are unknown.
+func (c *Completion) Predicts(j int) bool { return c.Scale.Count[j] > 0 }
 
 // denormalise fills Mean and Std in column units from normalised ones.
 func (c *Completion) denormalise(zMean, zStd [][]float64) {

@@ -16,6 +16,10 @@ type EvalOptions struct {
 	Seeds int
 	// Workers fit in parallel (at least 1).
 	Workers int
+	// HideColumns is the number of columns each mask also hides wholly
+	// (chosen by the seed): no method can predict a column it has no
+	// observation of, and Coverage shows how many cells that leaves out.
+	HideColumns int
 }
 
 // DefaultEvalOptions are the paper's: P in {20, 40, 60, 80, 90, 95}%, 10
@@ -35,8 +39,8 @@ type EvalRow struct {
 	// the absolute error over the hidden cells (samplers only).
 	StdErrCorr Stat `json:"std_err_spearman"`
 	// Coverage is the share of hidden cells that could be scored: a cell
-	// whose column kept no observation is predicted by no method and
-	// left out for all of them.
+	// whose column kept no observation is predicted by no method (see
+	// Completion.Predicts) and left out for all of them.
 	Coverage Stat `json:"coverage"`
 }
 
@@ -95,6 +99,7 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 			defer wg.Done()
 			for j := range next {
 				masked, hidden := maskShare(d, o.Ratios[j.ratio], uint64(j.seed))
+				hidden = hideColumns(d, masked, hidden, o.HideColumns, uint64(j.seed))
 				c, err := methods[j.method].Complete(ctx, masked, uint64(j.seed))
 				mu.Lock()
 				if err != nil && firstErr == nil {
@@ -195,13 +200,35 @@ func maskShare(d *Data, share float64, seed uint64) (*Data, [][2]int) {
 	return &out, hidden
 }
 
+// hideColumns hides k of d's columns wholly in masked (chosen by seed,
+// the same for every method), adding their cells to hidden.
+func hideColumns(d, masked *Data, hidden [][2]int, k int, seed uint64) [][2]int {
+	if k <= 0 {
+		return hidden
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x636f6c73))
+	gone := map[[2]int]bool{}
+	for _, ij := range hidden {
+		gone[ij] = true
+	}
+	for _, j := range rng.Perm(d.Cols())[:min(k, d.Cols())] {
+		for i := range d.Values {
+			if !math.IsNaN(d.Values[i][j]) && !gone[[2]int{i, j}] {
+				masked.Values[i][j] = math.NaN()
+				hidden = append(hidden, [2]int{i, j})
+			}
+		}
+	}
+	return hidden
+}
+
 // score compares c with the truth d on the hidden cells, in units.
 func score(c *Completion, d *Data, hidden [][2]int, units Scale) (rmse, mae, r2, corr, coverage float64) {
 	var pred, truth, std, abs []float64
 	for _, ij := range hidden {
 		i, j := ij[0], ij[1]
 		p := c.Mean[i][j]
-		if math.IsNaN(p) {
+		if math.IsNaN(p) || !c.Predicts(j) {
 			continue
 		}
 		u := units.Std[j]

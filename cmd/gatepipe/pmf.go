@@ -24,7 +24,9 @@ const pmfUsage = `pmf eval|active [flags]
           (P = 20, 40, 60, 80, 90, 95) with 10 seeds, complete it with each
           method, and score RMSE, MAE and R² on the hidden entries (in units
           of each column's standard deviation over the full matrix), with the
-          Spearman correlation of posterior std and absolute error
+          Spearman correlation of posterior std and absolute error; a column
+          left with no observation (-hide-columns N hides N wholly) is not
+          predicted, and "scored" says how many hidden cells were
   active  simulate active evaluation: start from 20% of the entries, reveal
           a batch chosen by each acquisition rule (random; uncertainty: the
           largest posterior std in column-std units; uncertainty_raw: the
@@ -133,6 +135,7 @@ func runPMFEval(ctx context.Context, c *cli, args []string) int {
 	f.register(fs)
 	methods := fs.String("methods", "global_mean,mean_of_means,pmf,bpmf,ptf", "comma-separated methods")
 	ratios := fs.String("ratios", "20,40,60,80,90,95", "comma-separated test ratios in percent")
+	hideColumns := fs.Int("hide-columns", 0, "also hide this many whole columns in every mask: no method predicts a column it has no observation of (its units are unknown), and the scored column says how many hidden cells that leaves out")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -141,7 +144,7 @@ func runPMFEval(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	eo := pmf.EvalOptions{Seeds: f.seeds, Workers: f.workers}
+	eo := pmf.EvalOptions{Seeds: f.seeds, Workers: f.workers, HideColumns: *hideColumns}
 	if eo.Ratios, err = parseList(*ratios, 100); err != nil {
 		return fail(fmt.Errorf("-ratios: %w", err))
 	}
