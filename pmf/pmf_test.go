@@ -259,14 +259,7 @@ func TestNormaliseColumnsWithFewObservations(t *testing.T) {
 // 90%), so every method predicts and scores every hidden cell, as the
 // paper's protocol does, and RMSEs compare with its figures.
 func TestMaskedRatioScoresEveryHiddenCell(t *testing.T) {
-	f, err := stdlib.FS().Open("data/gate_table3.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := eevee.LoadCSV(f, "gate")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gateMatrix(t)
 	d := FromMatrix(m)
 	for _, share := range []float64{0.9, 0.95} {
 		for seed := range 3 {
@@ -331,14 +324,7 @@ func TestMaskKeepsOnlyWhatTheShareAllows(t *testing.T) {
 // hide whole columns score the rest as before, their coverage saying what
 // was left out.
 func TestWhollyHiddenColumnsAreRefused(t *testing.T) {
-	f, err := stdlib.FS().Open("data/gate_table3.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := eevee.LoadCSV(f, "gate")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gateMatrix(t)
 	d := FromMatrix(m)
 	o := DefaultOptions()
 	o.Warmup, o.Draws = 10, 5
@@ -399,4 +385,18 @@ func TestBadInput(t *testing.T) {
 	if o.Validate() == nil {
 		t.Error("latent 0 accepted")
 	}
+}
+
+// gateMatrix is the GATE paper's results matrix (stdlib/data).
+func gateMatrix(t *testing.T) *eevee.Matrix {
+	t.Helper()
+	f, err := stdlib.FS().Open("data/gate_table3.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := eevee.LoadCSV(f, "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
