@@ -111,30 +111,42 @@ func (c HFCache) Lookup(kind, repo, commit, p string) (hfCached, bool) {
 		return hfCached{}, false
 	}
 	dir := c.repoDir(kind, repo)
-	return c.entry(dir, filepath.Join(dir, "snapshots", commit, filepath.FromSlash(p)), p)
+	f, damage := c.entry(dir, filepath.Join(dir, "snapshots", commit, filepath.FromSlash(p)), p)
+	return f, damage == ""
 }
 
 // entry reads a snapshot entry: a link into repoDir/blobs (huggingface_hub
-// on Linux and macOS) or a copy (where links are not available).
-func (c HFCache) entry(repoDir, link, p string) (hfCached, bool) {
-	f := hfCached{Path: p, Blob: link}
+// on Linux and macOS) or a copy (where links are not available). damage
+// says why an entry cannot be used: a link that leaves the repository's
+// blobs or loops, a blob that is missing, not a regular file, or still
+// being written (huggingface_hub links a blob only once it is whole).
+func (c HFCache) entry(repoDir, link, p string) (f hfCached, damage string) {
+	f = hfCached{Path: p, Blob: link}
 	if target, err := os.Readlink(link); err == nil {
 		blob := filepath.Clean(filepath.Join(filepath.Dir(link), target))
 		if filepath.Dir(blob) != filepath.Join(repoDir, "blobs") {
-			return hfCached{}, false // a link that leaves the repository's blobs
+			return hfCached{}, fmt.Sprintf("its link points to %s, outside the repository's blobs", target)
+		}
+		if strings.HasSuffix(blob, ".incomplete") {
+			return hfCached{}, fmt.Sprintf("its link points to %s, a blob still being written", target)
 		}
 		f.Blob, f.Etag = blob, filepath.Base(blob)
 	}
 	info, err := os.Stat(f.Blob)
-	if err != nil || !info.Mode().IsRegular() {
-		return hfCached{}, false
+	switch {
+	case err != nil:
+		return hfCached{}, fmt.Sprintf("its blob cannot be read (%v)", err)
+	case !info.Mode().IsRegular():
+		return hfCached{}, fmt.Sprintf("its blob %s is not a regular file (%s)", f.Blob, info.Mode().Type())
 	}
 	f.Size = info.Size()
-	return f, true
+	return f, ""
 }
 
 // Files lists a snapshot's files whose repository paths match one of the
-// patterns (path.Match, as the Hub's listing is matched).
+// patterns (path.Match, as the Hub's listing is matched). A matching entry
+// that cannot be used is an error naming it: pinning without it would
+// build a dataset with files missing.
 func (c HFCache) Files(kind, repo, commit string, patterns []string) ([]hfCached, error) {
 	if c.IsZero() || CheckRepo(repo) != nil || !commitRE.MatchString(commit) {
 		return nil, nil
@@ -153,9 +165,11 @@ func (c HFCache) Files(kind, repo, commit string, patterns []string) ([]hfCached
 		rel = filepath.ToSlash(rel)
 		for _, pat := range patterns {
 			if ok, _ := path.Match(pat, rel); ok {
-				if f, ok := c.entry(dir, p, rel); ok {
-					out = append(out, f)
+				f, damage := c.entry(dir, p, rel)
+				if damage != "" {
+					return fmt.Errorf("the Hugging Face cache's %s of %s is damaged: %s; delete %s (or download it again with huggingface_hub)", rel, repo, damage, p)
 				}
+				out = append(out, f)
 				break
 			}
 		}
@@ -254,6 +268,12 @@ func (r *Resolver) readHFCachePin(ref Ref) (Pin, error) {
 				f.SHA256, f.Storage = e.Etag, StorageLFS
 			} else {
 				f.Storage = StorageGit
+				if e.Etag != "" && e.Size > lfsThreshold {
+					// Not hashed: the Hub keeps a file this big in LFS,
+					// under its SHA-256 (a copy, with no blob name, may
+					// be either).
+					return Pin{}, fmt.Errorf("the Hugging Face cache's %s of %s is %d bytes under a git blob name (%s), but the Hub stores files over %d bytes in LFS, named by their SHA-256: the cache entry is damaged (delete %s and download it again)", e.Path, ref.HF, e.Size, e.Etag, lfsThreshold, e.Blob)
+				}
 				s256, s1, err := hashBoth(e.Blob)
 				if err != nil {
 					return Pin{}, err

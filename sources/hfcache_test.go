@@ -145,14 +145,60 @@ func TestDamagedHFCacheEntriesAreNotUsed(t *testing.T) {
 	if !strings.Contains(log.String(), "its blob is named") {
 		t.Errorf("log: %s", log.String())
 	}
-	// A snapshot link whose blob is still being written (.incomplete).
-	snap := filepath.Join(root, "datasets--o--n", "snapshots", commit, "data", "train-00002-of-00003.parquet")
-	os.Symlink("../../../blobs/"+strings.Repeat("ab", 32), snap)
-	os.WriteFile(filepath.Join(root, "datasets--o--n", "blobs", strings.Repeat("ab", 32)+".incomplete"), []byte("PAR1 hal"), 0o644)
-	r2 := New(Options{Offline: true, Blobs: blobs, Getenv: func(k string) string { return env[k] }})
-	p2, err := r2.Pinned(ref)
-	if err != nil || len(p2.Files) != 2 {
-		t.Fatalf("a half-written entry was listed: %+v %v", p2, err)
+}
+
+// TestDamagedHFCacheEntriesStopThePin: pinning offline from the Hugging
+// Face cache with a matching entry that cannot be used (a link leaving the
+// blobs, a loop, a blob that is a directory or missing, a link to a blob
+// still being written) is an error naming the entry, not a dataset built
+// with the file left out; a git-named blob too big for git storage is
+// refused without hashing it.
+func TestDamagedHFCacheEntriesStopThePin(t *testing.T) {
+	ab := strings.Repeat("ab", 32)
+	tests := map[string]struct {
+		damage func(repo, snap string)
+		want   string
+	}{
+		"link outside the blobs": {func(repo, snap string) {
+			os.WriteFile(filepath.Join(repo, "..", "secret"), []byte("x"), 0o644)
+			os.Symlink("../../../../secret", filepath.Join(snap, "data", "train-00002-of-00003.parquet"))
+		}, "outside the repository's blobs"},
+		"link loop": {func(repo, snap string) {
+			os.Symlink("../../../blobs/"+ab, filepath.Join(snap, "data", "train-00002-of-00003.parquet"))
+			os.Symlink(ab, filepath.Join(repo, "blobs", ab))
+		}, "cannot be read"},
+		"blob is a directory": {func(repo, snap string) {
+			os.Symlink("../../../blobs/"+ab, filepath.Join(snap, "data", "train-00002-of-00003.parquet"))
+			os.Mkdir(filepath.Join(repo, "blobs", ab), 0o755)
+		}, "is not a regular file"},
+		"blob missing": {func(repo, snap string) {
+			os.Symlink("../../../blobs/"+ab, filepath.Join(snap, "data", "train-00002-of-00003.parquet"))
+		}, "cannot be read"},
+		"link to a blob being written": {func(repo, snap string) {
+			os.WriteFile(filepath.Join(repo, "blobs", ab+".incomplete"), []byte("PAR1 hal"), 0o644)
+			os.Symlink("../../../blobs/"+ab+".incomplete", filepath.Join(snap, "data", "train-00002-of-00003.parquet"))
+		}, "a blob still being written"},
+		"big blob under a git name": {func(repo, snap string) {
+			sha1 := strings.Repeat("cd", 20)
+			f, _ := os.Create(filepath.Join(repo, "blobs", sha1))
+			f.Truncate(lfsThreshold + 1) // sparse: nothing written
+			f.Close()
+			os.Symlink("../../../blobs/"+sha1, filepath.Join(snap, "data", "train-00002-of-00003.parquet"))
+		}, "stores files over 10485760 bytes in LFS"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root, _ := hfCacheSetup(t)
+			repo := filepath.Join(root, "datasets--o--n")
+			tc.damage(repo, filepath.Join(repo, "snapshots", commit))
+			blobs, _ := cache.Open(t.TempDir())
+			env := map[string]string{"HF_HUB_CACHE": root}
+			r := New(Options{Offline: true, Blobs: blobs, Getenv: func(k string) string { return env[k] }})
+			pin, err := r.Resolve(context.Background(), Ref{HF: "o/n", Files: []string{"data/train-*.parquet"}}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "train-00002-of-00003.parquet") {
+				t.Fatalf("pin %+v, err %v; want an error naming the entry and saying %q", pin, err, tc.want)
+			}
+		})
 	}
 }
 
