@@ -175,3 +175,19 @@ func TestDoctoredDimensionsAreRefused(t *testing.T) {
 		t.Fatalf("err = %v, want the doctored dataset refused", err)
 	}
 }
+
+// TestTrackOrderIsNamed: a file h5py wrote with track_order=True is
+// refused naming that option, not only libver="latest".
+func TestTrackOrderIsNamed(t *testing.T) {
+	data, err := os.ReadFile("testdata/track_order.h5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(data, "track_order.h5")
+	if err == nil {
+		_, err = f.Dataset("rgb")
+	}
+	if err == nil || !strings.Contains(err.Error(), "track_order=True") {
+		t.Fatalf("err = %v, want track_order named", err)
+	}
+}

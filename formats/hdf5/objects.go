@@ -47,7 +47,7 @@ func (f *File) header(off uint64) (*objectHeader, error) {
 		return nil, f.errorf(off, "an undefined object address")
 	}
 	if r := f.at(off); string(r.take(4)) == "OHDR" {
-		return nil, f.errorf(off, "a version 2 object header: files written with libver=\"latest\" are not supported")
+		return nil, f.errorf(off, "a version 2 object header, which h5py writes for libver=\"latest\" and for groups made with track_order=True: not supported (write the file with h5py's defaults)")
 	}
 	r := f.at(off)
 	version := r.u8()
@@ -108,7 +108,7 @@ func (f *File) header(off uint64) (*objectHeader, error) {
 					return nil, c.err
 				}
 			case msgLink, msgLinkInfo:
-				return nil, f.errorf(start, "a group stored as link messages: files written with libver=\"latest\" are not supported")
+				return nil, f.errorf(start, "a group stored as link messages, which h5py writes for libver=\"latest\" and for track_order=True: not supported (write the file with h5py's defaults)")
 			}
 			m.skip(msize)
 		}

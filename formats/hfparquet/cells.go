@@ -47,6 +47,9 @@ func appendInput(d *Data, a arrow.Array, i int, o Options) error {
 	if a.IsNull(i) {
 		return fmt.Errorf("null")
 	}
+	if err := nullImageBytes(a, i); err != nil {
+		return err
+	}
 	if b, ok := encodedBytes(a, i); ok {
 		if o.Height <= 0 || o.Width <= 0 {
 			return fmt.Errorf("encoded images need image_size = [H, W]")
@@ -171,6 +174,29 @@ func appendTarget(d *Data, a arrow.Array, i int, o Options, names *[]string) err
 		return setTask(Regression)
 	}
 	return fmt.Errorf("unsupported label type %s", a.DataType())
+}
+
+// nullImageBytes explains an image struct whose bytes are null: the
+// datasets library stores only the path of an image it did not embed (a
+// dataset built from local files and saved without embedding them), and
+// that path is on the machine that built it.
+func nullImageBytes(a arrow.Array, i int) error {
+	v, ok := a.(*array.Struct)
+	if !ok {
+		return nil
+	}
+	st := v.DataType().(*arrow.StructType)
+	k, ok := st.FieldIdx("bytes")
+	if !ok || !v.Field(k).IsNull(i) {
+		return nil
+	}
+	where := ""
+	if p, ok := st.FieldIdx("path"); ok {
+		if s, ok := text(v.Field(p), i); ok {
+			where = fmt.Sprintf(" (only its path, %q)", s)
+		}
+	}
+	return fmt.Errorf("the image's bytes are null%s: the file references an image it does not hold; save the dataset with its images embedded (datasets' embed_external_files, as push_to_hub does)", where)
 }
 
 // encodedBytes returns an encoded image: the bytes of a struct{bytes,

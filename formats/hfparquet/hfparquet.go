@@ -23,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/gatepipe/gatepipe/formats/imagedec"
@@ -156,6 +157,9 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 		return err
 	}
 	defer pf.Close()
+	if err := checkCodecs(pf); err != nil {
+		return err
+	}
 	// Small batches: a batch's image bytes sit in one Arrow buffer that
 	// grows by copying, so a whole row group in one batch allocated ~17x
 	// the file's size and let the heap's peak grow with the file.
@@ -179,7 +183,9 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 		return err
 	}
 	if d.Classes == nil && o.Classes == nil {
-		d.Classes = classNames(pf, labCol)
+		if d.Classes, err = classNames(pf, labCol); err != nil {
+			return err
+		}
 	}
 	if o.LabelsOnly {
 		field, _ := sc.FieldsByName(imgCol)
@@ -310,29 +316,90 @@ func leafColumns(pf *file.Reader, cols ...string) []int {
 	return out
 }
 
-// classNames reads a ClassLabel's names from the "huggingface" metadata
-// the datasets library writes.
-func classNames(pf *file.Reader, col string) []string {
+// checkCodecs refuses, before reading, a column chunk compressed with a
+// codec the Parquet library cannot decode: the deprecated LZ4 codec
+// (Hadoop's framing, which old Spark and Hadoop writers use), which it
+// otherwise reports only as "unimplemented".
+func checkCodecs(pf *file.Reader) error {
+	md := pf.MetaData()
+	for g := 0; g < md.NumRowGroups(); g++ {
+		rg := md.RowGroup(g)
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return err
+			}
+			if cc.Compression() == compress.Codecs.Lz4 {
+				return fmt.Errorf("row group %d, column %q: compressed with the deprecated Hadoop-framed LZ4 codec, which this reader cannot decode; rewrite the file with LZ4_RAW, zstd or snappy (pyarrow: pq.write_table(pq.read_table(f), out, compression=\"zstd\"))", g, cc.PathInSchema().String())
+			}
+		}
+	}
+	return nil
+}
+
+// classNames reads a label column's class names from the "huggingface"
+// metadata the datasets library writes: a ClassLabel, or a list of them
+// for multi-label columns (Sequence(ClassLabel) in datasets 2 and 3,
+// List(ClassLabel) in 4, or the one-element JSON array [ClassLabel]).
+// Only the label column's feature is decoded, so that other features of
+// any shape (a JSON array such as [Value("string")]) cannot hide it. No
+// metadata, or no ClassLabel for the column, is nil; metadata that is not
+// JSON is an error.
+func classNames(pf *file.Reader, col string) ([]string, error) {
 	v := pf.MetaData().KeyValueMetadata().FindValue("huggingface")
 	if v == nil {
-		return nil
+		return nil, nil
 	}
+	return namesInMetadata(*v, col)
+}
+
+// namesInMetadata is classNames on the metadata's JSON text.
+func namesInMetadata(v, col string) ([]string, error) {
 	var meta struct {
 		Info struct {
-			Features map[string]struct {
-				Type  string   `json:"_type"`
-				Names []string `json:"names"`
-			} `json:"features"`
+			Features map[string]json.RawMessage `json:"features"`
 		} `json:"info"`
 	}
-	if json.Unmarshal([]byte(*v), &meta) != nil {
+	if err := json.Unmarshal([]byte(v), &meta); err != nil {
+		return nil, fmt.Errorf("its \"huggingface\" metadata is not the JSON the datasets library writes: %w", err)
+	}
+	raw, ok := meta.Info.Features[col]
+	if !ok {
+		return nil, nil
+	}
+	return classLabelNames(raw, 0), nil
+}
+
+// classLabelNames finds the names of a ClassLabel feature, directly or as
+// the element of a list feature (depth bounds nesting).
+func classLabelNames(raw json.RawMessage, depth int) []string {
+	if depth > 3 {
 		return nil
 	}
-	f, ok := meta.Info.Features[col]
-	if !ok || f.Type != "ClassLabel" {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		if len(list) == 1 {
+			return classLabelNames(list[0], depth+1)
+		}
 		return nil
 	}
-	return f.Names
+	var f struct {
+		Type    string          `json:"_type"`
+		Names   []string        `json:"names"`
+		Feature json.RawMessage `json:"feature"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil
+	}
+	switch f.Type {
+	case "ClassLabel":
+		return f.Names
+	case "Sequence", "List", "LargeList":
+		if len(f.Feature) > 0 {
+			return classLabelNames(f.Feature, depth+1)
+		}
+	}
+	return nil
 }
 
 func column(tbl arrow.Table, name string) ([]arrow.Array, error) {

@@ -1,7 +1,9 @@
 package hfparquet
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"image"
 	"image/color"
 	"math/rand/v2"
@@ -186,5 +188,83 @@ func TestStringLabelsAndColumnErrors(t *testing.T) {
 	junk := writeFile(t, "junk.parquet", func(f *os.File) error { _, err := f.WriteString("PAR1 not really"); return err })
 	if _, err := Read(context.Background(), []string{junk}, Options{}); err == nil || !strings.Contains(err.Error(), "junk.parquet") {
 		t.Fatalf("junk: %v", err)
+	}
+}
+
+// TestClassNamesFromMetadata: class names are read from the label
+// column's feature whatever shape the others have, single-label and
+// multi-label as each datasets version writes them.
+func TestClassNamesFromMetadata(t *testing.T) {
+	const cl = `{"names": ["cat", "dog"], "_type": "ClassLabel"}`
+	meta := func(features string) string { return `{"info": {"features": {` + features + `}}}` }
+	tests := []struct {
+		name, meta string
+		want       []string
+		err        bool
+	}{
+		{"ClassLabel", meta(`"label": ` + cl), []string{"cat", "dog"}, false},
+		{"beside a JSON-array feature (datasets 2/3)", meta(`"tokens": [{"dtype": "string", "_type": "Value"}], "label": ` + cl), []string{"cat", "dog"}, false},
+		{"Sequence(ClassLabel), datasets 2/3", meta(`"label": {"feature": ` + cl + `, "_type": "Sequence"}`), []string{"cat", "dog"}, false},
+		{"List(ClassLabel), datasets 4", meta(`"label": {"feature": ` + cl + `, "_type": "List"}`), []string{"cat", "dog"}, false},
+		{"[ClassLabel]", meta(`"label": [` + cl + `]`), []string{"cat", "dog"}, false},
+		{"a Value label", meta(`"label": {"dtype": "int64", "_type": "Value"}`), nil, false},
+		{"no feature for the column", meta(`"other": ` + cl), nil, false},
+		{"not JSON", `{"info": `, nil, true},
+	}
+	for _, tc := range tests {
+		got, err := namesInMetadata(tc.meta, "label")
+		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, %v; want %v (error %v)", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestNullImageBytesAreNamed: an image struct whose bytes are null (the
+// datasets library keeps only the path of an image it did not embed) is
+// an error naming the row and the path, not "unknown format".
+func TestNullImageBytesAreNamed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	imgs := [][]byte{hffixture.PNG(hffixture.ClassImage(0, 8, 8, rng)), nil}
+	p := writeFile(t, "train.parquet", func(f *os.File) error {
+		return hffixture.ImageClassification(f, imgs, []int64{0, 1}, []string{"a", "b"}, 10)
+	})
+	_, err := Read(context.Background(), []string{p}, Options{Height: 4, Width: 4, Channels: 3})
+	if err == nil || !strings.Contains(err.Error(), `row 1, column "image": the image's bytes are null`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestHadoopLZ4IsNamed: a file whose column chunks say the deprecated
+// (Hadoop-framed) LZ4 codec is refused before reading, naming the codec
+// and what to rewrite it with, not "unimplemented". The fixture is a
+// snappy file whose footer's codec fields are rewritten to LZ4 (the
+// Parquet writer here cannot write that codec).
+func TestHadoopLZ4IsNamed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	imgs := [][]byte{hffixture.PNG(hffixture.ClassImage(0, 8, 8, rng))}
+	p := writeFile(t, "train.parquet", func(f *os.File) error {
+		return hffixture.ImageClassification(f, imgs, []int64{0}, []string{"a"}, 10)
+	})
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Thrift compact: ColumnMetaData's codec (field 4, an i32: header
+	// 0x15, then the zigzag value, SNAPPY 1 = 0x02, LZ4 5 = 0x0a) follows
+	// its path_in_schema, whose last element is the leaf's name. The
+	// footer is the N bytes before the last 8.
+	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	footer := data[len(data)-8-n : len(data)-8]
+	for _, leaf := range []string{"bytes", "path", "label"} {
+		at := []byte(leaf + "\x15\x02")
+		if c := bytes.Count(footer, at); c != 1 {
+			t.Fatalf("column %s: %d codec fields found, want 1", leaf, c)
+		}
+		copy(footer, bytes.ReplaceAll(footer, at, []byte(leaf+"\x15\x0a")))
+	}
+	os.WriteFile(p, data, 0o644)
+	_, err = Read(context.Background(), []string{p}, Options{Height: 4, Width: 4, Channels: 3})
+	if err == nil || !strings.Contains(err.Error(), "deprecated Hadoop-framed LZ4 codec") || !strings.Contains(err.Error(), "zstd") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -32,7 +32,11 @@ var imageType = arrow.StructOf(
 func appendImage(col array.Builder, data []byte, path string) {
 	sb := col.(*array.StructBuilder)
 	sb.Append(true)
-	sb.FieldBuilder(0).(*array.BinaryBuilder).Append(data)
+	if data == nil { // an image the datasets library did not embed
+		sb.FieldBuilder(0).(*array.BinaryBuilder).AppendNull()
+	} else {
+		sb.FieldBuilder(0).(*array.BinaryBuilder).Append(data)
+	}
 	if path == "" {
 		sb.FieldBuilder(1).(*array.StringBuilder).AppendNull()
 	} else {

@@ -27,5 +27,10 @@ with h5py.File("many.h5", "w") as f:
     for i in range(40):
         f.create_dataset(f"d{i:02d}", data=np.full((2,), i, dtype=np.uint8))
 
+# Creation order tracked (track_order=True): version 2 object headers,
+# which the reader refuses, naming the option.
+with h5py.File("track_order.h5", "w", track_order=True) as f:
+    f.create_dataset("rgb", data=rgb)
+
 rgb.tofile("rgb.bin")  # raw bytes, C order
 depth.astype("<f4").tofile("depth.bin")  # little-endian float32
