@@ -23,6 +23,9 @@ type downloadNeeds struct {
 	unsized  int // files whose size nobody published
 	unpinned []string
 	missing  []string // "addr: url (sha256 …)"
+	// sources are the pinned sources with files to fetch: "addr: ref
+	// (N files, size)", a dataset's files or an encoder's weights.
+	sources []string
 }
 
 func needsOf(dls []engine.Download) downloadNeeds {
@@ -39,6 +42,7 @@ func needsOf(dls []engine.Download) downloadNeeds {
 			}
 			continue
 		}
+		files, bytes := 0, int64(0)
 		for _, f := range d.Missing {
 			if seen[f.SHA256] {
 				continue
@@ -46,10 +50,14 @@ func needsOf(dls []engine.Download) downloadNeeds {
 			seen[f.SHA256] = true
 			n.files++
 			n.bytes += f.Size
+			files, bytes = files+1, bytes+f.Size
 			if f.Size == 0 {
 				n.unsized++
 			}
 			n.missing = append(n.missing, fmt.Sprintf("%s: %s (sha256 %s…)", d.Addr, f.URL, f.SHA256[:12]))
+		}
+		if files > 0 {
+			n.sources = append(n.sources, fmt.Sprintf("%s: %s (%d file(s), %s)", d.Addr, d.Ref.Key(), files, humanBytes(bytes)))
 		}
 	}
 	return n
@@ -84,6 +92,9 @@ func printDownloads(w io.Writer, s *session) {
 		}
 	}
 	fmt.Fprintln(w, ".")
+	for _, src := range n.sources {
+		fmt.Fprintln(w, "  "+src)
+	}
 	if len(n.unpinned) > 0 {
 		fmt.Fprintf(w, "%d source(s) not pinned in %s yet (apply or `gatepipe fetch` pins them; offline, Hub datasets in the Hugging Face cache are read there):\n", len(n.unpinned), sources.LockFileName)
 		for _, u := range n.unpinned {

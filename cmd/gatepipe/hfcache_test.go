@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -292,6 +293,22 @@ func TestHubWeightsFromTheHFCache(t *testing.T) {
 
 	// With the network (a mirror serving the Hub), apply pins the
 	// model in the lock file and fetches it.
+	srv := timmHub(t, files)
+	dir2 := t.TempDir()
+	writeFile(t, filepath.Join(dir2, "main.hcl"), hubWeightsPipeline)
+	online := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
+	if r = gpEnv(t, filepath.Join(t.TempDir(), "c2"), online, "apply", dir2); r.code != 0 || !strings.Contains(r.stdout, "dim = 16") {
+		t.Fatalf("online apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if lock := readFile(filepath.Join(dir2, "gatepipe.lock.hcl")); !strings.Contains(lock, `source "hf-model timm/vit_parity_tiny.test_in1k@main model.safetensors config.json"`) {
+		t.Errorf("lock file:\n%s", lock)
+	}
+}
+
+// timmHub is a local Hub (a mirror) serving the model repository
+// timm/vit_parity_tiny.test_in1k with files.
+func timmHub(t *testing.T, files []hfcachefixture.File) *httptest.Server {
+	t.Helper()
 	hub := &tierHub{repos: map[string]map[string][]byte{}}
 	modelRepo := map[string][]byte{}
 	for _, f := range files {
@@ -306,15 +323,103 @@ func TestHubWeightsFromTheHFCache(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	dir2 := t.TempDir()
-	writeFile(t, filepath.Join(dir2, "main.hcl"), hubWeightsPipeline)
-	online := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir(), "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
-	if r = gpEnv(t, filepath.Join(t.TempDir(), "c2"), online, "apply", dir2); r.code != 0 || !strings.Contains(r.stdout, "dim = 16") {
+	return srv
+}
+
+// TestHubWeightsThroughFetchMirrorLockAndOffline: weights = "hf:..." of an
+// encoder whose block waits on its dataset are sources like a dataset's:
+// plan names them, fetch downloads them (and writes them into the Hugging
+// Face cache with -hf-cache), mirror copies them, lock keeps their pin;
+// with the Hub gone, -offline applies on gatepipe's cache or on the
+// Hugging Face cache give the online run's features, and an -offline run
+// with neither refuses before starting, naming the files.
+func TestHubWeightsThroughFetchMirrorLockAndOffline(t *testing.T) {
+	files := timmModelFiles(t)
+	srv := timmHub(t, files)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), hubWeightsPipeline+`output "features" { value = features.vit.path }
+`)
+	hfRoot := filepath.Join(t.TempDir(), "hub")
+	home := "HOME=" + t.TempDir()
+	online := []string{"GATEPIPE_MIRROR=" + srv.URL, home, "HF_HUB_CACHE=" + hfRoot}
+	cache := filepath.Join(t.TempDir(), "c")
+	said := func(r result) string { return strings.Join(strings.Fields(r.stdout+r.stderr), " ") }
+
+	if r := gpEnv(t, cache, online, "fetch", "-hf-cache", dir); r.code != 0 || !strings.Contains(said(r), "2 file(s) in the cache") || !strings.Contains(said(r), "fetching https://huggingface.co/timm/vit_parity_tiny.test_in1k/resolve/"+hubCommit+"/model.safetensors") {
+		t.Fatalf("fetch -hf-cache: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"model.safetensors", "config.json"} {
+		if !fileExists(filepath.Join(hfRoot, "models--timm--vit_parity_tiny.test_in1k", "snapshots", hubCommit, f)) {
+			t.Errorf("fetch -hf-cache did not write %s into the Hugging Face cache", f)
+		}
+	}
+	noHF := "HF_HUB_CACHE=" + filepath.Join(t.TempDir(), "none")
+	if r := gpEnv(t, filepath.Join(t.TempDir(), "fresh"), []string{home, noHF}, "plan", dir); r.code != 0 || !strings.Contains(said(r), "Downloads: 2 pinned file(s)") ||
+		!strings.Contains(said(r), "encoder.vit: hf-model timm/vit_parity_tiny.test_in1k@main model.safetensors config.json (2 file(s), 24.") {
+		t.Errorf("plan on a fresh cache does not name the weights' files:\n%s%s", r.stdout, r.stderr)
+	}
+	if r := gpEnv(t, cache, online, "lock", dir); r.code != 0 {
+		t.Fatalf("lock: %d\n%s", r.code, r.stderr)
+	}
+	if lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl")); !strings.Contains(lock, `hf-model timm/vit_parity_tiny.test_in1k@main model.safetensors config.json`) {
+		t.Errorf("lock dropped the model's pin:\n%s", lock)
+	}
+	mirror := t.TempDir()
+	if r := gpEnv(t, cache, online, "mirror", mirror, dir); r.code != 0 || !strings.Contains(said(r), "model.safetensors") || !strings.Contains(said(r), "2 file(s) in the mirror") {
+		t.Errorf("mirror: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	r := gpEnv(t, cache, online, "apply", dir)
+	if r.code != 0 {
 		t.Fatalf("online apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if lock := readFile(filepath.Join(dir2, "gatepipe.lock.hcl")); !strings.Contains(lock, `source "hf-model timm/vit_parity_tiny.test_in1k@main model.safetensors config.json"`) {
-		t.Errorf("lock file:\n%s", lock)
+	want := featuresOf(t, r.stdout)
+	srv.Close() // the Hub is gone
+	for name, env := range map[string][]string{
+		"gatepipe's cache":       {home, "HF_HUB_CACHE=" + filepath.Join(t.TempDir(), "none")},
+		"the Hugging Face cache": {home, "HF_HUB_CACHE=" + hfRoot},
+	} {
+		c := cache
+		if name != "gatepipe's cache" {
+			c = filepath.Join(t.TempDir(), "c2")
+		}
+		r := gpEnv(t, c, env, "apply", "-offline", "-replace", "features.vit", dir)
+		if r.code != 0 {
+			t.Fatalf("offline apply from %s: %d\n%s%s", name, r.code, r.stdout, r.stderr)
+		}
+		if got := featuresOf(t, r.stdout); got != want {
+			t.Errorf("offline apply from %s: features differ from the online run's", name)
+		}
 	}
+	r = gpEnv(t, filepath.Join(t.TempDir(), "c3"), []string{home, "HF_HUB_CACHE=" + filepath.Join(t.TempDir(), "none")}, "apply", "-offline", dir)
+	if r.code == 0 || !strings.Contains(said(r), "model.safetensors (sha256") || !strings.Contains(said(r), "config.json (sha256") || strings.Contains(said(r), "dim =") {
+		t.Errorf("offline apply without the weights: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// featuresOf is the SHA-256 of the features files under the path the
+// apply printed as its "features" output.
+func featuresOf(t *testing.T, stdout string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(stdout, `features = "`)
+	if !ok {
+		t.Fatalf("no features output in\n%s", stdout)
+	}
+	dir, _, _ := strings.Cut(rest, `"`)
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".safetensors") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		h.Write([]byte(d.Name()))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func fileExists(p string) bool {

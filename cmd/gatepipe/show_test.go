@@ -70,7 +70,7 @@ func TestShowAndRunsShowGolden(t *testing.T) {
 	if open.code != 0 || !strings.HasPrefix(open.stdout, cache+"/objects/") {
 		t.Fatalf("open: %d %q %s", open.code, open.stdout, open.stderr)
 	}
-	if r := gp(t, cache, "open", pipeline); r.code != exitConfigError || !strings.Contains(r.stderr, "0 report instances") {
+	if r := gp(t, cache, "open", pipeline); r.code != exitConfigError || !strings.Contains(r.stderr, "the pipeline has no report block") {
 		t.Fatalf("open without a report: %d %s", r.code, r.stderr)
 	}
 	if r := gp(t, cache, "show", "command.trian", pipeline); r.code != exitConfigError || !strings.Contains(r.stderr, `Did you mean one of command.train["cnn"], command.train["vit"]?`) {

@@ -14,14 +14,15 @@ import (
 // checkMeasured refuses a measured-results file that would predict
 // silently wrong: a row whose value is not a number (NaN, "-" or empty:
 // eevee.LoadCSV reads those as "not measured", which in a pool matrix they
-// are), a row whose higher_is_better contradicts the pool's column, and a
-// tier benchmark measured on some of the pool's columns but not all.
+// are) and a row whose higher_is_better contradicts the pool's column.
 // model is the model the prediction is for. Errors name the file and line.
-func checkMeasured(data []byte, name, model string, pool *eevee.Matrix, tier []string) error {
+// partial, when not "", names the tier benchmarks measured on some of the
+// pool's columns but not all, for the caller to refuse or warn about.
+func checkMeasured(data []byte, name, model string, pool *eevee.Matrix, tier []string) (partial string, err error) {
 	cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
 	header, err := cr.Read()
 	if err != nil {
-		return fmt.Errorf("%s: reading header: %w", name, err)
+		return "", fmt.Errorf("%s: reading header: %w", name, err)
 	}
 	idx := map[string]int{}
 	for i, h := range header {
@@ -38,7 +39,7 @@ func checkMeasured(data []byte, name, model string, pool *eevee.Matrix, tier []s
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return "", fmt.Errorf("%s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
 		get := func(k string) string { return strings.TrimSpace(rec[idx[k]]) }
@@ -48,7 +49,7 @@ func checkMeasured(data []byte, name, model string, pool *eevee.Matrix, tier []s
 		col := eevee.Column{Benchmark: get("benchmark"), Metric: get("metric")}
 		switch v := get("value"); {
 		case v == "" || v == "-" || strings.EqualFold(v, "nan"):
-			return fmt.Errorf("%s:%d: %s has no value (%q): a measured result must be a number; leave the row out if the benchmark was not measured", name, line, col.Name(), v)
+			return "", fmt.Errorf("%s:%d: %s has no value (%q): a measured result must be a number; leave the row out if the benchmark was not measured", name, line, col.Name(), v)
 		}
 		p, ok := poolCols[col.Name()]
 		if !ok {
@@ -57,7 +58,7 @@ func checkMeasured(data []byte, name, model string, pool *eevee.Matrix, tier []s
 		measured[col.Name()] = true
 		hib := strings.ToLower(get("higher_is_better"))
 		if says := hib == "true" || hib == "1" || hib == "yes"; says != p.HigherIsBetter {
-			return fmt.Errorf("%s:%d: %s has higher_is_better = %s, but the pool matrix has %v for it: one of the two has the metric's direction wrong", name, line, col.Name(), get("higher_is_better"), p.HigherIsBetter)
+			return "", fmt.Errorf("%s:%d: %s has higher_is_better = %s, but the pool matrix has %v for it: one of the two has the metric's direction wrong", name, line, col.Name(), get("higher_is_better"), p.HigherIsBetter)
 		}
 	}
 	for _, b := range tier {
@@ -73,8 +74,9 @@ func checkMeasured(data []byte, name, model string, pool *eevee.Matrix, tier []s
 			}
 		}
 		if len(have) > 0 && len(missing) > 0 {
-			return fmt.Errorf("%s: tier benchmark %s is measured on %s but not on %s, which the prediction uses: add those rows, or leave %s out wholly to predict without it", name, b, strings.Join(have, ", "), strings.Join(missing, ", "), b)
+			partial = fmt.Sprintf("%s: tier benchmark %s is measured on %s but not on %s, which the prediction uses: add those rows, or leave %s out wholly", name, b, strings.Join(have, ", "), strings.Join(missing, ", "), b)
+			break
 		}
 	}
-	return nil
+	return partial, nil
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -47,6 +48,7 @@ var spec = search.WithScoring(hcldec.ObjectSpec{
 	"validate": &hcldec.AttrSpec{Name: "validate", Type: cty.Bool},
 	"method":   &hcldec.AttrSpec{Name: "method", Type: cty.String},
 	"latent":   &hcldec.AttrSpec{Name: "latent", Type: cty.Number},
+	"partial":  &hcldec.AttrSpec{Name: "partial", Type: cty.Bool},
 })
 
 // IsolatedProcess: meta-model training runs in its own process by default.
@@ -77,6 +79,10 @@ type Node struct {
 	// method is "eevee" (the meta-model) or a pmf method name.
 	method string
 	latent int
+	// partial lets a tier benchmark measured on some of its metrics be
+	// predicted without the others (a warning names them); otherwise that
+	// is an error.
+	partial bool
 }
 
 // Decode validates the configuration.
@@ -113,6 +119,9 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	}
 	if val := v.GetAttr("validate"); !val.IsNull() {
 		n.validate = val.True()
+	}
+	if p := v.GetAttr("partial"); !p.IsNull() {
+		n.partial = p.True()
 	}
 	return n, diags
 }
@@ -171,8 +180,15 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	if err := checkMeasured(data, filepath.Base(n.measured), name, aligned, n.tier); err != nil {
+	partial, err := checkMeasured(data, filepath.Base(n.measured), name, aligned, n.tier)
+	if err != nil {
 		return cty.NilVal, err
+	}
+	if partial != "" {
+		if !n.partial {
+			return cty.NilVal, errors.New(partial + "; or set partial = true to predict without them")
+		}
+		env.Log.Warn().Msg(partial)
 	}
 	if p.Warning != "" {
 		env.Log.Warn().Msg(p.Warning)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -90,6 +91,21 @@ func (k kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 }
 
 func (n node) Fingerprint(context.Context, io.Writer) error { return nil }
+
+// Downloads is the Hub model or torchvision file an encoder's weights
+// name: the encoder block declares it as a dataset declares its sources,
+// so that plan, fetch, mirror, lock and the -offline check see it while
+// the blocks that load the weights still wait on their data.
+func (n node) Downloads() []sources.Ref {
+	if !n.value.Type().HasAttribute("weights") {
+		return nil
+	}
+	w := n.value.GetAttr("weights")
+	if !w.IsKnown() || w.IsNull() || w.Type() != cty.String {
+		return nil
+	}
+	return Weights(w.AsString()).Downloads()
+}
 
 func (n node) Run(context.Context, *nodes.Env) (cty.Value, error) { return n.value, nil }
 

@@ -106,6 +106,17 @@ func hubConfig(r *sources.Resolver, ref sources.Ref) (string, error) {
 		if p, ok := r.Local(f); ok {
 			return p, nil
 		}
+		if r.Offline() {
+			// Without it the encoder would run without the model's
+			// preprocessing: offline features would differ from online ones.
+			var missing []string
+			for _, g := range pin.Files {
+				if _, ok := r.Local(g); !ok {
+					missing = append(missing, fmt.Sprintf("%s (sha256 %s…)", g.Path, g.SHA256[:min(12, len(g.SHA256))]))
+				}
+			}
+			return "", fmt.Errorf("%s neither in gatepipe's cache nor in the Hugging Face cache, and -offline forbids downloading: run `gatepipe fetch` where the network is reachable", strings.Join(missing, " and ")+map[bool]string{true: " is", false: " are"}[len(missing) == 1])
+		}
 		if !r.Resolving() {
 			return "", nil
 		}
