@@ -25,14 +25,14 @@ func TestLoadCSVRejectsNonFiniteAndAcceptsBOM(t *testing.T) {
 func TestTooFewModels(t *testing.T) {
 	cols := []string{"g/a/x", "g/b/x", "g/c/x"}
 	val := func(m, c int) float64 { return float64(m*3+c) + 0.1*float64(m*m) }
-	for _, n := range []int{1, 2} {
-		if _, err := NewProblem(tiny(n, cols, val), Defaults()); err == nil || !strings.Contains(err.Error(), "at least 3") {
+	for _, n := range []int{1, 2, 3} {
+		if _, err := NewProblem(tiny(n, cols, val), Defaults()); err == nil || !strings.Contains(err.Error(), "at least 4") {
 			t.Errorf("%d models: err = %v", n, err)
 		}
 	}
-	p, err := NewProblem(tiny(3, cols, val), Defaults())
-	if err != nil || !strings.Contains(p.Warning, "only 2 models train") {
-		t.Fatalf("3 models: warning %q, err %v", p.Warning, err)
+	p, err := NewProblem(tiny(4, cols, val), Defaults())
+	if err != nil || !strings.Contains(p.Warning, "models train each split") {
+		t.Fatalf("4 models: warning %q, err %v", p.Warning, err)
 	}
 	if p, _ := NewProblem(tiny(12, cols, val), Defaults()); p.Warning != "" {
 		t.Errorf("12 models warned: %s", p.Warning)

@@ -133,10 +133,12 @@ type split struct {
 	inner, outer []int // best_val: inner validation and remaining training models
 }
 
-// MinModels is the fewest models a matrix may have; fewer than FewModels
-// training models per split earn a warning.
+// MinModels is the fewest models a matrix may have (with three, each
+// split's meta-model was fit to two models and still scored: a result no
+// reader could trust). Fewer than FewModels training models per split
+// earn a warning.
 const (
-	MinModels = 3
+	MinModels = 4
 	FewModels = 5
 )
 
