@@ -50,7 +50,7 @@ deps-blas:
 	@if [ -z "$(BLAS_TAG)" ] && [ -z "$(PORTABLE)" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing libopenblas-dev (training's and features' matrix products)..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 libopenblas-dev >/dev/null) || \
+			sh scripts/apt-install.sh libopenblas-dev >/dev/null || \
 				echo "libopenblas-dev could not be installed"; \
 		else \
 			echo "libopenblas-dev is missing and we are not root to install it"; \
@@ -59,7 +59,7 @@ deps-blas:
 	@if [ -z "$(JPEG_TAG)" ] && [ -z "$(PORTABLE)" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing libturbojpeg0-dev (datasets' JPEG decoding)..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 libturbojpeg0-dev >/dev/null) || \
+			sh scripts/apt-install.sh libturbojpeg0-dev >/dev/null || \
 				echo "libturbojpeg0-dev could not be installed"; \
 		else \
 			echo "libturbojpeg0-dev is missing and we are not root to install it: JPEGs decode in Go, about 3x slower"; \
@@ -70,8 +70,7 @@ deps-blas:
 deps-demo:
 	@if [ ! -f $(FMNIST) ]; then \
 		echo "Installing dataset-fashion-mnist (Debian package)..."; \
-		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq && $$SUDO apt-get install -y -qq -o DPkg::Lock::Timeout=300 dataset-fashion-mnist; \
+		sh scripts/apt-install.sh dataset-fashion-mnist; \
 	fi
 
 demo: deps-blas build deps-demo
@@ -85,7 +84,7 @@ deps-test:
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing chromium for the report's browser test..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+			sh scripts/apt-install.sh chromium >/dev/null || \
 				echo "chromium could not be installed: the browser test will be skipped"; \
 		else \
 			echo "chromium is missing and we are not root: the browser test will be skipped"; \
@@ -97,7 +96,7 @@ deps-test:
 	@if ! /usr/bin/python3 -c "import torchvision, scipy, h5py, PIL" 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing python3-torchvision and python3-scipy for the parity tests..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision python3-scipy python3-h5py python3-pil >/dev/null) || \
+			sh scripts/apt-install.sh python3-torchvision python3-scipy python3-h5py python3-pil >/dev/null || \
 				echo "python3-torchvision could not be installed: the torchvision parity tests will fail in CI"; \
 		else \
 			echo "python3-torchvision is missing and we are not root: the torchvision parity tests will be skipped"; \
@@ -107,7 +106,7 @@ deps-test:
 	@if ! command -v ffmpeg >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing ffmpeg for the video reader's tests..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null) || \
+			sh scripts/apt-install.sh ffmpeg >/dev/null || \
 				echo "ffmpeg could not be installed: the video tests will fail in CI"; \
 		else \
 			echo "ffmpeg is missing and we are not root: the video tests will be skipped"; \
@@ -176,7 +175,7 @@ deps-bench:
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing$$missing (bench's reference peers)..."; \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || \
+			sh scripts/apt-install.sh $$missing >/dev/null || \
 				echo "could not install$$missing: those comparisons are skipped"; \
 		else \
 			echo "bench compares with$$missing; install them (apt-get install$$missing) for the ratios"; \

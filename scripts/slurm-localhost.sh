@@ -18,8 +18,7 @@ need_root() {
 
 install() {
 	if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
+		sh "$(dirname "$0")/apt-install.sh" slurm-wlm munge >/dev/null
 	fi
 }
 
