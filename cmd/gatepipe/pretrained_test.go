@@ -197,6 +197,10 @@ func TestTorchvisionWeightsByName(t *testing.T) {
 	if r := gp(t, cache, "validate", dir); r.code != 0 {
 		t.Fatalf("validate: %d\n%s", r.code, r.stderr)
 	}
+	// plan names the weights among the sources, before anything runs.
+	if r := gp(t, cache, "plan", dir); r.code != 0 || !strings.Contains(r.stdout, "encoder.") || !strings.Contains(r.stdout, "resnet18-f37072fd.pth") {
+		t.Errorf("plan does not name the torchvision weights: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r := gpEnv(t, cache, []string{"GATEPIPE_MIRROR=" + mirror, "HOME=" + t.TempDir()}, "apply", dir)
 	msg := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
 	if r.code == 0 || !strings.Contains(msg, "publisher names it by the prefix f37072fd") {
