@@ -7,16 +7,16 @@ import (
 )
 
 func TestPlaceAndRanks(t *testing.T) {
-	// Three models; column 0 higher is better, column 1 lower is better.
-	m := tiny(3, []string{"A/a/acc", "B/b/loss"}, func(i, j int) float64 { return float64(i) })
+	// Four models; column 0 higher is better, column 1 lower is better.
+	m := tiny(4, []string{"A/a/acc", "B/b/loss"}, func(i, j int) float64 { return float64(i) })
 	m.Columns[1].HigherIsBetter = false
 	p, err := NewProblem(m, Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Best on acc (3 > 2), worst on loss (3 > 2): ranks 1 and 4.
-	pl := p.Place([]float64{3, 3})
-	if pl.MeanRank != 2.5 || pl.Of != 4 {
+	// Best on acc (4 > 3), worst on loss (4 > 3): ranks 1 and 5.
+	pl := p.Place([]float64{4, 4})
+	if pl.MeanRank != 3 || pl.Of != 5 {
 		t.Fatalf("placement %+v", pl)
 	}
 	r := columnRanks([][]float64{{1}, {5}, {5}, {2}}, 0, true)
