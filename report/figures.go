@@ -328,7 +328,7 @@ func Importance(k int, imp []eevee.Importance, dir string) (Figure, error) {
 // scores as a box plot (paper Fig. 5).
 func TopScoresByK(results []eevee.KResult, dir string) (Figure, error) {
 	p := plot.New()
-	p.Title.Text = "Scores of the top candidates against k (lower is better)"
+	p.Title.Text = "Scores of the top candidates against k (lower is better; compare within one k:\nmeta-models with different inputs are not scored on one scale)"
 	p.Y.Label.Text = "score"
 	var ticks []plot.Tick
 	for i, r := range results {
@@ -345,6 +345,8 @@ func TopScoresByK(results []eevee.KResult, dir string) (Figure, error) {
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprintf("k=%d", r.K)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	// Half a slot of room each side, so the first and last boxes are whole.
+	p.X.Min, p.X.Max = -0.5, float64(len(results))-0.5
 	p.Add(plotter.NewGrid())
 	return save(p, dir, "eevee_topk_box", max(vg.Length(len(results))*0.6*vg.Inch+2.5*vg.Inch, 5.5*vg.Inch), 4*vg.Inch)
 }

@@ -19,6 +19,9 @@ var markSuffix = [...]string{"", "¹", "²", "³"}
 // cells show "–".
 func (t Table) Markdown(w io.Writer) error {
 	fmt.Fprintf(w, "### %s\n\n", t.Title)
+	if t.hasSeeds() {
+		fmt.Fprintf(w, "%s.\n\n", seedsNote)
+	}
 	fmt.Fprintf(w, "| metric | %s |\n", strings.Join(t.Models, " | "))
 	fmt.Fprintf(w, "|---|%s\n", strings.Repeat("---:|", len(t.Models)))
 	for _, r := range t.Rows {
@@ -110,6 +113,17 @@ func (t Table) CSV(w io.Writer) error {
 	return cw.Error()
 }
 
+// seedsNote says which standard deviation a "± s (n=N)" cell shows.
+const seedsNote = "± is the sample standard deviation over the n seeds (n − 1 in the denominator)"
+
+// caption is t's title, with seedsNote when a cell is a mean over seeds.
+func (t Table) caption() string {
+	if t.hasSeeds() {
+		return t.Title + "; " + seedsNote
+	}
+	return t.Title
+}
+
 // hasSeeds reports whether any cell of t is a mean over seeds.
 func (t Table) hasSeeds() bool {
 	for _, r := range t.Rows {
@@ -130,7 +144,7 @@ func (t Table) LaTeX(w io.Writer) error {
 	fmt.Fprintln(w, "% Requires \\usepackage{booktabs} and \\usepackage[table]{xcolor}.")
 	fmt.Fprintln(w, "\\definecolor{gpbest}{HTML}{F5D9A3}\\definecolor{gpsecond}{HTML}{BFE3F7}\\definecolor{gpthird}{HTML}{B3E0D1}")
 	fmt.Fprintln(w, "\\begin{table}[t]\n\\centering\\small")
-	fmt.Fprintf(w, "\\caption{%s}\n", texEscape(t.Title))
+	fmt.Fprintf(w, "\\caption{%s}\n", texEscape(t.caption()))
 	fmt.Fprintf(w, "\\begin{tabular}{l%s}\n\\toprule\n", strings.Repeat("r", len(t.Models)))
 	heads := make([]string, len(t.Models))
 	for i, m := range t.Models {
@@ -187,7 +201,7 @@ func texEscape(s string) string {
 // HTML writes t as an HTML table with classes best/second/third,
 // predicted and missing; id lets other parts of a report link to rows.
 func (t Table) HTML(w io.Writer, id string) error {
-	fmt.Fprintf(w, "<table class=\"results\" id=\"%s\">\n<caption>%s</caption>\n<thead><tr><th>metric</th>", html.EscapeString(id), html.EscapeString(t.Title))
+	fmt.Fprintf(w, "<table class=\"results\" id=\"%s\">\n<caption>%s</caption>\n<thead><tr><th>metric</th>", html.EscapeString(id), html.EscapeString(t.caption()))
 	for _, m := range t.Models {
 		fmt.Fprintf(w, "<th>%s</th>", html.EscapeString(m))
 	}

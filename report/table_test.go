@@ -290,3 +290,24 @@ func TestStandInsAreMarked(t *testing.T) {
 		t.Errorf("the stand-in legend should appear once, under Video Reg:\n%s", md.String())
 	}
 }
+
+// TestSeedsStdIsNamed: a table with means over seeds says, in its HTML
+// caption, LaTeX caption and Markdown, which standard deviation "± s"
+// is; one without seeds says nothing of it.
+func TestSeedsStdIsNamed(t *testing.T) {
+	tab := Table{Title: "Results", Models: []string{"a"}, Rows: []Row{{Label: "acc", HigherIsBetter: true, Cells: []Cell{{Value: 71.5}}}}}
+	for _, seeds := range []bool{false, true} {
+		if seeds {
+			tab.Rows[0].Cells[0].Seeds = SeedStat{Std: 0.4, N: 3}
+		}
+		var html, tex, md strings.Builder
+		tab.HTML(&html, "t")
+		tab.LaTeX(&tex)
+		tab.Markdown(&md)
+		for name, out := range map[string]string{"HTML": html.String(), "LaTeX": tex.String(), "Markdown": md.String()} {
+			if got := strings.Contains(out, "sample standard deviation over the n seeds (n − 1 in the denominator)"); got != seeds {
+				t.Errorf("seeds %v: %s names the std: %v\n%s", seeds, name, got, out)
+			}
+		}
+	}
+}
