@@ -182,7 +182,10 @@ func FamilyTables(in Input) []Table {
 			if col.Category != fam {
 				continue
 			}
-			r := Row{Label: col.Name(), HigherIsBetter: col.HigherIsBetter}
+			r := Row{Label: rowLabel(col), HigherIsBetter: col.HigherIsBetter}
+			if r.Label != col.Name() {
+				r.Note = "GATE's Table 3 names it " + col.Metric
+			}
 			if standIn(in, col) {
 				r.Label += standInSuffix
 				r.Note = col.Benchmark + " is not a GATE benchmark: it stands in for one of " + fam
@@ -434,4 +437,14 @@ func (r Row) format(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return numfmt.Value(v)
+}
+
+// rowLabel is a column's name as tables show it: the metric names that
+// GATE's Table 3 prints with a dangling "@" (ade20k's "Mean Acc@" and
+// "Overall Acc@", an accuracy with no k) read without it.
+func rowLabel(col eevee.Column) string {
+	if m, ok := strings.CutSuffix(col.Metric, "@"); ok && m != "" {
+		return col.Benchmark + ":" + strings.TrimSpace(m)
+	}
+	return col.Name()
 }

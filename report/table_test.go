@@ -46,7 +46,7 @@ func TestBestPerRowMatchesTheMatrix(t *testing.T) {
 			}
 			j := -1
 			for k, c := range m.Columns {
-				if c.Name() == r.Label {
+				if rowLabel(c) == r.Label {
 					j = k
 				}
 			}
