@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/internal/palette"
@@ -351,25 +352,48 @@ func TopScoresByK(results []eevee.KResult, dir string) (Figure, error) {
 	return save(p, dir, "eevee_topk_box", max(vg.Length(len(results))*0.6*vg.Inch+2.5*vg.Inch, 5.5*vg.Inch), 4*vg.Inch)
 }
 
+// comparableMean names the row of a family table that the comparison
+// plots: the Task Mean when it is higher-is-better and averages no
+// lower-is-better metric, else the row of its higher-is-better metrics;
+// ok is false for a family whose mean is lower-is-better (Video Reg's
+// MAE), whose label is then the Task Mean's ("" with none).
+func comparableMean(t Table) (label string, ok bool) {
+	for _, r := range t.Rows {
+		if r.Label == TaskMeanHigher {
+			return r.Label, true
+		}
+	}
+	for _, r := range t.Rows {
+		if r.Label == "Task Mean" {
+			return r.Label, r.HigherIsBetter
+		}
+	}
+	return "", false
+}
+
 // FamilyComparison draws grouped bars of each family's Task Mean for the
-// given models (paper Figs. 12-15).
+// given models (paper Figs. 12-15), on one higher-is-better axis: a
+// family that mixes directions shows its higher-is-better metrics' mean,
+// and one whose mean is lower-is-better is left out, the title naming it.
 func FamilyComparison(tables []Table, models []string, dir, name string) (Figure, error) {
 	p := plot.New()
-	p.Title.Text = "Task Mean per family (mean of higher-is-better metrics, %)"
-	p.Y.Label.Text = "Task Mean (%)"
-	var fams []string
+	p.Y.Label.Text = "Task Mean (%), higher is better"
+	var fams, left []string
 	idx := map[string]int{}
-	var with []Table // families that have a Task Mean
+	var with []Table // families that have a higher-is-better Task Mean
+	var rows []string
 	for _, t := range tables {
-		for _, r := range t.Rows {
-			if r.Label == "Task Mean" {
-				fams = append(fams, t.Title)
-				with = append(with, t)
-				break
-			}
+		if label, ok := comparableMean(t); ok {
+			fams, with, rows = append(fams, t.Title), append(with, t), append(rows, label)
+		} else if label != "" {
+			left = append(left, t.Title)
 		}
 	}
 	tables = with
+	p.Title.Text = "Task Mean per family (higher-is-better metrics, %)"
+	if len(left) > 0 {
+		p.Title.Text += "\nleft out, lower is better: " + strings.Join(left, ", ")
+	}
 	if len(fams) == 0 || len(tables[0].Models) == 0 {
 		return Figure{}, fmt.Errorf("no family has a Task Mean")
 	}
@@ -386,7 +410,7 @@ func FamilyComparison(tables []Table, models []string, dir, name string) (Figure
 		vals := make(plotter.Values, len(tables))
 		for f, t := range tables {
 			for _, r := range t.Rows {
-				if r.Label == "Task Mean" && !r.Cells[mi].Missing {
+				if r.Label == rows[f] && !r.Cells[mi].Missing {
 					vals[f] = r.Cells[mi].Value
 					top = math.Max(top, vals[f])
 				}

@@ -143,6 +143,29 @@ func inTaskMean(c eevee.Column) bool {
 	return !c.PerClass() && !strings.Contains(c.Metric, "Loss")
 }
 
+// TaskMeanHigher labels the row beside a Task Mean that averages metrics
+// of both directions: the mean of its higher-is-better metrics alone.
+const TaskMeanHigher = "Task Mean, higher-is-better metrics"
+
+// meanRow is a summary row averaging the columns cols of m, marked in the
+// direction higher.
+func meanRow(m *eevee.Matrix, label string, cols []int, higher bool, note string) Row {
+	r := Row{Label: label, HigherIsBetter: higher, Summary: true, Note: note}
+	for i := range m.Models {
+		var sum float64
+		missing := false
+		for _, j := range cols {
+			if math.IsNaN(m.Values[i][j]) {
+				missing = true
+			}
+			sum += m.Values[i][j]
+		}
+		r.Cells = append(r.Cells, Cell{Value: sum / float64(len(cols)), Missing: missing})
+	}
+	markRow(&r)
+	return r
+}
+
 // anyHigher reports whether any of the columns is higher-is-better: a
 // mean of only lower-is-better ones (Video Reg's MAE) ranks that way too.
 func anyHigher(m *eevee.Matrix, cols []int) bool {
@@ -200,24 +223,39 @@ func FamilyTables(in Input) []Table {
 				hib = append(hib, j)
 			}
 		}
+		higher := anyHigher(m, hib)
 		if len(hib) > 0 {
-			r := Row{Label: "Task Mean", HigherIsBetter: anyHigher(m, hib), Summary: true, Note: taskMeanNote}
-			for i := range m.Models {
-				var sum float64
-				missing := false
-				for _, j := range hib {
-					if math.IsNaN(m.Values[i][j]) {
-						missing = true
-					}
-					sum += m.Values[i][j]
+			r := meanRow(m, "Task Mean", hib, higher, taskMeanNote)
+			var up, down []int
+			var downNames []string
+			for _, j := range hib {
+				if m.Columns[j].HigherIsBetter {
+					up = append(up, j)
+				} else {
+					down, downNames = append(down, j), append(downNames, m.Columns[j].Name())
 				}
-				r.Cells = append(r.Cells, Cell{Value: sum / float64(len(hib)), Missing: missing})
 			}
-			markRow(&r)
-			t.Rows = append(t.Rows, r)
+			if len(up) > 0 && len(down) > 0 {
+				// The paper's Task Mean averages a lower-is-better metric
+				// in; the row beside it leaves it out, so a higher value
+				// is a better model throughout.
+				r.Note = taskMeanNote + "; it averages in " + strings.Join(downNames, ", ") + ", lower is better, as the paper does"
+				t.Rows = append(t.Rows, r, meanRow(m, TaskMeanHigher, up, true, "mean of the family's higher-is-better metrics only"))
+			} else {
+				t.Rows = append(t.Rows, r)
+			}
 		}
 		if paper := summaryRow(in.PaperSummary, fam, "Task Mean", m.Models); paper != nil {
 			paper.Label, paper.Note = "Task Mean (paper)", "as published"
+			// Marked in the direction of the computed row: Video Reg's
+			// published mean is an MAE too.
+			if !higher && len(hib) > 0 {
+				paper.HigherIsBetter = false
+				for i := range paper.Cells {
+					paper.Cells[i].Mark = 0
+				}
+				markRow(paper)
+			}
 			t.Rows = append(t.Rows, *paper)
 		}
 		out = append(out, t)

@@ -311,3 +311,48 @@ func TestSeedsStdIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilyDirectionsAreConsistent: on GATE's matrix a family's computed
+// and published Task Means are marked in one direction (Video Reg's MAE:
+// lowest best in both), a Task Mean that averages a lower-is-better metric
+// in (Medical Class's BS Macro) has the higher-is-better mean beside it,
+// and the family comparison plots higher-is-better means only, naming
+// what it leaves out.
+func TestFamilyDirectionsAreConsistent(t *testing.T) {
+	in, err := PaperInput(stdlib.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := FamilyTables(in)
+	mixed := 0
+	for _, tab := range tables {
+		rows := map[string]Row{}
+		for _, r := range tab.Rows {
+			rows[r.Label] = r
+		}
+		mine, ok := rows["Task Mean"]
+		paper, okPaper := rows["Task Mean (paper)"]
+		if ok && okPaper && mine.HigherIsBetter != paper.HigherIsBetter {
+			t.Errorf("%s: Task Mean higher-is-better %v, the paper's %v", tab.Title, mine.HigherIsBetter, paper.HigherIsBetter)
+		}
+		if strings.Contains(mine.Note, "lower is better, as the paper does") {
+			mixed++
+			if up, ok := rows[TaskMeanHigher]; !ok || !up.HigherIsBetter {
+				t.Errorf("%s: a mixed Task Mean without the higher-is-better mean beside it", tab.Title)
+			}
+		}
+		if tab.Title == "Video Reg" && (mine.HigherIsBetter || paper.HigherIsBetter) {
+			t.Errorf("Video Reg's MAE means are marked higher-is-better")
+		}
+	}
+	if mixed == 0 {
+		t.Error("no family averages a lower-is-better metric into its Task Mean: the test checks nothing")
+	}
+	f, err := FamilyComparison(tables, in.Matrix.Models[:3], t.TempDir(), "family_comparison")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.Title, "left out, lower is better: Video Reg") {
+		t.Errorf("family comparison title %q does not name Video Reg as left out", f.Title)
+	}
+}
