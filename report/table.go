@@ -143,6 +143,41 @@ func inTaskMean(c eevee.Column) bool {
 	return !c.PerClass() && !strings.Contains(c.Metric, "Loss")
 }
 
+// HeadlineMean labels the row of each benchmark's headline metric.
+const HeadlineMean = "Headline mean"
+
+// headlineColumns are the headline metric of each of a family's
+// benchmarks: Acc@1 or mIoU where it has one, else its first
+// higher-is-better metric that is neither a loss nor one class's value,
+// else its first such metric.
+func headlineColumns(m *eevee.Matrix, fam string) []int {
+	rank := func(c eevee.Column) int {
+		switch {
+		case c.Metric == "Acc@1" || c.Metric == "mIoU":
+			return 0
+		case c.HigherIsBetter:
+			return 1
+		}
+		return 2
+	}
+	var out []int
+	seen := map[string]int{}
+	for j, c := range m.Columns {
+		if c.Category != fam || !inTaskMean(c) {
+			continue
+		}
+		k, ok := seen[c.Benchmark]
+		switch {
+		case !ok:
+			seen[c.Benchmark] = len(out)
+			out = append(out, j)
+		case rank(c) < rank(m.Columns[out[k]]):
+			out[k] = j
+		}
+	}
+	return out
+}
+
 // TaskMeanHigher labels the row beside a Task Mean that averages metrics
 // of both directions: the mean of its higher-is-better metrics alone.
 const TaskMeanHigher = "Task Mean, higher-is-better metrics"
@@ -244,6 +279,14 @@ func FamilyTables(in Input) []Table {
 			} else {
 				t.Rows = append(t.Rows, r)
 			}
+		}
+		if head := headlineColumns(m, fam); len(head) > 0 && !slices.Equal(head, hib) {
+			names := make([]string, len(head))
+			for k, j := range head {
+				names[k] = m.Columns[j].Name()
+			}
+			t.Rows = append(t.Rows, meanRow(m, HeadlineMean, head, anyHigher(m, head),
+				"mean of each benchmark's headline metric ("+strings.Join(names, ", ")+"): beside the Task Mean, which a metric at its ceiling (Acc@5 of a task whose Acc@1 is near chance) can lift"))
 		}
 		if paper := summaryRow(in.PaperSummary, fam, "Task Mean", m.Models); paper != nil {
 			paper.Label, paper.Note = "Task Mean (paper)", "as published"

@@ -356,3 +356,33 @@ func TestFamilyDirectionsAreConsistent(t *testing.T) {
 		t.Errorf("family comparison title %q does not name Video Reg as left out", f.Title)
 	}
 }
+
+// TestHeadlineMeanBesideTaskMean: three chance-level encoders whose Acc@5
+// is at its ceiling get a high Task Mean (the paper's definition) and, in
+// the row beside it, the chance-level mean of their headline Acc@1.
+func TestHeadlineMeanBesideTaskMean(t *testing.T) {
+	m := &eevee.Matrix{
+		Models: []string{"a", "b", "c"},
+		Columns: []eevee.Column{
+			{Category: "Img Relational", Benchmark: "rel", Metric: "Acc@1", HigherIsBetter: true},
+			{Category: "Img Relational", Benchmark: "rel", Metric: "Acc@5", HigherIsBetter: true},
+			{Category: "Img Relational", Benchmark: "rel", Metric: "Loss", HigherIsBetter: false},
+		},
+		Values: [][]float64{{33, 100, 1.1}, {34, 100, 1.1}, {32, 100, 1.2}},
+	}
+	tabs := FamilyTables(Input{Matrix: m})
+	if len(tabs) != 1 {
+		t.Fatalf("%d tables", len(tabs))
+	}
+	rows := map[string]Row{}
+	for _, r := range tabs[0].Rows {
+		rows[r.Label] = r
+	}
+	task, head := rows["Task Mean"], rows[HeadlineMean]
+	if len(task.Cells) != 3 || task.Cells[0].Value != 66.5 {
+		t.Fatalf("Task Mean %+v", task.Cells)
+	}
+	if len(head.Cells) != 3 || head.Cells[0].Value != 33 || !strings.Contains(head.Note, "(rel:Acc@1)") {
+		t.Fatalf("headline mean %+v, note %q", head.Cells, head.Note)
+	}
+}
