@@ -62,6 +62,16 @@ func TestReportInHeadlessChromium(t *testing.T) {
 			t.Errorf("figure title %q names no metric", alt[1])
 		}
 	}
+	// The family comparison's axis is higher-is-better throughout: it
+	// says so and names the lower-is-better family it leaves out.
+	if !regexp.MustCompile(`<img alt="Task Mean per family \(higher-is-better metrics, %\)\s+left out, lower is better: Video Reg"`).MatchString(dom) {
+		t.Errorf("the family comparison's title does not state its direction and what it leaves out")
+	}
+	for _, want := range []string{"Headline mean", "Task Mean, higher-is-better metrics", "ade20k:Mean Acc<"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
 	if n := strings.Count(dom, `<table class="results"`); n != 12 {
 		t.Errorf("%d result tables rendered, want 12 (9 families, tiers, experiments, run metadata)", n)
 	}
