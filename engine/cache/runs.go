@@ -47,11 +47,11 @@ func (c *Cache) PruneRuns(keep int) (int, error) {
 }
 
 // NoopRecordPath is where the no-op record for key is kept (package
-// engine/noop): noop/<key>.json under the cache directory dir. It is a
+// engine/noop): noop/<key>.rec under the cache directory dir. It is a
 // function of the directory so that apply can look for a record before
 // opening (and so creating) a cache.
 func NoopRecordPath(dir, key string) string {
-	return filepath.Join(dir, "noop", key+".json")
+	return filepath.Join(dir, "noop", key+".rec")
 }
 
 // WriteNoopRecord stores a no-op record, replacing the last one for key.

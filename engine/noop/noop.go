@@ -17,9 +17,10 @@
 package noop
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/gob"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,8 +34,10 @@ import (
 	"github.com/gatepipe/gatepipe/internal/readset"
 )
 
-// formatVersion changes whenever the record's meaning changes.
-const formatVersion = 1
+// formatVersion changes whenever the record's meaning or encoding
+// changes. 2: gob instead of JSON (decoding a 10,000-node record took
+// 180 ms of a 0.3 s apply as JSON).
+const formatVersion = 2
 
 // MaxAge bounds how old a record may be. A cache hit on the ordinary path
 // refreshes the entry's last-use time once per cache.TouchInterval, which
@@ -163,11 +166,11 @@ func racy(s fstamp.Stamp, now time.Time) bool {
 
 // Save writes the record into the cache.
 func Save(c *cache.Cache, r *Record) error {
-	data, err := json.Marshal(r)
-	if err != nil {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(r); err != nil {
 		return err
 	}
-	return c.WriteNoopRecord(r.Key, data)
+	return c.WriteNoopRecord(r.Key, b.Bytes())
 }
 
 // ErrNone is returned by Load when the cache holds no record for a key.
@@ -184,7 +187,7 @@ func Load(dir, key string) (*Record, error) {
 		return nil, err
 	}
 	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&r); err != nil {
 		return nil, fmt.Errorf("no-op record: %w", err)
 	}
 	if r.Format != formatVersion || r.Key != key {
