@@ -153,6 +153,8 @@ FUZZ_TARGETS := \
 	./formats/safetensors:FuzzParse:50000x \
 	./formats/archive:FuzzExtractTar:20000x \
 	./formats/archive:FuzzExtractZip:20000x \
+	./formats/archive:FuzzTarFS:5000x \
+	./formats/torchpt:FuzzRebuildTensor:50000x \
 	./formats/imagefolder:FuzzRead:20000x \
 	./formats/imagedec:FuzzDecode:20000x \
 	./formats/torchpt:FuzzRead:20000x

@@ -160,13 +160,28 @@ func FuzzTarFS(f *testing.F) {
 			f.Add(tc.data)
 		}
 	}
+	base := f.TempDir()
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "gatepipe-fuzz-"); err == nil {
+			base = d
+			f.Cleanup(func() { os.RemoveAll(d) })
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := Limits{MaxBytes: 1 << 20, MaxEntries: 1000}
-		tfs, err := openTarFS(t, data, lim)
+		dir, err := os.MkdirTemp(base, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		src := filepath.Join(dir, "x.tar")
+		os.WriteFile(src, data, 0o644)
+		tfs, err := OpenTarFS(src, "x.tar", lim)
 		if err != nil {
 			return
 		}
-		dst := filepath.Join(t.TempDir(), "out")
+		defer tfs.Close()
+		dst := filepath.Join(dir, "out")
 		os.Mkdir(dst, 0o755)
 		root, err := os.OpenRoot(dst)
 		if err != nil {
