@@ -354,13 +354,7 @@ func FuzzExtractZip(f *testing.F) {
 // source file, no fsync), so that a run makes thousands of executions a
 // second.
 func fuzzExtract(f *testing.F, kind string) {
-	base := f.TempDir()
-	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "gatepipe-fuzz-"); err == nil {
-			base = d
-			f.Cleanup(func() { os.RemoveAll(d) })
-		}
-	}
+	base := fuzzDir(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir, err := os.MkdirTemp(base, "x")
 		if err != nil {
@@ -384,4 +378,17 @@ func fuzzExtract(f *testing.F, kind string) {
 			t.Fatalf("extraction changed a file outside the target: %q", b)
 		}
 	})
+}
+
+// fuzzDir is a directory for a fuzz target's files: in /dev/shm where
+// there is one (creating files on a virtual disk costs more than the
+// target's work), removed at the end.
+func fuzzDir(f *testing.F) string {
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "gatepipe-fuzz-"); err == nil {
+			f.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return f.TempDir()
 }

@@ -160,13 +160,7 @@ func FuzzTarFS(f *testing.F) {
 			f.Add(tc.data)
 		}
 	}
-	base := f.TempDir()
-	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "gatepipe-fuzz-"); err == nil {
-			base = d
-			f.Cleanup(func() { os.RemoveAll(d) })
-		}
-	}
+	base := fuzzDir(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := Limits{MaxBytes: 1 << 20, MaxEntries: 1000}
 		dir, err := os.MkdirTemp(base, "x")

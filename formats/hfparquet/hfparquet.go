@@ -318,8 +318,8 @@ func leafColumns(pf *file.Reader, cols ...string) []int {
 
 // checkCodecs refuses, before reading, a column chunk compressed with a
 // codec the Parquet library cannot decode: the deprecated LZ4 codec
-// (Hadoop's framing, which old Spark and Hadoop writers use), which it
-// otherwise reports only as "unimplemented".
+// (Hadoop's framing, which old Spark and Hadoop writers use), whose
+// decoding error names no codec to rewrite the file with.
 func checkCodecs(pf *file.Reader) error {
 	md := pf.MetaData()
 	for g := 0; g < md.NumRowGroups(); g++ {

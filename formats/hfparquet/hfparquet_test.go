@@ -236,7 +236,7 @@ func TestNullImageBytesAreNamed(t *testing.T) {
 
 // TestHadoopLZ4IsNamed: a file whose column chunks say the deprecated
 // (Hadoop-framed) LZ4 codec is refused before reading, naming the codec
-// and what to rewrite it with, not "unimplemented". The fixture is a
+// and what to rewrite it with, not the library's bare codec error. The fixture is a
 // snappy file whose footer's codec fields are rewritten to LZ4 (the
 // Parquet writer here cannot write that codec).
 func TestHadoopLZ4IsNamed(t *testing.T) {
