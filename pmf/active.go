@@ -62,6 +62,9 @@ func AcquireAmong(rule string, d *Data, c *Completion, truth [][]float64, cand [
 		rng.Shuffle(len(cand), func(a, b int) { cand[a], cand[b] = cand[b], cand[a] })
 		return cand[:n], nil
 	case "uncertainty", "uncertainty_raw", "oracle":
+		if c.LatentStd == nil && rule != "oracle" {
+			return nil, fmt.Errorf("the %s rule needs a sampler's posterior spread", rule)
+		}
 		score := func(ij [2]int) float64 {
 			i, j := ij[0], ij[1]
 			switch {
@@ -70,9 +73,9 @@ func AcquireAmong(rule string, d *Data, c *Completion, truth [][]float64, cand [
 			case rule == "oracle":
 				return math.Abs(c.Mean[i][j]-truth[i][j]) / c.Scale.Std[j]
 			case rule == "uncertainty_raw":
-				return c.Std[i][j]
+				return c.LatentStd[i][j]
 			}
-			return c.Std[i][j] / c.Scale.Std[j]
+			return c.LatentStd[i][j] / c.Scale.Std[j]
 		}
 		sort.SliceStable(cand, func(a, b int) bool { return score(cand[a]) > score(cand[b]) })
 		return cand[:n], nil
@@ -265,6 +268,7 @@ func simulateOne(ctx context.Context, d *Data, method *Sampler, rule string, o A
 	rng := rand.New(rand.NewPCG(seed, 0x61637476))
 	sampler := &Sampler{Opts: method.Opts}
 	sampler.Opts.KeepDraws = rule == "variance"
+	sampler.Opts.CalibrationFolds = 0 // the rules rank the posterior's own spread
 	for round := 0; round <= o.Rounds; round++ {
 		c, err := sampler.Complete(ctx, cur, seed*1000+uint64(round))
 		if err != nil {

@@ -14,10 +14,10 @@ func TestAcquireRules(t *testing.T) {
 		{nan, 2, 3, nan},
 	}}
 	c := &Completion{
-		Mean:  [][]float64{{1, 5, 3, nan}, {0, 2, 3, nan}},
-		Std:   [][]float64{{0, 0.5, 0, nan}, {2, 0, 0, nan}},
-		Noise: 0.1,
-		Scale: Scale{Mean: []float64{1, 2, 3, nan}, Std: []float64{1, 1, 1, nan}, Count: []int{1, 1, 2, 0}},
+		Mean:      [][]float64{{1, 5, 3, nan}, {0, 2, 3, nan}},
+		LatentStd: [][]float64{{0, 0.5, 0, nan}, {2, 0, 0, nan}},
+		Noise:     0.1,
+		Scale:     Scale{Mean: []float64{1, 2, 3, nan}, Std: []float64{1, 1, 1, nan}, Count: []int{1, 1, 2, 0}},
 	}
 	truth := [][]float64{{1, 2, 3, 4}, {1, 2, 3, 4}}
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -106,10 +106,10 @@ func TestUncertaintyRuleUnits(t *testing.T) {
 	nan := math.NaN()
 	d := &Data{Values: [][]float64{{0.5, 900}, {nan, nan}, {0.7, 1200}, {nan, nan}}}
 	c := &Completion{
-		Mean:  [][]float64{{0.5, 900}, {0.6, 1000}, {0.7, 1200}, {0.6, 1100}},
-		Std:   [][]float64{{0, 0}, {0.08, 30}, {0, 0}, {0.09, 20}}, // z: 0.8, 0.3, 0.9, 0.2
-		Noise: 0.1,
-		Scale: Scale{Mean: []float64{0.6, 1050}, Std: []float64{0.1, 100}, Count: []int{2, 2}},
+		Mean:      [][]float64{{0.5, 900}, {0.6, 1000}, {0.7, 1200}, {0.6, 1100}},
+		LatentStd: [][]float64{{0, 0}, {0.08, 30}, {0, 0}, {0.09, 20}}, // z: 0.8, 0.3, 0.9, 0.2
+		Noise:     0.1,
+		Scale:     Scale{Mean: []float64{0.6, 1050}, Std: []float64{0.1, 100}, Count: []int{2, 2}},
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	for rule, want := range map[string][][2]int{

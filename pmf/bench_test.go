@@ -8,9 +8,9 @@ import (
 	"github.com/gatepipe/gatepipe/eevee"
 )
 
-// BenchmarkCompleteGATE times one fit (500 + 100 Gibbs sweeps, D = 10) of
-// the GATE paper matrix with 20% of its entries hidden, per method and
-// column selection.
+// BenchmarkCompleteGATE times one fit (500 + 100 Gibbs sweeps, D = 10, and
+// the three calibration fits) of the GATE paper matrix with 20% of its
+// entries hidden, per method and column selection.
 func BenchmarkCompleteGATE(b *testing.B) {
 	f, err := os.Open("../stdlib/data/gate_table3.csv")
 	if err != nil {

@@ -222,12 +222,24 @@ func median(v []float64) float64 {
 // Completion is a completed matrix.
 type Completion struct {
 	Method string
-	// Mean and Std are the prediction and its posterior standard
-	// deviation per cell, in the column's own units. Observed cells are
-	// predicted too (the fitted value), so a caller chooses whether to
-	// show the observation. A column with no observation has values on a
-	// borrowed scale, for acquisition only: Predicts is false for it.
+	// Mean and Std are the prediction and its predictive standard
+	// deviation per cell, in the column's own units: the posterior
+	// spread of the cell's mean plus the noise, scaled by the calibration
+	// (see Calibration) when there is one, so that it is the spread of a
+	// hidden cell's value around Mean. Observed cells are predicted too
+	// (the fitted value), so a caller chooses whether to show the
+	// observation. A column with no observation has values on a borrowed
+	// scale, for acquisition only: Predicts is false for it.
 	Mean, Std [][]float64
+	// LatentStd is the posterior standard deviation of each cell's mean
+	// alone (what revealing the cell would remove; the acquisition rules
+	// rank it), in the column's units; nil for the baselines.
+	LatentStd [][]float64
+	// Calibration holds the sorted absolute residuals of held-out cells in
+	// units of their fold fit's predictive std (split-conformal scores);
+	// Std is the predictive std times their root mean square, and Interval
+	// takes its quantiles from them. nil without a calibration.
+	Calibration []float64
 	// Noise is the posterior mean of the noise standard deviation in
 	// normalised units (NaN for the baselines).
 	Noise float64
@@ -245,13 +257,23 @@ func (c *Completion) Predicts(j int) bool { return c.Scale.Count[j] > 0 }
 // denormalise fills Mean and Std in column units from normalised ones.
 func (c *Completion) denormalise(zMean, zStd [][]float64) {
 	c.Mean = make([][]float64, len(zMean))
-	c.Std = make([][]float64, len(zMean))
 	for i := range zMean {
 		c.Mean[i] = make([]float64, len(zMean[i]))
-		c.Std[i] = make([]float64, len(zMean[i]))
 		for j := range zMean[i] {
 			c.Mean[i][j] = zMean[i][j]*c.Scale.Std[j] + c.Scale.Mean[j]
-			c.Std[i][j] = zStd[i][j] * c.Scale.Std[j]
 		}
 	}
+	c.Std = c.scaled(zStd)
+}
+
+// scaled maps normalised spreads to column units.
+func (c *Completion) scaled(z [][]float64) [][]float64 {
+	out := make([][]float64, len(z))
+	for i := range z {
+		out[i] = make([]float64, len(z[i]))
+		for j := range z[i] {
+			out[i][j] = z[i][j] * c.Scale.Std[j]
+		}
+	}
+	return out
 }

@@ -42,6 +42,10 @@ type EvalRow struct {
 	// whose column kept no observation is predicted by no method (see
 	// Completion.Predicts) and left out for all of them.
 	Coverage Stat `json:"coverage"`
+	// Cover90 and Cover95 are the shares of the scored hidden cells inside
+	// their 90% and 95% intervals (Completion.Interval; samplers only).
+	Cover90 Stat `json:"interval90_coverage"`
+	Cover95 Stat `json:"interval95_coverage"`
 }
 
 // Units returns the complete matrix's per-column normalisation: errors
@@ -72,6 +76,7 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 	type job struct{ ratio, seed, method int }
 	type result struct {
 		rmse, mae, r2, corr, coverage float64
+		in90, in95                    float64
 	}
 	results := make([][][]result, len(o.Ratios))
 	var jobs []job
@@ -109,6 +114,7 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 				if err == nil {
 					var res result
 					res.rmse, res.mae, res.r2, res.corr, res.coverage = score(c, d, hidden, units)
+					res.in90, res.in95 = intervalCoverage(c, d, hidden, 0.9), intervalCoverage(c, d, hidden, 0.95)
 					results[j.ratio][j.seed][j.method] = res
 				}
 				done++
@@ -136,15 +142,19 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 	var rows []EvalRow
 	for r, ratio := range o.Ratios {
 		for m, method := range methods {
-			var rm, ma, r2, co, cv []float64
+			var rm, ma, r2, co, cv, in90, in95 []float64
 			for s := 0; s < o.Seeds; s++ {
 				res := results[r][s][m]
 				rm, ma, r2, cv = append(rm, res.rmse), append(ma, res.mae), append(r2, res.r2), append(cv, res.coverage)
 				if !math.IsNaN(res.corr) {
 					co = append(co, res.corr)
 				}
+				if !math.IsNaN(res.in90) {
+					in90, in95 = append(in90, res.in90), append(in95, res.in95)
+				}
 			}
-			rows = append(rows, EvalRow{Method: method.Name(), Ratio: ratio, RMSE: statOf(rm), MAE: statOf(ma), R2: statOf(r2), StdErrCorr: statOf(co), Coverage: statOf(cv)})
+			rows = append(rows, EvalRow{Method: method.Name(), Ratio: ratio, RMSE: statOf(rm), MAE: statOf(ma), R2: statOf(r2), StdErrCorr: statOf(co), Coverage: statOf(cv),
+				Cover90: statOf(in90), Cover95: statOf(in95)})
 		}
 	}
 	return rows, nil
@@ -189,15 +199,7 @@ func maskShare(d *Data, share float64, seed uint64) (*Data, [][2]int) {
 			hidden = append(hidden, ij)
 		}
 	}
-	out := *d
-	out.Values = make([][]float64, len(d.Values))
-	for i := range d.Values {
-		out.Values[i] = append([]float64(nil), d.Values[i]...)
-	}
-	for _, ij := range hidden {
-		out.Values[ij[0]][ij[1]] = math.NaN()
-	}
-	return &out, hidden
+	return withHidden(d, hidden), hidden
 }
 
 // hideColumns hides k of d's columns wholly in masked (chosen by seed,
@@ -247,4 +249,29 @@ func score(c *Completion, d *Data, hidden [][2]int, units Scale) (rmse, mae, r2,
 		corr = spearman(std, abs)
 	}
 	return rmse, mae, r2, corr, coverage
+}
+
+// intervalCoverage is the share of the scored hidden cells whose truth
+// lies inside their interval at level (NaN for a baseline, which has no
+// spread, or when no cell is scored).
+func intervalCoverage(c *Completion, d *Data, hidden [][2]int, level float64) float64 {
+	if c.LatentStd == nil {
+		return math.NaN()
+	}
+	in, n := 0, 0
+	for _, ij := range hidden {
+		i, j := ij[0], ij[1]
+		if math.IsNaN(c.Mean[i][j]) || !c.Predicts(j) {
+			continue
+		}
+		lo, hi := c.Interval(i, j, level)
+		if v := d.Values[i][j]; v >= lo && v <= hi {
+			in++
+		}
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return float64(in) / float64(n)
 }

@@ -88,6 +88,7 @@ func (b *budget) next(ctx context.Context, exps []engine.Experiment, log zerolog
 		m, _ := pmf.New(b.method, pmf.DefaultOptions())
 		s := m.(*pmf.Sampler)
 		s.Opts.KeepDraws = rule == "variance"
+		s.Opts.CalibrationFolds = 0 // the rules rank the posterior's own spread
 		if comp, err = s.Complete(ctx, d, seed); err != nil {
 			log.Warn().Err(err).Msg("budget: the results matrix cannot be completed yet; choosing at random")
 			rule = "random"

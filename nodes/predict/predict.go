@@ -39,7 +39,7 @@ type Kind struct{ Stdlib fs.FS }
 func (Kind) Name() string { return "predict" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "2" }
+func (Kind) Version() string { return "3" } // 3: a pmf method's spread is the calibrated predictive std
 
 var spec = search.WithScoring(hcldec.ObjectSpec{
 	"tier":     &hcldec.AttrSpec{Name: "tier", Type: cty.List(cty.String)},
