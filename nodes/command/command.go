@@ -336,15 +336,16 @@ func supervised(cmd *exec.Cmd) {
 // streamed to env), its output appended to logFile, the node's devices in
 // its environment, and its process group stopped when ctx ends. A failure
 // is one error whose first line is the program's last words, followed by
-// the tail of its output.
-func RunWorker(ctx context.Context, env *nodes.Env, dir string, args []string, config any, logFile io.Writer) error {
+// the tail of its output. extraEnv (NAME=value) is added to its
+// environment.
+func RunWorker(ctx context.Context, env *nodes.Env, dir string, args []string, config any, logFile io.Writer, extraEnv ...string) error {
 	if _, err := writeExperiment(env, dir, config); err != nil {
 		return err
 	}
 	tail := &tailBuffer{max: 4096}
 	out := &logWriter{file: logFile, tail: tail}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.Env = dir, out, out, processEnv(env, dir)
+	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.Env = dir, out, out, append(processEnv(env, dir), extraEnv...)
 	supervised(cmd)
 	fctx, stop := context.WithCancel(ctx)
 	followed := make(chan struct{})

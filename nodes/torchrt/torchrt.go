@@ -1,5 +1,5 @@
 // Package torchrt is the PyTorch runtime of encoder-backed blocks
-// (runtime = "torch"): one worker script, worker.py, that builds
+// (runtime = "torch"): one worker, the Python package gatepipe_worker, that builds
 // gatepipe's encoders with gatepipe's tensor names in PyTorch and runs a
 // job on the devices the scheduler assigned (CUDA_VISIBLE_DEVICES), spoken
 // to through the external-trainer protocol gatepipe-trainer/1 (the job in
@@ -9,43 +9,102 @@ package torchrt
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/command"
 )
 
-// The worker is the files of py/ joined in name order into one program
-// (python -c): 00_io (safetensors, stores, inputs), 10_models (gatepipe's
-// architectures and heads), 20_run (devices, precision, progress), one file
-// per job, 99_main.
+// The worker is the Python package py/gatepipe_worker: storage
+// (safetensors, stores, inputs), models (gatepipe's architectures and
+// heads), run (devices, precision, progress), one module per job, and
+// __main__. Run writes it into the cache under its content hash and starts
+// python -m gatepipe_worker with that directory first on PYTHONPATH, so a
+// traceback names the real file and line.
 //
-//go:embed py/*.py
+//go:embed py/gatepipe_worker/*.py
 var workerFiles embed.FS
 
-// Worker returns the worker program.
-func Worker() string {
-	entries, err := workerFiles.ReadDir("py")
+// WorkerPackage is the worker's Python package name (python -m
+// WorkerPackage).
+const WorkerPackage = "gatepipe_worker"
+
+const workerDir = "py/" + WorkerPackage
+
+// WorkerHash is the SHA-256 (hex) of the worker package: its file names
+// and contents in name order.
+func WorkerHash() string {
+	h := sha256.New()
+	for _, name := range workerNames() {
+		data, _ := workerFiles.ReadFile(workerDir + "/" + name)
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func workerNames() []string {
+	entries, err := workerFiles.ReadDir(workerDir)
 	if err != nil {
 		panic(err) // embedded: cannot fail
 	}
-	var b strings.Builder
-	for _, e := range entries { // ReadDir sorts by name
-		data, err := workerFiles.ReadFile("py/" + e.Name())
-		if err != nil {
-			panic(err)
-		}
-		b.Write(data)
-		b.WriteString("\n\n")
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
 	}
-	return b.String()
+	return names
+}
+
+// WriteWorker makes sure the worker package is under root, in a directory
+// named by its content hash, and returns that directory (for PYTHONPATH).
+// It is written into a temporary directory and renamed into place, so a
+// concurrent or interrupted write never leaves a partial package behind.
+func WriteWorker(root string) (string, error) {
+	dir := filepath.Join(root, "torch-worker-"+WorkerHash()[:16])
+	if _, err := os.Stat(filepath.Join(dir, WorkerPackage, "__main__.py")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("torch worker: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, ".torch-worker-")
+	if err != nil {
+		return "", fmt.Errorf("torch worker: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Mkdir(filepath.Join(tmp, WorkerPackage), 0o755); err != nil {
+		return "", fmt.Errorf("torch worker: %w", err)
+	}
+	for _, name := range workerNames() {
+		data, _ := workerFiles.ReadFile(workerDir + "/" + name)
+		if err := os.WriteFile(filepath.Join(tmp, WorkerPackage, name), data, 0o644); err != nil {
+			return "", fmt.Errorf("torch worker: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, WorkerPackage, "__main__.py")); statErr == nil {
+			return dir, nil // another process wrote it first
+		}
+		return "", fmt.Errorf("torch worker: %w", err)
+	}
+	return dir, nil
+}
+
+// workerRoot is where Run writes the worker: the cache's programs
+// directory when the node runs with a cache, else the job's own directory.
+func workerRoot(env *nodes.Env, jobDir string) string {
+	if c, ok := env.Blobs.(interface{ Dir() string }); ok && c.Dir() != "" {
+		return filepath.Join(c.Dir(), "programs")
+	}
+	return jobDir
 }
 
 // Runtime names.
@@ -104,8 +163,17 @@ func Run(ctx context.Context, env *nodes.Env, dir string, job Job) error {
 		return err
 	}
 	defer logFile.Close()
-	env.Log.Debug().Str("python", python).Any("job", job.Config["job"]).Msg("torch runtime")
-	if err := command.RunWorker(ctx, env, dir, []string{python, "-c", Worker()}, job.Config, logFile); err != nil {
+	pkg, err := WriteWorker(workerRoot(env, dir))
+	if err != nil {
+		return err
+	}
+	env.Log.Debug().Str("python", python).Str("worker", pkg).Any("job", job.Config["job"]).Msg("torch runtime")
+	path := pkg
+	if p := os.Getenv("PYTHONPATH"); p != "" {
+		path += string(os.PathListSeparator) + p
+	}
+	argv := []string{python, "-m", WorkerPackage}
+	if err := command.RunWorker(ctx, env, dir, argv, job.Config, logFile, "PYTHONPATH="+path); err != nil {
 		return fmt.Errorf("runtime torch (%s): %w", python, err)
 	}
 	return nil

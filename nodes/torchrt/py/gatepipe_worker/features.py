@@ -1,3 +1,12 @@
+import json
+import os
+import time
+
+import torch
+
+from .models import Model, load_weights
+from .storage import Inputs, Store, write_safetensors
+
 def job_features(run):
     cfg = run.cfg
     store = Store(cfg["store"])
@@ -65,4 +74,3 @@ def prefetched(f, n, batch, pin):
             yield i, x
 
 
-JOBS["features"] = job_features

@@ -1,3 +1,11 @@
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+
+from .storage import Store
+
 # ---- Meta-Dataset episodes: the episodes block's adapters -------------------
 #
 # The episodes (classes, support and query indices) are gatepipe's
@@ -107,4 +115,3 @@ def job_episodes(run):
         json.dump(acc, fh)
 
 
-JOBS["episodes"] = job_episodes

@@ -1,7 +1,12 @@
+import json
+import os
+import sys
+import time
+
+import torch
+
 # ---- the run ----------------------------------------------------------------
 
-# JOBS maps config.job to the function that runs it (each job's file adds itself).
-JOBS = {}
 
 class Run:
     """What every job shares: the experiment, the device, the log."""

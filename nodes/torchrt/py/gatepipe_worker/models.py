@@ -1,3 +1,12 @@
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .storage import SafeTensors
+
 # ---- gatepipe's architectures -----------------------------------------------
 
 class Scale(nn.Module):

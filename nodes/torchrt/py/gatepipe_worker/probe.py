@@ -1,3 +1,12 @@
+import json
+import math
+import os
+
+import numpy as np
+import torch
+
+from .storage import SafeTensors, Store
+
 # ---- ELEVATER's linear probe ------------------------------------------------
 
 def argmax_first(scores):
@@ -225,4 +234,3 @@ def job_probe(run):
     os.replace(os.path.join(cfg["work"], "probe.json.tmp"), os.path.join(cfg["work"], "probe.json"))
 
 
-JOBS["probe"] = job_probe

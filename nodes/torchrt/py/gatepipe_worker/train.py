@@ -1,3 +1,16 @@
+import json
+import math
+import os
+import shutil
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .models import TaskModel, gatepipe_names, head_sizes, load_weights
+from .storage import Inputs, SafeTensors, Store, write_safetensors
+
 # ---- training: the train block on the torch runtime -------------------------
 #
 # gatepipe draws, the worker computes: the initial weights (the recipe's
@@ -153,7 +166,6 @@ def val_metrics(task, pred, tg, classes, episodes=None):
 
 
 def retrieval_metrics(emb, tg):
-    n = emb.shape[0]
     d = emb.shape[1] // 2
     e = emb.double()
     img = e[:, :d] / (e[:, :d].norm(dim=1, keepdim=True) + 1e-12)
@@ -474,4 +486,3 @@ class TrainState:
         return meta["lr"], best, meta["bad"], kept, it + 1
 
 
-JOBS["train"] = job_train

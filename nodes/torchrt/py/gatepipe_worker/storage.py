@@ -1,44 +1,15 @@
-"""gatepipe's PyTorch runtime worker (protocol gatepipe-trainer/1).
+"""Safetensors, example stores and encoder inputs."""
 
-gatepipe runs it as `python -c <this file>` for a block with
-runtime = "torch", with $GATEPIPE_EXPERIMENT naming experiment.json: the
-job (config.job), the encoder as gatepipe describes it (config.encoder,
-gatepipe's EncoderSpec), its weights as a safetensors file in gatepipe's
-tensor names, the example store, the output directory and the devices.
-The models here are gatepipe's built-in architectures (mlp, convnet,
-resnet, convnext, vit) with gatepipe's tensor names, so weights go both
-ways between the Go and the torch runtime and both compute the same
-function.
-
-Jobs:
-  features  the encoder's pooled features (or, with classes > 0, the
-            head's softmax probabilities) of every split, in evaluation
-            mode under inference_mode, written as SPLIT.safetensors
-            (tensor "x", float32 [N, F]) into config.work; gatepipe
-            writes the feature store from them.
-
-Progress goes to log.jsonl beside experiment.json ({"step", "total"}),
-errors to stderr as one last line. Standard library, torch and numpy.
-"""
 import json
 import math
 import mmap
 import os
-import shutil
 import struct
-import sys
-import time
 import warnings
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-except ImportError as e:
-    raise SystemExit("%s cannot import torch (%s): install PyTorch for it (Debian: apt-get install python3-torch; "
-                     "else pip install torch), or point python (the block's, the gatepipe block's) or GATEPIPE_PYTHON at an interpreter that has it"
-                     % (sys.executable, e))
+import numpy as np
+import torch
+import torch.nn.functional as F
 
 DTYPES = {"F32": (torch.float32, np.float32), "F16": (torch.float16, np.float16), "F64": (torch.float64, np.float64),
           "I64": (torch.int64, np.int64), "I32": (torch.int32, np.int32), "U8": (torch.uint8, np.uint8),
