@@ -32,7 +32,7 @@ PORTABLE  ?=
 # The build's prerequisite that installs OpenBLAS (tests set it empty).
 DEPS_BLAS ?= deps-blas
 
-.PHONY: build demo test unit fuzz bench deps-blas deps-demo deps-test deps-bench clean
+.PHONY: build demo test unit pyunit fuzz bench deps-blas deps-demo deps-test deps-bench clean
 
 build: $(DEPS_BLAS)
 	@if [ -z "$(BLAS_TAG)" ] && [ -z "$(PORTABLE)" ]; then \
@@ -76,7 +76,15 @@ deps-demo:
 demo: deps-blas build deps-demo
 	./$(BIN) apply examples/fashion_mnist
 
-test: deps-blas deps-demo deps-test unit fuzz
+test: deps-blas deps-demo deps-test unit pyunit fuzz
+
+# The torch worker's Python package: pyflakes over it and its tests, then
+# its unit tests under Debian's python3 (CPU torch), without gatepipe.
+pyunit:
+	@if /usr/bin/python3 -m pyflakes --version >/dev/null 2>&1; then \
+		echo "pyflakes nodes/torchrt/py"; /usr/bin/python3 -m pyflakes nodes/torchrt/py || exit 1; \
+	else echo "pyflakes3 is missing (apt-get install pyflakes3): the worker is not linted"; fi
+	cd nodes/torchrt/py && /usr/bin/python3 -m unittest discover -s tests -t .
 
 # The report's browser test needs Debian's chromium; install it when we can
 # (as root, as CI is), otherwise that one test is skipped and says why.
@@ -93,10 +101,11 @@ deps-test:
 	@# The pretrained encoders' parity tests build their fixtures with
 	@# torchvision (randomly initialised models, no hub).
 	@# The transferability statistics are checked against scipy.
-	@if ! /usr/bin/python3 -c "import torchvision, scipy, h5py, PIL" 2>/dev/null; then \
+	@# pyflakes lints the torch worker's package.
+	@if ! /usr/bin/python3 -c "import torchvision, scipy, h5py, PIL, pyflakes" 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "Installing python3-torchvision and python3-scipy for the parity tests..."; \
-			sh scripts/apt-install.sh python3-torchvision python3-scipy python3-h5py python3-pil >/dev/null || \
+			echo "Installing python3-torchvision, python3-scipy and pyflakes3 for the parity tests and the worker's lint..."; \
+			sh scripts/apt-install.sh python3-torchvision python3-scipy python3-h5py python3-pil pyflakes3 >/dev/null || \
 				echo "python3-torchvision could not be installed: the torchvision parity tests will fail in CI"; \
 		else \
 			echo "python3-torchvision is missing and we are not root: the torchvision parity tests will be skipped"; \
