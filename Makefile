@@ -32,7 +32,7 @@ PORTABLE  ?=
 # The build's prerequisite that installs OpenBLAS (tests set it empty).
 DEPS_BLAS ?= deps-blas
 
-.PHONY: build demo test unit pyunit fuzz bench deps-blas deps-demo deps-test deps-bench clean
+.PHONY: build demo test unit pyunit fuzz bench gpu-check gpu-pack deps-blas deps-demo deps-test deps-bench clean
 
 build: $(DEPS_BLAS)
 	@if [ -z "$(BLAS_TAG)" ] && [ -z "$(PORTABLE)" ]; then \
@@ -196,5 +196,26 @@ deps-bench:
 bench: deps-blas deps-bench deps-demo
 	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/ ./formats/imagedec/ ./nodes/torchrt/
 
+# The GPU check (scripts/gpu-check.sh): here, with Go, it builds the test
+# binaries into .gpu-check/ and runs every step (on CPU torch without a
+# GPU: "no GPU: CUDA parts skipped"); GPU_CHECK_OUT is where the logs and
+# gpu-check.md go. gpu-pack packs the same binaries for a GPU machine
+# without Go (../shared/gpu/pack.sh); there: source .gpu/unpack.sh &&
+# bash scripts/gpu-check.sh OUTDIR.
+GPU_CHECK_PKGS := ./cmd/gatepipe ./nodes/features ./nodes/probenode ./nodes/episodesnode ./nodes/torchrt
+GPU_CHECK_OUT ?= gpu-check-out
+
+gpu-check: deps-blas deps-test
+	@mkdir -p .gpu-check
+	$(GO) build -tags "$(TAGS)" -o .gpu-check/gatepipe ./cmd/gatepipe
+	@for p in $(GPU_CHECK_PKGS); do \
+		n=$$(echo $$p | tr '/.' '__' | sed 's/^_*//'); \
+		echo "go test -c $$p"; $(GO) test -c -tags "$(TAGS)" -o .gpu-check/$$n.test $$p || exit 1; \
+	done
+	GATEPIPE_TEST_BIN=$(CURDIR)/.gpu-check bash scripts/gpu-check.sh $(GPU_CHECK_OUT)
+
+gpu-pack:
+	../shared/gpu/pack.sh $(GPU_CHECK_PKGS)
+
 clean:
-	rm -rf bin
+	rm -rf bin .gpu-check

@@ -282,7 +282,7 @@ func TestKilledTorchTrainResumes(t *testing.T) {
 // checkpoint of a changed recipe is not used.
 func TestKilledTrainOnTorchRuntimeResumes(t *testing.T) {
 	needTorch(t)
-	pipeline := strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime   = \"torch\"\n}", 1)
+	pipeline := withPython(strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime   = \"torch\"\n  resources { gpus = min(@GPUS@, 1) }\n}", 1))
 	if pipeline == resumePipeline {
 		t.Fatal("the pipeline did not change")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io/fs"
 	"math"
 	"os"
@@ -8,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/torchtest"
 	commandnode "github.com/gatepipe/gatepipe/nodes/command"
 )
 
@@ -108,6 +111,9 @@ train "gen" {
   benchmark = benchmark.gen[each.value.task]
   model     = "${each.value.runtime}/${each.value.kind}"
   runtime   = each.value.runtime
+  resources {
+    gpus = each.value.runtime == "torch" ? min(@GPUS@, 1) : 0
+  }
 }
 `
 
@@ -146,7 +152,7 @@ func TestEveryFamilyTrainsOnTorchAsInGo(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cache, dir := t.TempDir(), t.TempDir()
 			kinds := []string{"convnet", "resnet", "convnext", "vit", "mlp"}
-			conf, families := strings.ReplaceAll(familiesOnBothRuntimes, "@MODE@", mode), 9
+			conf, families := withPython(strings.ReplaceAll(familiesOnBothRuntimes, "@MODE@", mode)), 9
 			if mode == "linear_probe" {
 				// Prototypes have no parameters: a frozen encoder leaves nothing to train.
 				conf, families, kinds = strings.Replace(conf, `    fewshot    = "fewshot"`+"\n", "", 1), 8, []string{"convnet"}
@@ -341,7 +347,7 @@ func TestEvaluationTransformOnBothRuntimes(t *testing.T) {
 	for _, tc := range []struct{ generator, task string }{{"video_count", "video_regression"}, {"segment", "segmentation"}} {
 		t.Run(tc.task, func(t *testing.T) {
 			cache, dir := t.TempDir(), t.TempDir()
-			writeFile(t, filepath.Join(dir, "main.hcl"), strings.NewReplacer("@GEN@", tc.generator, "@TASK@", tc.task).Replace(transformPipeline))
+			writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.NewReplacer("@GEN@", tc.generator, "@TASK@", tc.task).Replace(transformPipeline)))
 			r := gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython()), "apply", dir)
 			if r.code != 0 {
 				t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -406,5 +412,53 @@ train "gen" {
   benchmark = benchmark.gen
   model     = each.key
   runtime   = each.key
+  resources {
+    gpus = each.key == "torch" ? min(@GPUS@, 1) : 0
+  }
 }
 `
+
+// TestTorchNodesOnTwoGPUs (make gpu-check, with two GPUs): two torch train
+// nodes of one GPU each run at once, each on its own GPU, as the run
+// record shows. Skipped unless $GATEPIPE_TEST_CUDA is 2 or more.
+func TestTorchNodesOnTwoGPUs(t *testing.T) {
+	if torchtest.GPUCount() < 2 {
+		t.Skipf("needs two GPUs (%s=2; make gpu-check sets it)", torchtest.CUDAEnv)
+	}
+	needTorch(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	pipeline := strings.Replace(defaultRuntimePipeline, "train \"gen\" {\n", "train \"gen\" {\n  for_each = toset([\"a\", \"b\"])\n  model    = each.key\n  resources { gpus = 1 }\n", 1)
+	pipeline = strings.Replace(pipeline, "value = train.gen.out_dir", "value = [for t in train.gen : t.out_dir]", 1)
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(pipeline))
+	if r := gp(t, cache, "apply", dir); r.code != 0 {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
+	records, _ := filepath.Glob(filepath.Join(cache, "runs", "*.json"))
+	if len(records) != 1 {
+		t.Fatalf("%d run records, want 1", len(records))
+	}
+	var rec struct {
+		Nodes []struct {
+			Addr, Device string
+			Start        time.Time
+			DurationMS   float64 `json:"duration_ms"`
+		}
+	}
+	if err := json.Unmarshal([]byte(readFile(records[0])), &rec); err != nil {
+		t.Fatal(err)
+	}
+	var devices []string
+	var spans [][2]time.Time
+	for _, n := range rec.Nodes {
+		if strings.HasPrefix(n.Addr, "train.gen") {
+			devices = append(devices, n.Device)
+			spans = append(spans, [2]time.Time{n.Start, n.Start.Add(time.Duration(n.DurationMS * float64(time.Millisecond)))})
+		}
+	}
+	if len(devices) != 2 || devices[0] == devices[1] || !strings.Contains(devices[0], "gpu:") || !strings.Contains(devices[1], "gpu:") {
+		t.Fatalf("train nodes ran on %v, want two different GPUs", devices)
+	}
+	if !spans[0][0].Before(spans[1][1]) || !spans[1][0].Before(spans[0][1]) {
+		t.Errorf("the two nodes did not overlap: %v", spans)
+	}
+}

@@ -20,8 +20,13 @@ import (
 // torchPython is the Python with PyTorch the torch tests run.
 func torchPython() string { return torchtest.Python() }
 
-// withPython puts torchPython into a pipeline's @PYTHON@ placeholders.
-func withPython(hcl string) string { return strings.ReplaceAll(hcl, "@PYTHON@", torchPython()) }
+// withPython puts torchPython into a pipeline's @PYTHON@ placeholders, and
+// the GPUs torch blocks run on (torchtest.GPUCount: 0 but under make
+// gpu-check) into its @GPUS@ ones.
+func withPython(hcl string) string {
+	hcl = strings.ReplaceAll(hcl, "@GPUS@", strconv.Itoa(torchtest.GPUCount()))
+	return strings.ReplaceAll(hcl, "@PYTHON@", torchPython())
+}
 
 // needTorch skips the test (fails it in CI) without torch and torchvision.
 func needTorch(t *testing.T) {
@@ -166,6 +171,7 @@ func TestSmallTierOnTheTorchTrainer(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(tierPipeline, `scale   = "test"`,
 		`scale   = "test"
   trainer = "torch"
+  gpus    = min(@GPUS@, 1)
   seeds   = [0, 1]
   python  = "@PYTHON@"`, 1)))
 	cache := filepath.Join(t.TempDir(), "c")

@@ -6,6 +6,7 @@ package torchtest
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,4 +30,27 @@ func Need(t testing.TB, modules ...string) {
 		}
 		t.Skipf("%s cannot import %s (set GATEPIPE_TEST_PYTHON)", Python(), strings.Join(modules, ", "))
 	}
+}
+
+// CUDAEnv names the variable that runs the torch tests on GPUs: set to the
+// number of GPUs to use (make gpu-check sets it where torch sees CUDA).
+const CUDAEnv = "GATEPIPE_TEST_CUDA"
+
+// GPUCount is the number of GPUs the torch tests run their blocks on: 0
+// (CPU torch) unless $GATEPIPE_TEST_CUDA says more.
+func GPUCount() int {
+	n, err := strconv.Atoi(os.Getenv(CUDAEnv))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// GPUs is the device list of a node-level test's assignment: GPU "0" when
+// GPUCount is at least 1, else none (CPU torch).
+func GPUs() []string {
+	if GPUCount() > 0 {
+		return []string{"0"}
+	}
+	return nil
 }

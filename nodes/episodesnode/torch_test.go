@@ -47,7 +47,7 @@ func TestEpisodesOnTorchEqualGo(t *testing.T) {
 		cfg.MaxSupportSetSize, cfg.MaxNumQuery = 60, 5
 		nd := &Node{features: dir, model: "m", source: "test", group: "g", split: "test", count: 12, adapters: probe.AdapterNames(), cfg: cfg,
 			rt: torchrt.Options{Runtime: runtime, Precision: "fp64", Python: torchtest.Python()}}
-		env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2}}
+		env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2, GPUs: torchtest.GPUs()}}
 		if _, err := nd.Run(context.Background(), env); err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func randomWeights(t *testing.T, enc train.EncoderSpec, shape []int, classes int
 }
 
 func testEnv(t *testing.T) *nodes.Env {
-	return &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2}}
+	return &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2, GPUs: torchtest.GPUs()}}
 }
 
 // readFeatures reads split "test" of a feature store.

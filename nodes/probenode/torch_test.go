@@ -59,7 +59,7 @@ func TestProbeOnTorchEqualsGo(t *testing.T) {
 				tune.LRs, tune.Epochs, tune.FinalEpochs, tune.Batch = probe.Logspace(-3, -1, 3), 3, 4, 8
 				n := &Node{features: store, model: "m", metric: metric, trainSplit: "train", testSplit: "test",
 					shots: []int{5, 0}, seeds: []int{0, 1}, tune: tune, rt: torchrt.Options{Runtime: runtime, Precision: "fp64", Python: torchtest.Python()}}
-				env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2}}
+				env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2, GPUs: torchtest.GPUs()}}
 				if _, err := n.Run(context.Background(), env); err != nil {
 					t.Fatal(err)
 				}

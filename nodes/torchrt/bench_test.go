@@ -155,39 +155,54 @@ func utilisation(cuda bool) (stop func() string) {
 	return func() string { close(done); return <-res }
 }
 
-// BenchmarkTorchRuntimeFeaturesResNet50: frozen ResNet-50 features at
-// 224 px through the features job against a bare inference_mode loop.
-func BenchmarkTorchRuntimeFeaturesResNet50(b *testing.B) {
+// BenchmarkTorchRuntimeFeatures: frozen features at 224 px through the
+// features job against a bare inference_mode loop, for ResNet-50 and
+// ViT-B/16, in fp32 and (on a GPU) bf16 autocast.
+func BenchmarkTorchRuntimeFeatures(b *testing.B) {
 	cuda, threads, images := benchSetup(b)
 	store := imageStore(b, images, 10)
-	enc, err := train.Preset("resnet50")
-	if err != nil {
+	precisions := []string{"fp32"}
+	if cuda {
+		precisions = append(precisions, "bf16")
+	}
+	for _, arch := range []string{"resnet50", "vit_b_16"} {
+		enc, err := train.Preset(arch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, precision := range precisions {
+			b.Run(arch+"/"+precision, func(b *testing.B) {
+				for range b.N {
+					benchFeatures(b, cuda, threads, store, arch, enc, precision)
+				}
+			})
+		}
+	}
+}
+
+func benchFeatures(b *testing.B, cuda bool, threads int, store, arch string, enc train.EncoderSpec, precision string) {
+	env := benchEnv(b, cuda, threads)
+	dir := filepath.Join(env.OutDir, "w")
+	os.MkdirAll(dir, 0o755)
+	weights := filepath.Join(dir, "weights.safetensors")
+	if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 1, nil, 0); err != nil {
 		b.Fatal(err)
 	}
-	for range b.N {
-		env := benchEnv(b, cuda, threads)
-		dir := filepath.Join(env.OutDir, "w")
-		os.MkdirAll(dir, 0o755)
-		weights := filepath.Join(dir, "weights.safetensors")
-		if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 1, nil, 0); err != nil {
-			b.Fatal(err)
-		}
-		work := filepath.Join(dir, "out")
-		cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
-			"classes": 0, "precision": "auto", "batch_size": 64, "work": work}
-		busy := utilisation(cuda)
-		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
-			b.Fatal(err)
-		}
-		gpu := busy()
-		var st struct{ Images, Seconds float64 }
-		data, err := os.ReadFile(filepath.Join(work, "stats.json"))
-		if err != nil || json.Unmarshal(data, &st) != nil {
-			b.Fatalf("stats: %v", err)
-		}
-		peer := runPeer(b, threads, "features", store, "resnet50", "64")
-		report(b, "features ResNet-50 224px", st.Images/st.Seconds, peer.ImagesPerSec, peer, threads, gpu)
+	work := filepath.Join(dir, "out")
+	cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
+		"classes": 0, "precision": precision, "batch_size": 64, "work": work}
+	busy := utilisation(cuda)
+	if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+		b.Fatal(err)
 	}
+	gpu := busy()
+	var st struct{ Images, Seconds float64 }
+	data, err := os.ReadFile(filepath.Join(work, "stats.json"))
+	if err != nil || json.Unmarshal(data, &st) != nil {
+		b.Fatalf("stats: %v", err)
+	}
+	peer := runPeer(b, threads, "features", store, arch, "64", precision)
+	report(b, fmt.Sprintf("features %s 224px %s", arch, precision), st.Images/st.Seconds, peer.ImagesPerSec, peer, threads, gpu)
 }
 
 // BenchmarkTorchRuntimeTrainResNet18: fine-tuning steps of ResNet-18 at

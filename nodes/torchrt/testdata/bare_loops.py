@@ -1,7 +1,10 @@
 """Bare PyTorch loops, the peers of the torch runtime's benchmarks: what a
 PyTorch user writes for the same work on the same store.
 
-  bare_loops.py features STORE ARCH BATCH   frozen pooled features, inference_mode
+  bare_loops.py features STORE ARCH BATCH [PRECISION]
+                                            frozen pooled features, inference_mode,
+                                            PRECISION fp32 or bf16 (autocast; the
+                                            default on a GPU)
   bare_loops.py train STORE ARCH BATCH ITERS CLASSES  AdamW fine-tuning steps
 
 ARCH is a torchvision model (resnet50, resnet18, vit_b_16). The store's
@@ -46,8 +49,13 @@ def prep(xb):
     return x
 
 
+PRECISION = "bf16" if cuda else "fp32"
+
+
 def autocast():
-    return torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+    if PRECISION == "bf16":
+        return torch.autocast(dev.type, dtype=torch.bfloat16)
+    return torch.autocast(dev.type, enabled=False)
 
 
 def features(store, arch, batch):
@@ -99,6 +107,8 @@ def train(store, arch, batch, iters, classes):
 if __name__ == "__main__":
     job = sys.argv[1]
     if job == "features":
+        if len(sys.argv) > 5:
+            PRECISION = sys.argv[5]
         n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
