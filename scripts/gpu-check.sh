@@ -5,7 +5,8 @@
 #   bash scripts/gpu-check.sh OUTDIR
 #
 # Run from anywhere in the checkout. Needs a Python with torch and
-# torchvision ($GATEPIPE_TEST_PYTHON, else python3) and the test binaries:
+# torchvision ($GATEPIPE_TEST_PYTHON, else python3 or /usr/bin/python3 if
+# that has them) and the test binaries:
 # on a GPU machine without Go, those `../shared/gpu/pack.sh` packs (make
 # gpu-pack) and `source .gpu/unpack.sh` puts on PATH; with Go, `make
 # gpu-check` builds them. Without CUDA it runs the same steps on CPU torch,
@@ -31,12 +32,15 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-py=${GATEPIPE_TEST_PYTHON:-python3}
-export GATEPIPE_TEST_PYTHON=$py
-if ! "$py" -c "import torch, torchvision" 2>/dev/null; then
-	echo "gpu-check: $py cannot import torch and torchvision; set GATEPIPE_TEST_PYTHON" >&2
+py=""
+for cand in ${GATEPIPE_TEST_PYTHON:-python3 /usr/bin/python3}; do
+	if "$cand" -c "import torch, torchvision" 2>/dev/null; then py=$cand; break; fi
+done
+if [ -z "$py" ]; then
+	echo "gpu-check: ${GATEPIPE_TEST_PYTHON:-python3 (or /usr/bin/python3)} cannot import torch and torchvision; set GATEPIPE_TEST_PYTHON" >&2
 	exit 2
 fi
+export GATEPIPE_TEST_PYTHON=$py
 gpus=$("$py" -c "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)")
 export GATEPIPE_TEST_CUDA=$gpus
 if [ "$gpus" = 0 ]; then
@@ -121,7 +125,7 @@ fi
 if [ "$gpus" != 0 ]; then
 	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-2048} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 else
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-32} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 fi
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
 

@@ -106,6 +106,23 @@ func (e EncoderSpec) stem(b *builder, x *G.Node, shape []int) (*G.Node, []int) {
 	return b.must(G.Reshape(y, append(tensor.Shape{batch}, want...))), want
 }
 
+// LibraryPrefixes mark an encoder that PyTorch's model libraries build by
+// name on the torch runtime: "timm:resnet50", "torchvision:convnext_tiny".
+var LibraryPrefixes = []string{"timm:", "torchvision:"}
+
+// IsLibrary reports whether arch names a timm or torchvision model: the
+// torch runtime builds it with the library (gatepipe's Go runtime has no
+// such model), its tensors keep the library's names under encoder., and
+// torch initialises it from the recipe's seed.
+func IsLibrary(arch string) bool {
+	for _, p := range LibraryPrefixes {
+		if strings.HasPrefix(arch, p) && len(arch) > len(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Check validates the sizes against one example's shape (after the stem
 // when InputShape is set).
 func (e EncoderSpec) Check(shape []int) error {
@@ -121,6 +138,13 @@ func (e EncoderSpec) Check(shape []int) error {
 		shape = e.InputShape
 	}
 	img := len(shape) == 3
+	switch {
+	case IsLibrary(e.Arch):
+		if !img {
+			return fmt.Errorf("%s needs image examples [C, H, W], not %v", e.Arch, shape)
+		}
+		return nil
+	}
 	switch e.Arch {
 	case "mlp":
 		return nil

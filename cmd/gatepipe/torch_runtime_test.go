@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -460,5 +461,87 @@ func TestTorchNodesOnTwoGPUs(t *testing.T) {
 	}
 	if !spans[0][0].Before(spans[1][1]) || !spans[1][0].Before(spans[0][1]) {
 		t.Errorf("the two nodes did not overlap: %v", spans)
+	}
+}
+
+// libraryPipeline is familiesOnBothRuntimes with one encoder, torchvision's
+// ResNet-18 built by name, trained on the torch runtime only.
+func libraryPipeline(t *testing.T, arch string) string {
+	t.Helper()
+	r := strings.NewReplacer(
+		"kinds = @KINDS@", `kinds = ["lib"]`,
+		`["go", "torch"]`, `["torch"]`,
+		"    mlp      = encoder.mlp\n", "    mlp      = encoder.mlp\n    lib      = encoder.lib\n",
+		"@MODE@", "finetune",
+	)
+	p := r.Replace(familiesOnBothRuntimes) + "\nencoder \"lib\" {\n  arch = \"" + arch + "\"\n}\n"
+	if !strings.Contains(p, "encoder.lib") || strings.Contains(p, "@KINDS@") {
+		t.Fatal("the families pipeline changed: libraryPipeline no longer applies")
+	}
+	return withPython(p)
+}
+
+// TestLibraryEncoderTrainsEveryFamilyOnTorch: an encoder that torchvision
+// builds by name (arch = "torchvision:resnet18") trains all nine task
+// families on the torch runtime; gatepipe computes the metrics, and the
+// kept parameters keep torchvision's names under encoder. On the Go
+// runtime the same encoder is refused at plan, at the train block; a
+// name torchvision does not have fails with what to write; timm:NAME
+// either trains (timm installed) or says timm is missing.
+func TestLibraryEncoderTrainsEveryFamilyOnTorch(t *testing.T) {
+	needTorch(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), libraryPipeline(t, "torchvision:resnet18"))
+	env := append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache, "GATEPIPE_PYTHON="+torchPython())
+	r := gpWith(t, env, "apply", dir)
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
+	runs := readRuns(t, cache)["torch/lib"]
+	if len(runs) != 9 {
+		t.Fatalf("%d families trained with torchvision:resnet18, want 9: %v", len(runs), runs)
+	}
+	for bench, out := range runs {
+		m, err := commandnode.ReadMetrics(filepath.Join(out, commandnode.MetricsFile))
+		if err != nil || len(m.Metrics) == 0 {
+			t.Errorf("%s: no metrics (%v)", bench, err)
+		}
+		kept, _ := filepath.Glob(filepath.Join(out, "*.safetensors"))
+		if len(kept) == 0 {
+			t.Errorf("%s: no kept parameters in %s", bench, out)
+			continue
+		}
+		f, err := safetensors.ReadFile(kept[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Tensors["encoder.conv1.weight"] == nil || f.Tensors["encoder.layer4.1.bn2.running_var"] == nil {
+			t.Errorf("%s: %s lacks torchvision's names under encoder.", bench, kept[0])
+		}
+	}
+
+	goDir := t.TempDir()
+	writeFile(t, filepath.Join(goDir, "main.hcl"), strings.Replace(libraryPipeline(t, "torchvision:resnet18"), `["torch"]`, `["go"]`, 1))
+	r = gpWith(t, env, "plan", goDir) // validate cannot decode a train block whose dataset is not built yet
+	if r.code == 0 || !strings.Contains(r.stderr, "Encoder needs the torch runtime") || !strings.Contains(r.stderr, "main.hcl:") {
+		t.Errorf("a torchvision encoder on the Go runtime: exit %d\n%s", r.code, r.stderr)
+	}
+
+	badDir := t.TempDir()
+	writeFile(t, filepath.Join(badDir, "main.hcl"), libraryPipeline(t, "torchvision:resnet19"))
+	r = gpWith(t, append(env, "GATEPIPE_CACHE_DIR="+t.TempDir()), "apply", badDir)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "torchvision:resnet19: not a torchvision model") {
+		t.Errorf("an unknown torchvision name: exit %d\n%s", r.code, r.stderr)
+	}
+
+	timmDir := t.TempDir()
+	writeFile(t, filepath.Join(timmDir, "main.hcl"), libraryPipeline(t, "timm:resnet18"))
+	r = gpWith(t, append(env, "GATEPIPE_CACHE_DIR="+t.TempDir()), "apply", timmDir)
+	if exec.Command(torchPython(), "-c", "import timm").Run() == nil {
+		if r.code != 0 {
+			t.Errorf("timm:resnet18 with timm installed: exit %d\n%s", r.code, r.stderr)
+		}
+	} else if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "cannot import timm") {
+		t.Errorf("timm:resnet18 without timm: exit %d, want a message that timm is missing\n%s", r.code, r.stderr)
 	}
 }

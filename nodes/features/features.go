@@ -109,6 +109,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.dataset = r.Str("benchmark", "dataset")
 	n.classes, r.Diags = readOutput(v, decl, r.Diags)
 	n.rt, n.batch, r.Diags = readRuntime(v, decl, r.Diags)
+	r.NeedTorch(n.enc, n.rt.Torch())
 	return n, r.Diags
 }
 
@@ -147,7 +148,13 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if n.preprocess != nil && len(shape) == 3 {
 		shape = n.preprocess.OutShape(shape[0])
 	}
-	w, err := n.weights.Load(env, n.enc, train.Classification, shape, max(n.classes, 1))
+	var w train.Weights
+	var own string // a library encoder's weights, in its own names
+	if train.IsLibrary(n.enc.Arch) {
+		own, err = n.weights.LocalPath(env)
+	} else {
+		w, err = n.weights.Load(env, n.enc, train.Classification, shape, max(n.classes, 1))
+	}
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -158,7 +165,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	slices.Sort(names)
 	var onTorch map[string]torchFeatures
 	if n.rt.Torch() {
-		if onTorch, err = n.runTorch(ctx, env, meta, shape, w, names); err != nil {
+		if onTorch, err = n.runTorch(ctx, env, meta, shape, w, own, names); err != nil {
 			return cty.NilVal, err
 		}
 	}

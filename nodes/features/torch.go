@@ -38,21 +38,26 @@ type torchFeatures struct {
 
 // runTorch computes every split's features (or probabilities) on the
 // torch runtime: the weights gatepipe matched go to the worker in
-// gatepipe's names, and it reads the store itself.
-func (n *Node) runTorch(ctx context.Context, env *nodes.Env, meta *examplestore.Meta, shape []int, w train.Weights, splits []string) (map[string]torchFeatures, error) {
+// gatepipe's names, and it reads the store itself. A timm or torchvision
+// encoder gets own, its weights in the library's names, instead.
+func (n *Node) runTorch(ctx context.Context, env *nodes.Env, meta *examplestore.Meta, shape []int, w train.Weights, own string, splits []string) (map[string]torchFeatures, error) {
 	dir := filepath.Join(env.OutDir, ".torch")
 	defer os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	weights := filepath.Join(dir, "weights.safetensors")
-	if err := train.WriteWeights(weights, n.enc, train.Classification, shape, max(n.classes, 1), w, 0); err != nil {
-		return nil, err
+	weights := ""
+	if !train.IsLibrary(n.enc.Arch) {
+		weights = filepath.Join(dir, "weights.safetensors")
+		if err := train.WriteWeights(weights, n.enc, train.Classification, shape, max(n.classes, 1), w, 0); err != nil {
+			return nil, err
+		}
 	}
 	work := filepath.Join(dir, "out")
 	cfg := map[string]any{
 		"job": "features", "encoder": n.enc, "weights": weights, "store": n.dataset, "splits": splits,
 		"preprocess": n.preprocess, "classes": n.classes, "precision": n.rt.Precision, "batch_size": n.batch, "work": work,
+		"library_weights": own,
 	}
 	if err := torchrt.Run(ctx, env, dir, n.rt.Job(cfg)); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,4 +176,53 @@ func TestTorchRuntimeMatchesGo(t *testing.T) {
 			t.Logf("%v features, max difference %.2g of scale %.3g", goShape, worst, scale)
 		})
 	}
+}
+
+// TestLibraryEncoderMatchesGo: torchvision's own ResNet-18, built by name
+// on the torch runtime (arch = "torchvision:resnet18") with a torchvision
+// state dict, gives the features gatepipe's Go ResNet-18 computes from the
+// same file (its names mapped to gatepipe's), within 1e-4 of their scale.
+func TestLibraryEncoderMatchesGo(t *testing.T) {
+	torchtest.Need(t, "torch", "torchvision")
+	weights := filepath.Join(t.TempDir(), "resnet18.pth")
+	script := `import sys, torch, torchvision
+torch.manual_seed(5)
+m = torchvision.models.resnet18()
+for mod in m.modules():
+    if isinstance(mod, torch.nn.BatchNorm2d):
+        mod.running_mean.normal_(0, 0.1); mod.running_var.uniform_(0.5, 1.5)
+        mod.weight.data.uniform_(0.5, 1.5); mod.bias.data.normal_(0, 0.1)
+torch.save(m.state_dict(), sys.argv[1])`
+	if out, err := exec.Command(torchtest.Python(), "-c", script, weights).CombinedOutput(); err != nil {
+		t.Fatalf("writing torchvision weights: %v\n%s", err, out)
+	}
+	store := imageStore(t, 5, 3, 64, 64)
+	preset, err := train.Preset("resnet18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(enc train.EncoderSpec, rt torchrt.Options) ([]float32, []int) {
+		n := &Node{enc: enc, weights: specs.Weights(weights), dataset: store, rt: rt, batch: 2}
+		env := testEnv(t)
+		if _, err := n.Run(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+		return readFeatures(t, env.OutDir)
+	}
+	goX, goShape := run(preset, torchrt.Options{Runtime: torchrt.Go})
+	torchX, torchShape := run(train.EncoderSpec{Arch: "torchvision:resnet18"}, torchrt.Options{Runtime: torchrt.Torch, Precision: "fp32", Python: torchtest.Python()})
+	if len(goShape) != 2 || goShape[1] != 512 || goShape[0] != torchShape[0] || goShape[1] != torchShape[1] {
+		t.Fatalf("shapes: go %v, torch %v", goShape, torchShape)
+	}
+	scale, worst := 0.0, 0.0
+	for _, v := range goX {
+		scale = max(scale, math.Abs(float64(v)))
+	}
+	for i := range goX {
+		worst = max(worst, math.Abs(float64(goX[i]-torchX[i]))/scale)
+	}
+	if scale == 0 || worst > 1e-4 {
+		t.Fatalf("torchvision's ResNet-18 differs from Go's by %.2g of the features' scale %.3g (limit 1e-4)", worst, scale)
+	}
+	t.Logf("%v features, max difference %.2g of scale %.3g", goShape, worst, scale)
 }

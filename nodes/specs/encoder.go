@@ -125,8 +125,13 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		v["arch"] = cty.StringVal(p.Arch)
 		arch = p.Arch
 	case arch == "":
-		return append(diags, decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v) or a preset (as in preset = \"resnet50\").", train.Archs))
+		return append(diags, decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME or torchvision:NAME on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs))
+	case train.IsLibrary(arch):
+		// A timm or torchvision model by name: the torch runtime builds it.
 	default:
+		if strings.HasPrefix(arch, "timm:") || strings.HasPrefix(arch, "torchvision:") {
+			return append(diags, decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME or torchvision:NAME, as in timm:resnet50.", arch))
+		}
 		diags = append(diags, oneOf(decl, "arch", arch, train.Archs...)...)
 	}
 	if n := v["input_shape"].LengthInt(); n != 0 && n != 1 && n != 3 {

@@ -126,6 +126,16 @@ func (r *Reader) Encoder() (enc train.EncoderSpec, weights Weights) {
 	return enc, Weights(r.Str("encoder", "weights"))
 }
 
+// NeedTorch adds an error when the encoder is a timm or torchvision model
+// (train.IsLibrary) and the block does not run on the torch runtime: only
+// PyTorch builds those.
+func (r *Reader) NeedTorch(enc train.EncoderSpec, torch bool) {
+	if train.IsLibrary(enc.Arch) && !torch {
+		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Encoder needs the torch runtime",
+			"the encoder is %s, a model its library builds in PyTorch; gatepipe's Go runtime has no such model. Set runtime = \"torch\" on this block (or in the gatepipe block), or use a built-in arch or preset.", enc.Arch))
+	}
+}
+
 // encoderOptions applies the options set to other than their defaults.
 func (r *Reader) encoderOptions(enc *train.EncoderSpec) {
 	obj := r.V.GetAttr("encoder")
@@ -235,6 +245,16 @@ func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, sh
 	}
 	env.Log.Info().Str("weights", string(p)).Int("tensors", len(w)).Strs("ignored", ignored).Msg("loaded encoder weights")
 	return w, nil
+}
+
+// LocalPath is the weights file itself ("" for none), fetched where it
+// names a Hub model or torchvision file: a timm or torchvision encoder
+// (train.IsLibrary) loads it in its own names on the torch runtime.
+func (p Weights) LocalPath(env *nodes.Env) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return p.local(env)
 }
 
 // Downloads is the Hub model or torchvision file the weights name, if

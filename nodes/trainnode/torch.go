@@ -43,7 +43,11 @@ func (n *Node) loadTargets(meta *examplestore.Meta) (*loaded, error) {
 // parameter sets and the top-k ensemble's test predictions, whose metrics
 // gatepipe computes as for its own runtime. The worker's log.jsonl is the
 // run's.
-func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe, init train.Weights) (*train.Result, error) {
+//
+// A timm or torchvision encoder (train.IsLibrary) is the exception: torch
+// initialises the model from the recipe's seed, and own, its weights in
+// the library's names, loads over it where given.
+func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe, init train.Weights, own string) (*train.Result, error) {
 	tr, val, test := d.splits[0], d.splits[1], d.splits[2]
 	enc := n.enc.SizedBy(tr)
 	scratch := filepath.Join(env.OutDir, ".torch")
@@ -52,9 +56,12 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	weights := filepath.Join(scratch, "init.safetensors")
-	if err := train.WriteWeights(weights, enc, n.task, tr.Shape, d.outputs, init, recipe.Seed); err != nil {
-		return nil, err
+	weights := ""
+	if !train.IsLibrary(enc.Arch) {
+		weights = filepath.Join(scratch, "init.safetensors")
+		if err := train.WriteWeights(weights, enc, n.task, tr.Shape, d.outputs, init, recipe.Seed); err != nil {
+			return nil, err
+		}
 	}
 	var ts []safetensors.Tensor
 	var evalShots []int
@@ -88,7 +95,7 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 	cfg := map[string]any{
 		"job": "train", "task": string(n.task), "encoder": enc, "weights": weights, "store": n.dataset, "preprocess": n.preprocess,
 		"outputs": d.outputs, "qlen": tr.QLen, "vocab": tr.Vocab, "recipe": recipe, "checkpoint_every": n.checkpointEvery,
-		"draws": draws, "eval_shots": evalShots, "precision": n.rt.Precision, "work": work,
+		"draws": draws, "eval_shots": evalShots, "precision": n.rt.Precision, "work": work, "library_weights": own,
 	}
 	if err := torchrt.Run(ctx, env, env.OutDir, n.rt.Job(cfg)); err != nil {
 		return nil, err

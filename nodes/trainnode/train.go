@@ -142,6 +142,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	a := &featureset.Attrs{V: v, Decl: decl}
 	n.rt = torchrt.ReadOptions(a, torchrt.Precisions...)
+	r.NeedTorch(n.enc, n.rt.Torch())
 	return n, append(r.Diags, a.Diags...)
 }
 
@@ -250,14 +251,21 @@ type trained struct {
 // kept checkpoints, metrics.json and run.json.
 func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe) (*trained, error) {
 	splits := d.splits
-	init, err := n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, d.outputs)
+	var init train.Weights
+	var own string // a library encoder's weights, in its own names
+	var err error
+	if train.IsLibrary(n.enc.Arch) {
+		own, err = n.weights.LocalPath(env)
+	} else {
+		init, err = n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, d.outputs)
+	}
 	if err != nil {
 		return nil, err
 	}
 	started := time.Now()
 	var res *train.Result
 	if n.rt.Torch() {
-		res, err = n.fitOnTorch(ctx, env, d, recipe, init)
+		res, err = n.fitOnTorch(ctx, env, d, recipe, init, own)
 	} else {
 		res, err = n.fitInGo(ctx, env, d, recipe, init)
 	}

@@ -60,6 +60,8 @@ def autocast():
 
 def features(store, arch, batch):
     x = store_x(store)
+    if len(x) <= batch:
+        raise SystemExit("features times the batches after the first: give more than %d images" % batch)
     m = model(arch, 1000)
     if hasattr(m, "fc"):
         m.fc = torch.nn.Identity()

@@ -4,7 +4,7 @@ import time
 
 import torch
 
-from .models import Model, load_weights
+from .models import Model, convolutional, init_weights
 from .storage import Inputs, Store, write_safetensors
 
 def job_features(run):
@@ -12,10 +12,11 @@ def job_features(run):
     store = Store(cfg["store"])
     inputs = Inputs(store, cfg.get("preprocess"), run.device)
     classes = int(cfg.get("classes") or 0)
+    torch.manual_seed(int(cfg.get("seed") or 0))  # a library encoder's initialisation
     model = Model(cfg["encoder"], inputs.out_shape(), classes)
-    load_weights(model, cfg["weights"])
+    init_weights(model, cfg, int(cfg.get("seed") or 0), run.warn)
     model.eval().to(run.device)
-    conv = cfg["encoder"].get("arch") in ("convnet", "resnet", "convnext")
+    conv = convolutional(cfg["encoder"])
     if run.cuda and conv:
         model = model.to(memory_format=torch.channels_last)
     batch = int(cfg.get("batch_size") or 64)

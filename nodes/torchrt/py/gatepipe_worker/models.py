@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import library
 from .storage import SafeTensors
 
 # ---- gatepipe's architectures -----------------------------------------------
@@ -316,8 +317,10 @@ class Encoder(nn.Module):
     def __init__(self, spec, shape, dense=False):
         super().__init__()
         arch = ARCHS.get(spec.get("arch"))
+        if library.is_library(spec.get("arch")):
+            arch = library.build
         if arch is None:
-            raise SystemExit("the torch runtime has no %r encoder (it builds %s)" % (spec.get("arch"), ", ".join(sorted(ARCHS))))
+            raise SystemExit("the torch runtime has no %r encoder (it builds %s, timm:NAME and torchvision:NAME)" % (spec.get("arch"), ", ".join(sorted(ARCHS))))
         if spec.get("input_shape") and list(spec["input_shape"]) != list(shape):
             raise SystemExit("the torch runtime does not build the modality stem yet (encoder input_shape %s, data %s): "
                              "use runtime = \"go\" for this block" % (spec["input_shape"], list(shape)))
@@ -346,12 +349,16 @@ class Encoder(nn.Module):
         tokens on their grid), for dense heads."""
         if isinstance(self.body, ViT):
             return self.body.grid(x)
+        if library.is_library(self.spec["arch"]):
+            return library.trunk(self.body, x)
         if not hasattr(self.body, "trunk"):
             raise SystemExit("a %s encoder has no spatial features; dense heads need convnet, resnet, convnext or vit" % self.spec["arch"])
         return self.body.trunk(x)
 
     def spatial_width(self):
         b = self.body
+        if library.is_library(self.spec["arch"]):
+            return library.spatial_width(b)
         if isinstance(b, ConvNet):
             return self.spec["channels"][-1]
         return b.width
@@ -516,3 +523,21 @@ def load_weights(model, path):
             raise SystemExit("%s: tensor %s is %s, the model's is %s" % (path, g, list(t.shape), list(state[local].shape)))
         state[local] = t.clone()
     model.load_state_dict(state)
+
+
+def init_weights(model, cfg, seed, log):
+    """The model's starting weights: gatepipe's in its tensor names
+    (cfg["weights"], what gatepipe draws or the encoder's), else, for a
+    timm or torchvision encoder, torch's initialisation from seed and the
+    encoder's own state dict (cfg["library_weights"]) where given."""
+    if cfg.get("weights"):
+        load_weights(model, cfg["weights"])
+    elif not library.is_library(cfg["encoder"].get("arch")):
+        raise SystemExit("no weights for a %s encoder: gatepipe writes them" % cfg["encoder"].get("arch"))
+    if cfg.get("library_weights"):
+        library.load_own_weights(model.encoder.body, cfg["library_weights"], log)
+
+
+def convolutional(spec):
+    """Whether the encoder is convolutional (channels_last on a GPU)."""
+    return spec.get("arch") in ("convnet", "resnet", "convnext") or library.is_library(spec.get("arch"))

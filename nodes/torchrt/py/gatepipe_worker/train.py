@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .models import TaskModel, gatepipe_names, head_sizes, load_weights
+from .models import TaskModel, convolutional, gatepipe_names, head_sizes, init_weights
 from .storage import Inputs, SafeTensors, Store, write_safetensors
 
 # ---- training: the train block on the torch runtime -------------------------
@@ -215,11 +215,13 @@ class Trainer:
         store = Store(cfg["store"])
         self.inputs = Inputs(store, cfg.get("preprocess"), run.device)
         self.outputs = int(cfg["outputs"])
+        seed = int(self.rec.get("seed") or 0)
+        torch.manual_seed(seed)  # a library encoder's initialisation (gatepipe draws the rest)
         self.model = TaskModel(self.task, cfg["encoder"], self.inputs.out_shape(), self.outputs,
                                int(cfg.get("qlen") or 0), int(cfg.get("vocab") or 0))
-        load_weights(self.model, cfg["weights"])
+        init_weights(self.model, cfg, seed, run.warn)
         self.model.to(run.device)
-        self.conv = cfg["encoder"].get("arch") in ("convnet", "resnet", "convnext")
+        self.conv = convolutional(cfg["encoder"])
         if run.cuda and self.conv:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.probe = bool(self.rec.get("linear_probe"))

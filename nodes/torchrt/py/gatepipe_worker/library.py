@@ -1,0 +1,140 @@
+"""timm and torchvision models by name as encoders (arch "timm:NAME" or
+"torchvision:NAME"): the library builds the model, its classifier is
+dropped, and gatepipe's heads sit on its pooled features (forward) or its
+last feature map (trunk). Their tensors keep the library's own names under
+encoder. (encoder.conv1.weight), so a state dict of the model loads as is.
+"""
+import os
+import sys
+
+import torch
+from torch import nn
+
+from .storage import SafeTensors
+
+PREFIXES = ("timm:", "torchvision:")
+
+# The attributes torchvision and timm keep their classifier in.
+CLASSIFIERS = ("fc", "heads", "classifier", "head")
+
+
+def is_library(arch):
+    return isinstance(arch, str) and arch.startswith(PREFIXES)
+
+
+def build(spec, shape):
+    """The model named by spec["arch"] for images of shape [C, H, W],
+    without its classifier, with .width (the pooled features' size) and
+    .trunk(x) (the last feature map, for dense heads)."""
+    lib, name = spec["arch"].split(":", 1)
+    if len(shape) != 3:
+        raise SystemExit("%s takes images [C, H, W]; this dataset's examples are %s" % (spec["arch"], list(shape)))
+    channels = shape[0]
+    if lib == "timm":
+        m = _timm(name, channels)
+    else:
+        m = _torchvision(name, channels)
+    was = m.training
+    m.eval()
+    with torch.no_grad():
+        out = m(torch.zeros(1, *shape))
+    m.train(was)
+    if out.dim() != 2:
+        raise SystemExit("%s gives features of shape %s after its classifier is removed, not [N, F]" % (spec["arch"], list(out.shape)))
+    m.width = int(out.shape[1])
+    m.library, m.input_shape = lib, list(shape)
+    return m
+
+
+def _timm(name, channels):
+    try:
+        import timm
+    except ImportError:
+        raise SystemExit("encoder timm:%s: %s cannot import timm: pip install timm, or use a torchvision name or a gatepipe architecture"
+                         % (name, sys.executable))
+    if name not in timm.list_models():
+        close = timm.list_models("*%s*" % name.split("_")[0])[:8]
+        raise SystemExit("encoder timm:%s: timm %s has no model %r%s" % (
+            name, timm.__version__, name, "; close ones: " + ", ".join(close) if close else ""))
+    return timm.create_model(name, pretrained=False, num_classes=0, in_chans=channels)
+
+
+def _torchvision(name, channels):
+    import torchvision
+    fn = getattr(torchvision.models, name, None)
+    if fn is None or not callable(fn) or name[0].isupper() or name.startswith("get_"):
+        raise SystemExit("encoder torchvision:%s: not a torchvision model (torchvision %s); names are lower case, "
+                         "such as resnet18, convnext_tiny or vit_b_16" % (name, torchvision.__version__))
+    m = fn()
+    for attr in CLASSIFIERS:
+        c = getattr(m, attr, None)
+        if isinstance(c, nn.Linear):
+            setattr(m, attr, nn.Identity())
+            break
+        if isinstance(c, nn.Sequential):
+            linear = [i for i, mod in enumerate(c) if isinstance(mod, nn.Linear)]
+            if linear:
+                c[linear[-1]] = nn.Identity()
+                break
+    else:
+        raise SystemExit("encoder torchvision:%s: no classifier (%s) to remove" % (name, ", ".join(CLASSIFIERS)))
+    if channels != 3:
+        conv = getattr(m, "conv1", None)
+        if not isinstance(conv, nn.Conv2d):
+            raise SystemExit("encoder torchvision:%s: %d input channels; only models with a conv1 stem (ResNets) adapt it" % (name, channels))
+        m.conv1 = nn.Conv2d(channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=conv.bias is not None)
+    return m
+
+
+def trunk(m, x):
+    """The last feature map [B, C, h, w] of a library model."""
+    if m.library == "timm":
+        f = m.forward_features(x)
+    elif hasattr(m, "layer4"):  # torchvision's ResNets
+        for layer in ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4"):
+            x = getattr(m, layer)(x)
+        f = x
+    elif hasattr(m, "features"):
+        f = m.features(x)
+    else:
+        f = None
+    if f is None or f.dim() != 4:
+        raise SystemExit("this library model has no spatial feature map; dense heads need a convolutional one (a ResNet, ConvNeXt, ...)")
+    return f
+
+
+def spatial_width(m):
+    """The channels of the model's last feature map."""
+    was = m.training
+    m.eval()
+    with torch.no_grad():
+        c = trunk(m, torch.zeros(1, *m.input_shape)).shape[1]
+    m.train(was)
+    return int(c)
+
+
+def load_own_weights(m, path, log):
+    """Loads a state dict in the model's own names (safetensors, or a
+    torch.save file read with weights_only): tensors whose name or shape
+    does not fit (a classifier) stay as initialised; none fitting is an
+    error."""
+    with open(path, "rb") as f:
+        zipped = f.read(4) == b"PK\x03\x04"
+    if zipped:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if isinstance(state, dict) and isinstance(state.get("state_dict", state.get("model")), dict):
+            state = state.get("state_dict", state.get("model"))
+    else:
+        f = SafeTensors(path)
+        state = {k: f.tensor(k) for k in f.header if k != "__metadata__"}
+    own = m.state_dict()
+    fit = {k: v for k, v in state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
+    if not fit:
+        raise SystemExit("weights %s: no tensor fits the model (names or shapes differ)" % path)
+    for k, v in fit.items():
+        if v.is_floating_point() and not torch.isfinite(v).all():
+            raise SystemExit("weights %s: tensor %s holds non-finite values" % (path, k))
+    m.load_state_dict({k: v.to(own[k].dtype) for k, v in fit.items()}, strict=False)
+    left = sorted(k for k in own if k not in fit and not k.endswith("num_batches_tracked"))
+    log("weights %s: %d tensors loaded, %d left as initialised%s" % (
+        os.path.basename(path), len(fit), len(left), " (" + ", ".join(left[:4]) + ("..." if len(left) > 4 else "") + ")" if left else ""))
