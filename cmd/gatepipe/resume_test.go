@@ -230,11 +230,12 @@ output "dir" {
 }
 `
 
-// TestKilledTorchTrainResumes: the PyTorch trainer, killed with its
-// apply, goes on from its last checkpoint on the next apply (gatepipe
-// says where) and ends with the metrics and model of a run that never
-// stopped (CPU torch is deterministic); a checkpoint of a changed
-// configuration is refused with a warning.
+// TestKilledTorchTrainResumes: the stdlib PyTorch trainer module (a train
+// block on the torch runtime), killed with its apply, goes on from its
+// last checkpoint on the next apply (gatepipe says where) and ends with
+// the metrics and kept parameters of a run that never stopped (CPU torch
+// is deterministic); a checkpoint of a changed configuration is refused
+// with a warning.
 func TestKilledTorchTrainResumes(t *testing.T) {
 	needTorch(t)
 	resumed := regexp.MustCompile(`resumed at iteration (\d+) of 500`)
@@ -245,7 +246,7 @@ func TestKilledTorchTrainResumes(t *testing.T) {
 		t.Fatalf("uninterrupted apply: %d\n%s", ref.code, ref.stderr)
 	}
 	cache := t.TempDir()
-	killAfterCheckpoint(t, cache, dir, "torch_state.pt")
+	killAfterCheckpoint(t, cache, dir, "torch-state.safetensors")
 	r := gp(t, cache, "apply", dir)
 	if m := resumed.FindStringSubmatch(r.stderr); r.code != 0 || m == nil || m[1] == "0" {
 		t.Fatalf("apply after kill -9: exit %d, no 'resumed at iteration N of 500':\n%s", r.code, r.stderr)
@@ -254,8 +255,8 @@ func TestKilledTorchTrainResumes(t *testing.T) {
 	if ma, mb := readFile(filepath.Join(a, "metrics.json")), readFile(filepath.Join(b, "metrics.json")); ma != mb {
 		t.Errorf("metrics differ from the uninterrupted run's:\n%s\nvs\n%s", ma, mb)
 	}
-	fa, errA := safetensors.ReadFile(filepath.Join(a, "model.safetensors"))
-	fb, errB := safetensors.ReadFile(filepath.Join(b, "model.safetensors"))
+	fa, errA := safetensors.ReadFile(filepath.Join(a, "checkpoint_0.safetensors"))
+	fb, errB := safetensors.ReadFile(filepath.Join(b, "checkpoint_0.safetensors"))
 	if errA != nil || errB != nil {
 		t.Fatalf("models: %v %v", errA, errB)
 	}
@@ -267,7 +268,7 @@ func TestKilledTorchTrainResumes(t *testing.T) {
 
 	changed := strings.Replace(torchResumePipeline, "lr               = 0.001", "lr               = 0.003", 1)
 	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(changed))
-	killAfterCheckpoint(t, cache, dir, "torch_state.pt")
+	killAfterCheckpoint(t, cache, dir, "torch-state.safetensors")
 	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(changed, "0.003", "0.002", 1)))
 	r = gp(t, cache, "apply", dir)
 	if r.code != 0 || resumed.MatchString(r.stderr) || !strings.Contains(r.stderr, "was written by another configuration of this block") {

@@ -24,7 +24,7 @@ import (
 )
 
 // The torch runtime against a bare PyTorch loop over the same store and
-// model (testdata/bare_loops.py), on the GPU when the interpreter
+// model (testdata/peers/bare_loops.py at the repository root), on the GPU when the interpreter
 // ($GATEPIPE_TEST_PYTHON) sees one, else on CPU torch with the peer in
 // its best CPU configuration. Sizes: GATEPIPE_BENCH_IMAGES (default 64;
 // 2048 on a GPU), GATEPIPE_BENCH_THREADS (default: every core).
@@ -89,7 +89,7 @@ func peerEnv(threads int) []string {
 }
 
 func runPeer(b *testing.B, threads int, args ...string) peerResult {
-	cmd := exec.Command(torchtest.Python(), append([]string{filepath.Join("testdata", "bare_loops.py")}, args...)...)
+	cmd := exec.Command(torchtest.Python(), append([]string{filepath.Join("..", "..", "testdata", "peers", "bare_loops.py")}, args...)...)
 	cmd.Env = append(os.Environ(), peerEnv(threads)...)
 	out, err := cmd.Output()
 	if err != nil {

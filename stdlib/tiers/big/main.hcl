@@ -56,7 +56,7 @@ variable "trainer" {
 }
 
 variable "torch_arch" {
-  description = "With trainer = \"torch\": a torchvision name, timm:NAME or convnet that stdlib/trainers/torch trains on the classification and segmentation benchmarks instead of the encoder (default: the encoder itself)."
+  description = "With trainer = \"torch\": a torchvision name (resnet18, ...), timm:NAME or convnet, trained on every benchmark on the torch runtime instead of the encoder (default: the encoder itself)."
   type        = string
   default     = null
 }

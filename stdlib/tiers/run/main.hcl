@@ -63,7 +63,7 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" (gatepipe's Go runtime, CPU) or \"torch\" (every benchmark's train block on the torch runtime: the encoder itself in PyTorch, one GPU per node with gpus = 1; with torch_arch set, its classification and segmentation benchmarks train that model with stdlib/trainers/torch instead)."
+  description = "\"builtin\" (gatepipe's Go runtime, CPU) or \"torch\" (every benchmark's train block on the torch runtime: the encoder itself in PyTorch, one GPU per node with gpus = 1; with torch_arch set, every benchmark trains that model instead)."
   default     = "builtin"
   validation {
     condition     = contains(["builtin", "torch"], var.trainer)
@@ -72,7 +72,7 @@ variable "trainer" {
 }
 
 variable "torch_arch" {
-  description = "With trainer = \"torch\": a torchvision name, timm:NAME or convnet that stdlib/trainers/torch trains on the classification and segmentation benchmarks instead of the encoder (default: null, the encoder on the torch runtime)."
+  description = "With trainer = \"torch\": a torchvision name (resnet18, convnext_tiny, ...), timm:NAME or convnet, trained on every benchmark on the torch runtime instead of the encoder, from the encoder's weights (in the model's own names) where it has some (default: null, the encoder itself)."
   type        = string
   default     = null
 }
@@ -192,14 +192,11 @@ locals {
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
 
-  # Which block trains each benchmark: the stdlib torch trainer (a
-  # torch_arch model) or a train block (on the runtime trainer names).
-  torch   = var.trainer == "torch" && var.torch_arch != null ? toset([for b in local.run : b if contains(["classification", "segmentation"], local.readable[b].adapter)]) : toset([])
-  builtin = setsubtract(local.run, local.torch)
-  # One torch node per benchmark and seed (keyed "cifar100/1" when seeds
-  # are given); the results block averages a benchmark's seeds.
-  torch_runs = { for p in flatten([for b in local.torch : [for s in(length(var.seeds) > 0 ? var.seeds : [var.seed]) : { bench = b, seed = s }]]) :
-  (length(var.seeds) > 0 ? "${p.bench}/${p.seed}" : p.bench) => p }
+  # With torch_arch (trainer = "torch"), a model PyTorch's libraries build
+  # by name trains on every benchmark in place of the encoder: convnet is
+  # gatepipe's small CNN, timm:NAME timm's, any other name torchvision's.
+  torch_arch = var.trainer == "torch" && var.torch_arch != null
+  library    = local.torch_arch ? (var.torch_arch == "convnet" || length(regexall("^(timm|torchvision):", var.torch_arch)) > 0 ? var.torch_arch : "torchvision:${var.torch_arch}") : null
 
   data = {
     imagenet1k  = module.imagenet1k.dataset
@@ -563,7 +560,7 @@ benchmark "b" {
 }
 
 adapter "head" {
-  for_each = local.builtin
+  for_each = local.run
   task     = local.readable[each.key].adapter
   ways     = local.s.ways
   shots    = local.s.shots
@@ -583,9 +580,17 @@ recipe "r" {
   seeds          = var.seeds
 }
 
+# The torch_arch model (its weights, in its own names, from the encoder's
+# weights attribute), when one is named.
+encoder "torch_arch" {
+  count   = local.torch_arch ? 1 : 0
+  arch    = local.library
+  weights = local.library == "convnet" ? "" : var.encoder.weights
+}
+
 train "run" {
-  for_each  = local.builtin
-  encoder   = var.encoder
+  for_each  = local.run
+  encoder   = local.torch_arch ? encoder.torch_arch[0] : var.encoder
   adapter   = adapter.head[each.key]
   recipe    = recipe.r[0]
   benchmark = benchmark.b[each.key]
@@ -598,36 +603,9 @@ train "run" {
   }
 }
 
-# The classification and segmentation experiments of a torch_arch model
-# on stdlib/trainers/torch (trainer = "torch"), the encoder's weights as
-# its initial state.
-command "torch" {
-  for_each = local.torch_runs
-  run      = [coalesce(var.python, "python3"), "-c", file("../../trainers/torch/trainer.py")]
-  inputs   = var.encoder.weights == "" ? [] : [var.encoder.weights]
-  experiment = {
-    model          = var.model
-    arch           = var.torch_arch
-    benchmark      = each.value.bench
-    category       = local.readable[each.value.bench].category
-    dataset        = local.data[each.value.bench].path
-    weights        = var.encoder.weights == "" ? null : var.encoder.weights
-    lr             = local.readable[each.value.bench].adapter == "segmentation" ? 6e-4 : 1e-3
-    weight_decay   = 0.01
-    batch_size     = local.s.batch_size
-    iterations     = local.s.iterations
-    validate_every = local.s.validate_every
-    seed           = each.value.seed
-  }
-  resources {
-    cpus = 1
-    gpus = var.gpus
-  }
-}
-
 results "tier" {
   count   = local.on ? 1 : 0
-  metrics = concat([for k, t in train.run : t.metrics], [for k, c in command.torch : c.metrics])
+  metrics = [for k, t in train.run : t.metrics]
 }
 
 # The encoder's results on the whole pool, predicted by EEVEE's meta-model
@@ -653,7 +631,7 @@ report "tier" {
   paper       = true
   predictions = [predict.placement[0].path]
   tiers       = { (var.tier_name) = var.benchmarks }
-  runs        = concat([for k, t in train.run : t.out_dir], [for k, c in command.torch : c.out_dir])
+  runs        = [for k, t in train.run : t.out_dir]
   title       = "${var.model} on ${var.tier_name}GATE"
 }
 

@@ -1,10 +1,11 @@
-# The standard library's PyTorch trainer: one benchmark, one model, trained
-# by trainer.py (beside this file) speaking the external-trainer protocol
-# gatepipe-trainer/1 (SPEC §5.2). Its metrics.json feeds a results block
-# like the built-in trainer's. Needs a Python with PyTorch (Debian:
-# python3-torch; python3-torchvision for torchvision's models; timm for
-# timm:NAME). With gpus = 1 it runs on the GPU gatepipe assigns, one node
-# per GPU.
+# The standard library's PyTorch trainer: one benchmark, one model a
+# library builds by name (a torchvision model, timm:NAME, or gatepipe's
+# small convnet), trained by a train block on the torch runtime: the same
+# worker, heads, checkpoints and metrics as every other block with
+# runtime = "torch" (SPEC §5.8). Its metrics feed a results block like any
+# train block's. Needs a Python with PyTorch (Debian: python3-torch;
+# python3-torchvision for torchvision's models; timm for timm:NAME). With
+# gpus = 1 it runs on the GPU gatepipe assigns, one node per GPU.
 #
 #   module "torch_cifar" {
 #     source    = "stdlib/trainers/torch"
@@ -20,8 +21,13 @@ variable "benchmark" {
 }
 
 variable "arch" {
-  description = "\"convnet\" (a small CNN), a torchvision model name (resnet18, resnet50, convnext_tiny, ...) or timm:NAME."
+  description = "\"convnet\" (gatepipe's small CNN), a torchvision model name (resnet18, resnet50, convnext_tiny, ...) or timm:NAME."
   default     = "resnet18"
+}
+
+variable "task" {
+  description = "The benchmark's task family (classification, segmentation, multilabel, regression, ...): the head the model trains with."
+  default     = "classification"
 }
 
 variable "model" {
@@ -31,18 +37,20 @@ variable "model" {
 }
 
 variable "weights" {
-  description = "Initial weights: a safetensors state dict in the model's own names (an absolute path, e.g. abspath(\"model.safetensors\")). Tensors that do not fit (the head) start fresh."
+  description = "Initial weights: a state dict in the model's own names (safetensors or a torch.save file; an absolute path, e.g. abspath(\"model.safetensors\"), hf:OWNER/NAME or torchvision:NAME.WEIGHTS). Tensors that do not fit (the classifier) start fresh."
   type        = string
   default     = null
 }
 
 variable "python" {
-  description = "The Python interpreter with PyTorch."
-  default     = "python3"
+  description = "The Python interpreter with PyTorch (null: the gatepipe block's, else $GATEPIPE_PYTHON, else python3)."
+  type        = string
+  default     = null
 }
 
 variable "lr" {
-  default = 1e-3
+  description = "Learning rate (null: gatepipe's default for the task)."
+  default     = null
 }
 
 variable "weight_decay" {
@@ -80,24 +88,38 @@ variable "gpus" {
   default     = 0
 }
 
-command "train" {
-  run    = [var.python, "-c", file("trainer.py")]
-  inputs = var.weights == null ? [] : [var.weights]
-  experiment = {
-    model            = coalesce(var.model, var.arch)
-    arch             = var.arch
-    benchmark        = var.benchmark.id != "" ? var.benchmark.id : var.benchmark.name
-    category         = var.benchmark.category
-    dataset          = var.benchmark.dataset
-    weights          = var.weights
-    lr               = var.lr
-    weight_decay     = var.weight_decay
-    batch_size       = var.batch_size
-    iterations       = var.iterations
-    validate_every   = var.validate_every
-    seed             = var.seed
-    checkpoint_every = var.checkpoint_every
-  }
+locals {
+  arch = var.arch == "convnet" || length(regexall("^(timm|torchvision):", var.arch)) > 0 ? var.arch : "torchvision:${var.arch}"
+}
+
+encoder "model" {
+  arch     = local.arch
+  channels = [32, 64]
+  weights  = coalesce(var.weights, "")
+}
+
+adapter "head" {
+  task = var.task
+}
+
+recipe "r" {
+  lr               = var.lr
+  weight_decay     = var.weight_decay
+  batch_size       = var.batch_size
+  iterations       = var.iterations
+  validate_every   = var.validate_every
+  seed             = var.seed
+  checkpoint_every = var.checkpoint_every
+}
+
+train "run" {
+  encoder   = encoder.model
+  adapter   = adapter.head
+  recipe    = recipe.r
+  benchmark = var.benchmark
+  model     = coalesce(var.model, var.arch)
+  runtime   = "torch"
+  python    = var.python
   resources {
     cpus = var.cpus
     gpus = var.gpus
@@ -105,10 +127,10 @@ command "train" {
 }
 
 output "metrics" {
-  description = "The run's metrics.json (for a results block)."
-  value       = command.train.metrics
+  description = "The run's metrics (for a results block)."
+  value       = train.run.metrics
 }
 
 output "out_dir" {
-  value = command.train.out_dir
+  value = train.run.out_dir
 }

@@ -14,7 +14,7 @@ def job_features(run):
     classes = int(cfg.get("classes") or 0)
     torch.manual_seed(int(cfg.get("seed") or 0))  # a library encoder's initialisation
     model = Model(cfg["encoder"], inputs.out_shape(), classes)
-    init_weights(model, cfg, int(cfg.get("seed") or 0), run.warn)
+    init_weights(model, cfg, lambda msg: run.log({"weights": msg}))
     model.eval().to(run.device)
     conv = convolutional(cfg["encoder"])
     if run.cuda and conv:

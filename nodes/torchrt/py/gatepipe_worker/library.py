@@ -127,13 +127,22 @@ def load_own_weights(m, path, log):
     else:
         f = SafeTensors(path)
         state = {k: f.tensor(k) for k in f.header if k != "__metadata__"}
+    # gatepipe's own checkpoints name the encoder's tensors encoder.*
+    state = {k[len("encoder."):] if k.startswith("encoder.") else k: v for k, v in state.items()}
     own = m.state_dict()
     fit = {k: v for k, v in state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
     if not fit:
         raise SystemExit("weights %s: no tensor fits the model (names or shapes differ)" % path)
-    for k, v in fit.items():
-        if v.is_floating_point() and not torch.isfinite(v).all():
-            raise SystemExit("weights %s: tensor %s holds non-finite values" % (path, k))
+    bad = []
+    for k, v in sorted(fit.items()):
+        if v.is_floating_point():
+            nan, inf = int(torch.isnan(v).sum()), int(torch.isinf(v).sum())
+            if nan or inf:
+                bad.append("%s holds %d NaN and %d infinite of %d values" % (k, nan, inf, v.numel()))
+    if bad:
+        raise SystemExit("weights %s hold non-finite values in %d tensor(s): %s%s; a model cannot start from them "
+                         "(was the checkpoint saved after training diverged?)" % (
+                             path, len(bad), "; ".join(bad[:8]), "; and %d more" % (len(bad) - 8) if len(bad) > 8 else ""))
     m.load_state_dict({k: v.to(own[k].dtype) for k, v in fit.items()}, strict=False)
     left = sorted(k for k in own if k not in fit and not k.endswith("num_batches_tracked"))
     log("weights %s: %d tensors loaded, %d left as initialised%s" % (

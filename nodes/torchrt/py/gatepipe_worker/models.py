@@ -525,11 +525,12 @@ def load_weights(model, path):
     model.load_state_dict(state)
 
 
-def init_weights(model, cfg, seed, log):
+def init_weights(model, cfg, log):
     """The model's starting weights: gatepipe's in its tensor names
     (cfg["weights"], what gatepipe draws or the encoder's), else, for a
-    timm or torchvision encoder, torch's initialisation from seed and the
-    encoder's own state dict (cfg["library_weights"]) where given."""
+    timm or torchvision encoder, torch's seeded initialisation and the
+    encoder's own state dict (cfg["library_weights"]) where given (the
+    caller seeds torch before building the model)."""
     if cfg.get("weights"):
         load_weights(model, cfg["weights"])
     elif not library.is_library(cfg["encoder"].get("arch")):

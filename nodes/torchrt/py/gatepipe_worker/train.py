@@ -219,7 +219,7 @@ class Trainer:
         torch.manual_seed(seed)  # a library encoder's initialisation (gatepipe draws the rest)
         self.model = TaskModel(self.task, cfg["encoder"], self.inputs.out_shape(), self.outputs,
                                int(cfg.get("qlen") or 0), int(cfg.get("vocab") or 0))
-        init_weights(self.model, cfg, seed, run.warn)
+        init_weights(self.model, cfg, lambda msg: run.log({"weights": msg}))
         self.model.to(run.device)
         self.conv = convolutional(cfg["encoder"])
         if run.cuda and self.conv:
