@@ -19,13 +19,14 @@ import (
 	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/probe"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // Kind is the episodes block kind.
-type Kind struct{}
+type Kind struct {
+	featureset.Block[Node, *Node]
+}
 
 // Name returns "episodes".
 func (Kind) Name() string { return "episodes" }
@@ -74,23 +75,12 @@ type Node struct {
 	rt torchrt.Options
 }
 
-// CheckPartial checks the features reference before it has a value.
-func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	_, diags := featureset.Decode(v, decl, true, (&Node{}).readAttrs)
-	return diags
-}
+// SetFeatures keeps the features store's path.
+func (n *Node) SetFeatures(path string) { n.features = path }
 
-// Decode validates the configuration.
-func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
-	n := &Node{}
-	var diags hcl.Diagnostics
-	n.features, diags = featureset.Decode(v, decl, false, n.readAttrs)
-	return n, diags
-}
-
-// readAttrs reads every attribute but the features reference (known ones
+// ReadAttrs reads every attribute but the features reference (known ones
 // only, so validate checks them before the features exist).
-func (n *Node) readAttrs(a *featureset.Attrs) {
+func (n *Node) ReadAttrs(a *featureset.Attrs) {
 	decl := a.Decl
 	n.model = a.Str("model", featureset.ModelName(decl))
 	n.split = a.Str("split", "test")

@@ -103,6 +103,38 @@ func Load(path, name string) (*Split, error) {
 	return out, nil
 }
 
+// Reader is the node of a block with a features reference: it reads its
+// other attributes and keeps the features' path.
+type Reader interface {
+	nodes.Node
+	// ReadAttrs reads every attribute but the features reference (known
+	// ones only, so validate checks them before the features exist).
+	ReadAttrs(a *Attrs)
+	// SetFeatures keeps the features store's path.
+	SetFeatures(path string)
+}
+
+// Block gives a block kind whose node is *T its CheckPartial and Decode:
+// a kind embeds Block[Node, *Node] beside its Name, Version and Spec.
+type Block[T any, P interface {
+	*T
+	Reader
+}] struct{}
+
+// CheckPartial checks the features reference before it has a value.
+func (Block[T, P]) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	_, diags := Decode(v, decl, true, P(new(T)).ReadAttrs)
+	return diags
+}
+
+// Decode validates the configuration.
+func (Block[T, P]) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
+	n := P(new(T))
+	path, diags := Decode(v, decl, false, n.ReadAttrs)
+	n.SetFeatures(path)
+	return n, diags
+}
+
 // Decode reads a block whose reference is `features` and whose other
 // attributes read reads. With partial (validate and plan, before the
 // features exist) it checks the reference's type only and returns no
