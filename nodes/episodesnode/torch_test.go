@@ -4,18 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/gatepipe/gatepipe/formats/examplestore"
-	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/torchtest"
-	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/nodetest"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/probe"
-	"github.com/rs/zerolog"
 )
 
 // TestEpisodesOnTorchEqualGo runs every adapter on the same variable-way
@@ -23,31 +19,14 @@ import (
 // accuracy on every episode.
 func TestEpisodesOnTorchEqualGo(t *testing.T) {
 	torchtest.Need(t, "torch")
-	dir := t.TempDir()
-	const n, d, classes = 300, 12, 10
-	rng := rand.New(rand.NewPCG(5, 6))
-	x, y, idx := make([]float32, n*d), make([]int64, n), make([]int64, n)
-	for i := range n {
-		y[i], idx[i] = int64(i%classes), int64(i)
-		for j := range d {
-			x[i*d+j] = float32(rng.NormFloat64())
-			if j%classes == i%classes {
-				x[i*d+j] += 1.2
-			}
-		}
-	}
-	meta := &examplestore.Meta{Format: "features", Task: "classification", NumClasses: classes, Shape: []int{d}, DType: "F32",
-		Normalize: examplestore.Normalization{Scale: 1, Mean: make([]float64, d), Std: make([]float64, d)}}
-	split := &examplestore.Split{X: safetensors.F32Tensor("x", []int{n, d}, x), Y: safetensors.I64Tensor("y", []int{n}, y), Index: idx}
-	if err := examplestore.Write(dir, meta, map[string]*examplestore.Split{"test": split}); err != nil {
-		t.Fatal(err)
-	}
+	const classes = 10
+	dir := nodetest.FeatureStore(t, 12, classes, 1.2, 5, nodetest.SplitSize{Name: "test", N: 300})
 	run := func(runtime string) Result {
 		cfg := probe.DefaultEpisodes()
 		cfg.MaxSupportSetSize, cfg.MaxNumQuery = 60, 5
 		nd := &Node{features: dir, model: "m", source: "test", group: "g", split: "test", count: 12, adapters: probe.AdapterNames(), cfg: cfg,
 			rt: torchrt.Options{Runtime: runtime, Precision: "fp64", Python: torchtest.Python()}}
-		env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2, GPUs: torchtest.GPUs()}}
+		env := nodetest.Env(t)
 		if _, err := nd.Run(context.Background(), env); err != nil {
 			t.Fatal(err)
 		}

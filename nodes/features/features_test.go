@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/nodes/nodetest"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/train"
@@ -20,7 +21,7 @@ func TestGoFeaturesStreamInBatches(t *testing.T) {
 	var got [][]float32
 	for _, batchBytes := range []int{0, 2 * 3 * 10 * 12 * 4, 1} {
 		n := &Node{enc: enc, weights: specs.Weights(weights), dataset: store, rt: torchrt.Options{Runtime: torchrt.Go}, batchBytes: batchBytes}
-		env := testEnv(t)
+		env := nodetest.Env(t)
 		if _, err := n.Run(context.Background(), env); err != nil {
 			t.Fatal(err)
 		}

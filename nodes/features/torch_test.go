@@ -13,11 +13,10 @@ import (
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/imageops"
 	"github.com/gatepipe/gatepipe/internal/torchtest"
-	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/nodetest"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/train"
-	"github.com/rs/zerolog"
 )
 
 // imageStore writes a classification store of n random uint8 images
@@ -81,10 +80,6 @@ func randomWeights(t *testing.T, enc train.EncoderSpec, shape []int, classes int
 		t.Fatal(err)
 	}
 	return p
-}
-
-func testEnv(t *testing.T) *nodes.Env {
-	return &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2, GPUs: torchtest.GPUs()}}
 }
 
 // readFeatures reads split "test" of a feature store.
@@ -151,7 +146,7 @@ func TestTorchRuntimeMatchesGo(t *testing.T) {
 			weights := randomWeights(t, tc.enc, shape, max(tc.classes, 1))
 			run := func(rt torchrt.Options) ([]float32, []int) {
 				n := &Node{enc: tc.enc, weights: specs.Weights(weights), preprocess: tc.pre, dataset: store, classes: tc.classes, rt: rt, batch: 2}
-				env := testEnv(t)
+				env := nodetest.Env(t)
 				if _, err := n.Run(context.Background(), env); err != nil {
 					t.Fatal(err)
 				}
@@ -203,7 +198,7 @@ torch.save(m.state_dict(), sys.argv[1])`
 	}
 	run := func(enc train.EncoderSpec, rt torchrt.Options) ([]float32, []int) {
 		n := &Node{enc: enc, weights: specs.Weights(weights), dataset: store, rt: rt, batch: 2}
-		env := testEnv(t)
+		env := nodetest.Env(t)
 		if _, err := n.Run(context.Background(), env); err != nil {
 			t.Fatal(err)
 		}

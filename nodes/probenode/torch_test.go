@@ -4,53 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/gatepipe/gatepipe/formats/examplestore"
-	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/torchtest"
-	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/nodetest"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/probe"
-	"github.com/rs/zerolog"
 )
-
-// featureStore writes a store of 3-class feature vectors whose classes
-// overlap, so that the search's choices matter.
-func featureStore(t *testing.T, n, d, classes int) string {
-	t.Helper()
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(3, 4))
-	split := func(n int) *examplestore.Split {
-		x, y, idx := make([]float32, n*d), make([]int64, n), make([]int64, n)
-		for i := range n {
-			y[i], idx[i] = int64(i%classes), int64(i)
-			for j := range d {
-				x[i*d+j] = float32(rng.NormFloat64())
-				if j%classes == i%classes {
-					x[i*d+j] += 0.8
-				}
-			}
-		}
-		return &examplestore.Split{X: safetensors.F32Tensor("x", []int{n, d}, x), Y: safetensors.I64Tensor("y", []int{n}, y), Index: idx}
-	}
-	meta := &examplestore.Meta{Format: "features", Task: "classification", NumClasses: classes, Shape: []int{d}, DType: "F32",
-		Normalize: examplestore.Normalization{Scale: 1, Mean: make([]float64, d), Std: make([]float64, d)}}
-	if err := examplestore.Write(dir, meta, map[string]*examplestore.Split{"train": split(n), "test": split(n / 2)}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestProbeOnTorchEqualsGo runs ELEVATER's search with every metric on
 // both runtimes from the same draws and requires the same choices, trials
 // and scores (float64 on both: within 1e-9).
 func TestProbeOnTorchEqualsGo(t *testing.T) {
 	torchtest.Need(t, "torch")
-	store := featureStore(t, 90, 6, 3)
+	store := nodetest.FeatureStore(t, 6, 3, 0.8, 3, nodetest.SplitSize{Name: "train", N: 90}, nodetest.SplitSize{Name: "test", N: 45})
 	for _, metric := range probe.MetricNames() {
 		t.Run(metric, func(t *testing.T) {
 			run := func(runtime string) Result {
@@ -59,7 +28,7 @@ func TestProbeOnTorchEqualsGo(t *testing.T) {
 				tune.LRs, tune.Epochs, tune.FinalEpochs, tune.Batch = probe.Logspace(-3, -1, 3), 3, 4, 8
 				n := &Node{features: store, model: "m", metric: metric, trainSplit: "train", testSplit: "test",
 					shots: []int{5, 0}, seeds: []int{0, 1}, tune: tune, rt: torchrt.Options{Runtime: runtime, Precision: "fp64", Python: torchtest.Python()}}
-				env := &nodes.Env{OutDir: t.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 2, GPUs: torchtest.GPUs()}}
+				env := nodetest.Env(t)
 				if _, err := n.Run(context.Background(), env); err != nil {
 					t.Fatal(err)
 				}
