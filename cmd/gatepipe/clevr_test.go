@@ -96,45 +96,15 @@ func kaggleMirror(t *testing.T, urls map[string][]byte, repos map[string]map[str
 func TestCLEVRModuleThroughMirror(t *testing.T) {
 	h, env := kaggleMirror(t, map[string][]byte{clevrURL: clevrZip(t, map[string]int{"train": 30, "val": 9}, "")}, nil)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
-module "clevr" {
-  source     = "stdlib/datasets/clevr"
-  image_size = [8, 12]
-}
-benchmark "clevr" {
-  dataset  = module.clevr.dataset.path
-  id       = "clevr"
-  category = "Img Relational"
-}
-encoder "cnn" {
-  arch     = "convnet"
-  channels = [8]
-  hidden   = []
-}
-adapter "vqa" {
-  task   = "relational"
-  layers = 1
-  dim    = 16
-  heads  = 2
-}
-recipe "r" {
-  batch_size     = 16
-  iterations     = 200
-  validate_every = 50
-  top_k          = 1
-}
-train "t" {
-  encoder   = encoder.cnn
-  adapter   = adapter.vqa
-  recipe    = recipe.r
-  benchmark = benchmark.clevr
-}
+	writeFile(t, filepath.Join(dir, "main.hcl"), trainPipeline{name: "clevr", source: "clevr", args: "  image_size = [8, 12]\n",
+		id: "clevr", category: "Img Relational", encoder: "  arch     = \"convnet\"\n  channels = [8]\n  hidden   = []\n",
+		adapter: "  task   = \"relational\"\n  layers = 1\n  dim    = 16\n  heads  = 2\n", batch: 16, iters: 200, every: 50, extra: `
 output "splits"  { value = module.clevr.dataset.splits }
 output "task"    { value = module.clevr.dataset.task }
 output "classes" { value = module.clevr.dataset.classes }
 output "acc1"    { value = train.t.test["Acc@1"] }
 output "types"   { value = [train.t.test["Colour Acc@1"], train.t.test["Yes/No Acc@1"]] }
-`)
+`}.String())
 	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)

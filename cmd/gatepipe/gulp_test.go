@@ -84,48 +84,18 @@ func TestHMDB51AndUCFReadGulpChunks(t *testing.T) {
 	t.Cleanup(srv.Close)
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "HOME=" + t.TempDir()}
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
-module "hmdb51" {
-  source     = "stdlib/datasets/hmdb51"
-  image_size = [8, 8]
-}
+	writeFile(t, filepath.Join(dir, "main.hcl"), trainPipeline{name: "hmdb51", source: "hmdb51", args: "  image_size = [8, 8]\n",
+		id: "hmdb51", category: "Video Class", encoder: "  arch     = \"convnet\"\n  channels = [4]\n  hidden   = [8]\n",
+		adapter: "  task   = \"video\"\n  layers = 1\n  dim    = 8\n  heads  = 2\n", batch: 8, iters: 30, every: 10, extra: `
 module "ucf" {
   source     = "stdlib/datasets/ucf"
   image_size = [8, 8]
   frames     = 4
 }
-benchmark "hmdb51" {
-  dataset  = module.hmdb51.dataset.path
-  id       = "hmdb51"
-  category = "Video Class"
-}
-encoder "cnn" {
-  arch     = "convnet"
-  channels = [4]
-  hidden   = [8]
-}
-adapter "video" {
-  task   = "video"
-  layers = 1
-  dim    = 8
-  heads  = 2
-}
-recipe "r" {
-  batch_size     = 8
-  iterations     = 30
-  validate_every = 10
-  top_k          = 1
-}
-train "t" {
-  encoder   = encoder.cnn
-  adapter   = adapter.video
-  recipe    = recipe.r
-  benchmark = benchmark.hmdb51
-}
 output "hmdb"      { value = [module.hmdb51.dataset.splits, module.hmdb51.dataset.shape, module.hmdb51.dataset.task, module.hmdb51.dataset.classes] }
 output "ucf_shape" { value = module.ucf.dataset.shape }
 output "acc1"      { value = train.t.test["Acc@1"] }
-`)
+`}.String())
 	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -90,45 +90,14 @@ func iwildcamFixture(t *testing.T, seqs int) (zipped []byte, splits map[string][
 	return b.Bytes(), splits
 }
 
-const iwildcamPipeline = `
-module "iwildcam" {
-  source     = "stdlib/datasets/iwildcam"
-  image_size = [8, 12]
-  frames     = 3
-}
-benchmark "iwildcam" {
-  dataset  = module.iwildcam.dataset.path
-  id       = "iwildcam"
-  category = "Video Reg"
-}
-encoder "cnn" {
-  arch     = "convnet"
-  channels = [4]
-  hidden   = [8]
-}
-adapter "count" {
-  task   = "video_regression"
-  layers = 1
-  dim    = 8
-  heads  = 2
-}
-recipe "r" {
-  batch_size     = 8
-  iterations     = 6
-  validate_every = 3
-  top_k          = 1
-}
-train "t" {
-  encoder   = encoder.cnn
-  adapter   = adapter.count
-  recipe    = recipe.r
-  benchmark = benchmark.iwildcam
-}
+var iwildcamPipeline = trainPipeline{name: "iwildcam", source: "iwildcam", args: "  image_size = [8, 12]\n  frames     = 3\n",
+	id: "iwildcam", category: "Video Reg", encoder: "  arch     = \"convnet\"\n  channels = [4]\n  hidden   = [8]\n",
+	adapter: "  task   = \"video_regression\"\n  layers = 1\n  dim    = 8\n  heads  = 2\n", batch: 8, iters: 6, every: 3, extra: `
 output "splits" { value = module.iwildcam.dataset.splits }
 output "task"   { value = module.iwildcam.dataset.task }
 output "shape"  { value = module.iwildcam.dataset.shape }
 output "mae"    { value = train.t.test["MAE Score"] }
-`
+`}.String()
 
 // TestIWildCamModuleThroughMirror applies stdlib/datasets/iwildcam to the
 // competition zip and splits repository in their real layouts through a

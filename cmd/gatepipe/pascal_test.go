@@ -82,39 +82,12 @@ func pascalMirror(t *testing.T, n int, damage func([]byte) []byte) string {
 func TestPascalContextReadsMATLabelMaps(t *testing.T) {
 	mirror := pascalMirror(t, 41, nil)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
-module "pascal" {
-  source     = "stdlib/datasets/pascal"
-  image_size = [10, 12]
-}
-benchmark "pascal" {
-  dataset  = module.pascal.dataset.path
-  id       = "pascal"
-  category = "Img Seg"
-}
-encoder "cnn" {
-  arch     = "convnet"
-  channels = [8]
-  hidden   = []
-}
-adapter "seg" {
-  task = "segmentation"
-}
-recipe "r" {
-  batch_size     = 8
-  iterations     = 20
-  validate_every = 10
-  top_k          = 1
-}
-train "t" {
-  encoder   = encoder.cnn
-  adapter   = adapter.seg
-  recipe    = recipe.r
-  benchmark = benchmark.pascal
-}
+	writeFile(t, filepath.Join(dir, "main.hcl"), trainPipeline{name: "pascal", source: "pascal", args: "  image_size = [10, 12]\n",
+		id: "pascal", category: "Img Seg", encoder: "  arch     = \"convnet\"\n  channels = [8]\n  hidden   = []\n",
+		adapter: "  task = \"segmentation\"\n", batch: 8, iters: 20, every: 10, extra: `
 output "pascal" { value = [module.pascal.dataset.splits, module.pascal.dataset.shape, module.pascal.dataset.task, length(module.pascal.dataset.classes)] }
 output "miou"   { value = train.t.test["mIoU"] }
-`)
+`}.String())
 	env := []string{"GATEPIPE_MIRROR=" + mirror, "HOME=" + t.TempDir()}
 	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), env, "apply", dir)
 	if r.code != 0 {

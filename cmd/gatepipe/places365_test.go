@@ -98,36 +98,11 @@ func writeTar(t *testing.T, path string, files map[string][]byte) {
 func TestPlaces365ReadsTorchvisionsLayout(t *testing.T) {
 	mirror := places365Mirror(t, 10, "")
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), `
-module "places" {
-  source     = "stdlib/datasets/places365"
-  image_size = [16, 16]
-}
-benchmark "places" {
-  dataset  = module.places.dataset.path
-  id       = "places365"
-  category = "Img Class"
-}
-encoder "mlp" {
-  arch   = "mlp"
-  hidden = [16]
-}
-adapter "cls" {}
-recipe "r" {
-  batch_size     = 8
-  iterations     = 30
-  validate_every = 10
-  top_k          = 1
-}
-train "t" {
-  encoder   = encoder.mlp
-  adapter   = adapter.cls
-  recipe    = recipe.r
-  benchmark = benchmark.places
-}
+	writeFile(t, filepath.Join(dir, "main.hcl"), trainPipeline{name: "places", source: "places365", args: "  image_size = [16, 16]\n",
+		id: "places365", category: "Img Class", encoder: "  arch   = \"mlp\"\n  hidden = [16]\n", batch: 8, iters: 30, every: 10, extra: `
 output "splits" { value = module.places.dataset.splits }
 output "acc1"   { value = train.t.acc1 }
-`)
+`}.String())
 	cache := filepath.Join(t.TempDir(), "c")
 	r := gpEnv(t, cache, []string{"GATEPIPE_MIRROR=" + mirror, "HOME=" + t.TempDir()}, "apply", dir)
 	if r.code != 0 {
