@@ -109,7 +109,7 @@ step worker 120 "$top/nodes/torchrt/py" "$py" -m unittest discover -s tests -t .
 gotest features 240 nodes/features nodes_features 'Torch|Library'
 gotest probe 120 nodes/probenode nodes_probenode 'Torch'
 gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch'
-gotest families 480 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch'
+gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
 gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes'
 gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer'
 if [ "$gpus" != 0 ]; then

@@ -123,6 +123,42 @@ func IsLibrary(arch string) bool {
 	return false
 }
 
+// LibraryTwin is the built-in preset that computes the same function as a
+// library encoder under the same tensor names, where there is one:
+// torchvision's ResNets (ResNeXts, wide ResNets) are gatepipe's resnet
+// presets of the same name, whose names are torchvision's under
+// encoder.. gatepipe draws such an encoder's starting weights itself, as
+// for its own architectures, so the torch runtime trains it exactly as the
+// Go runtime trains the preset. ok is false for every other library model
+// (torch initialises those).
+func LibraryTwin(arch string) (twin EncoderSpec, ok bool) {
+	name, found := strings.CutPrefix(arch, "torchvision:")
+	if !found {
+		return EncoderSpec{}, false
+	}
+	p, ok := Presets[name]
+	if !ok || p.Arch != "resnet" {
+		return EncoderSpec{}, false
+	}
+	return p, true
+}
+
+// DrawnSpec is the architecture whose starting weights gatepipe draws for
+// enc: enc itself, or a library encoder's twin (LibraryTwin) when it has
+// no weights of its own to load (ownWeights); ok is false where torch
+// initialises the model.
+func DrawnSpec(enc EncoderSpec, ownWeights bool) (EncoderSpec, bool) {
+	if !IsLibrary(enc.Arch) {
+		return enc, true
+	}
+	twin, ok := LibraryTwin(enc.Arch)
+	if !ok || ownWeights {
+		return EncoderSpec{}, false
+	}
+	twin.Hidden, twin.Head = enc.Hidden, enc.Head
+	return twin, true
+}
+
 // Check validates the sizes against one example's shape (after the stem
 // when InputShape is set).
 func (e EncoderSpec) Check(shape []int) error {

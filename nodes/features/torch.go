@@ -47,9 +47,9 @@ func (n *Node) runTorch(ctx context.Context, env *nodes.Env, meta *examplestore.
 		return nil, err
 	}
 	weights := ""
-	if !train.IsLibrary(n.enc.Arch) {
+	if drawn, ok := train.DrawnSpec(n.enc, own != ""); ok {
 		weights = filepath.Join(dir, "weights.safetensors")
-		if err := train.WriteWeights(weights, n.enc, train.Classification, shape, max(n.classes, 1), w, 0); err != nil {
+		if err := train.WriteWeights(weights, drawn, train.Classification, shape, max(n.classes, 1), w, 0); err != nil {
 			return nil, err
 		}
 	}

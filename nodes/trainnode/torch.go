@@ -44,9 +44,10 @@ func (n *Node) loadTargets(meta *examplestore.Meta) (*loaded, error) {
 // gatepipe computes as for its own runtime. The worker's log.jsonl is the
 // run's.
 //
-// A timm or torchvision encoder (train.IsLibrary) is the exception: torch
-// initialises the model from the recipe's seed, and own, its weights in
-// the library's names, loads over it where given.
+// A timm or torchvision encoder (train.IsLibrary) is the exception unless
+// it has a twin (train.DrawnSpec): torch initialises the model from the recipe's
+// seed, and own, its weights in the library's names, loads over it where
+// given.
 func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe, init train.Weights, own string) (*train.Result, error) {
 	tr, val, test := d.splits[0], d.splits[1], d.splits[2]
 	enc := n.enc.SizedBy(tr)
@@ -57,9 +58,9 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		return nil, err
 	}
 	weights := ""
-	if !train.IsLibrary(enc.Arch) {
+	if drawn, ok := train.DrawnSpec(enc, own != ""); ok {
 		weights = filepath.Join(scratch, "init.safetensors")
-		if err := train.WriteWeights(weights, enc, n.task, tr.Shape, d.outputs, init, recipe.Seed); err != nil {
+		if err := train.WriteWeights(weights, drawn, n.task, tr.Shape, d.outputs, init, recipe.Seed); err != nil {
 			return nil, err
 		}
 	}
@@ -197,3 +198,4 @@ func episodeTensor(name string, eps [][]int) safetensors.Tensor {
 	}
 	return safetensors.I32Tensor(name, []int{len(eps), width}, flat)
 }
+
