@@ -1,8 +1,9 @@
 # Predict an encoder's unrun results by completing the GATE results matrix
 # (probabilistic matrix factorisation, Gibbs-sampled): DINO is held out of
 # the paper's matrix and only its smallGATE results are given. Every other
-# cell of its row is predicted with a posterior standard deviation, shown
-# as "value ±spread*" in the report. validate = true (the default) also
+# cell of its row is predicted with a predictive standard deviation,
+# calibrated on held-out cells (SPEC: Matrix completion), shown as
+# "value ±spread*" in the report. validate = true (the default) also
 # scores the method on the pool itself by the paper's masked-ratio
 # protocol against Global Mean and Mean of Means, and simulates active
 # evaluation; the report shows both, and says where a baseline wins.
