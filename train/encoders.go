@@ -112,8 +112,8 @@ var LibraryPrefixes = []string{"timm:", "torchvision:"}
 
 // IsLibrary reports whether arch names a timm or torchvision model: the
 // torch runtime builds it with the library (gatepipe's Go runtime has no
-// such model), its tensors keep the library's names under encoder., and
-// torch initialises it from the recipe's seed.
+// such model) and its tensors keep the library's names under encoder.
+// (DrawnSpec says who draws its starting weights.)
 func IsLibrary(arch string) bool {
 	for _, p := range LibraryPrefixes {
 		if strings.HasPrefix(arch, p) && len(arch) > len(p) {
@@ -128,9 +128,9 @@ func IsLibrary(arch string) bool {
 // torchvision's ResNets (ResNeXts, wide ResNets) are gatepipe's resnet
 // presets of the same name, whose names are torchvision's under
 // encoder.. gatepipe draws such an encoder's starting weights itself, as
-// for its own architectures, so the torch runtime trains it exactly as the
-// Go runtime trains the preset. ok is false for every other library model
-// (torch initialises those).
+// for its own architectures, so the torch runtime trains it exactly as it
+// trains the preset. ok is false for every other library model (torch
+// initialises those).
 func LibraryTwin(arch string) (twin EncoderSpec, ok bool) {
 	name, found := strings.CutPrefix(arch, "torchvision:")
 	if !found {

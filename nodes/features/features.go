@@ -148,13 +148,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if n.preprocess != nil && len(shape) == 3 {
 		shape = n.preprocess.OutShape(shape[0])
 	}
-	var w train.Weights
-	var own string // a library encoder's weights, in its own names
-	if train.IsLibrary(n.enc.Arch) {
-		own, err = n.weights.LocalPath(env)
-	} else {
-		w, err = n.weights.Load(env, n.enc, train.Classification, shape, max(n.classes, 1))
-	}
+	w, own, err := n.weights.LoadFor(env, n.enc, train.Classification, shape, max(n.classes, 1))
 	if err != nil {
 		return cty.NilVal, err
 	}

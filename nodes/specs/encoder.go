@@ -3,6 +3,7 @@ package specs
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/internal/imageops"
@@ -129,7 +130,7 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	case train.IsLibrary(arch):
 		// A timm or torchvision model by name: the torch runtime builds it.
 	default:
-		if strings.HasPrefix(arch, "timm:") || strings.HasPrefix(arch, "torchvision:") {
+		if slices.Contains(train.LibraryPrefixes, arch) {
 			return append(diags, decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME or torchvision:NAME, as in timm:resnet50.", arch))
 		}
 		diags = append(diags, oneOf(decl, "arch", arch, train.Archs...)...)

@@ -247,14 +247,20 @@ func (p Weights) Load(env *nodes.Env, enc train.EncoderSpec, task train.Task, sh
 	return w, nil
 }
 
-// LocalPath is the weights file itself ("" for none), fetched where it
-// names a Hub model or torchvision file: a timm or torchvision encoder
-// (train.IsLibrary) loads it in its own names on the torch runtime.
-func (p Weights) LocalPath(env *nodes.Env) (string, error) {
-	if p == "" {
-		return "", nil
+// LoadFor is Load for enc, except that a timm or torchvision encoder
+// (train.IsLibrary), which the torch runtime loads in its own names, gets
+// the weights file itself ("" for none; fetched where it names a Hub
+// model or torchvision file) as own instead.
+func (p Weights) LoadFor(env *nodes.Env, enc train.EncoderSpec, task train.Task, shape []int, outputs int) (w train.Weights, own string, err error) {
+	if !train.IsLibrary(enc.Arch) {
+		w, err = p.Load(env, enc, task, shape, outputs)
+		return w, "", err
 	}
-	return p.local(env)
+	if p == "" {
+		return nil, "", nil
+	}
+	own, err = p.local(env)
+	return nil, own, err
 }
 
 // Downloads is the Hub model or torchvision file the weights name, if

@@ -198,4 +198,3 @@ func episodeTensor(name string, eps [][]int) safetensors.Tensor {
 	}
 	return safetensors.I32Tensor(name, []int{len(eps), width}, flat)
 }
-

@@ -251,14 +251,7 @@ type trained struct {
 // kept checkpoints, metrics.json and run.json.
 func (n *Node) trainOne(ctx context.Context, env *nodes.Env, d *loaded, recipe train.Recipe) (*trained, error) {
 	splits := d.splits
-	var init train.Weights
-	var own string // a library encoder's weights, in its own names
-	var err error
-	if train.IsLibrary(n.enc.Arch) {
-		own, err = n.weights.LocalPath(env)
-	} else {
-		init, err = n.weights.Load(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, d.outputs)
-	}
+	init, own, err := n.weights.LoadFor(env, n.enc.SizedBy(splits[0]), n.task, splits[0].Shape, d.outputs)
 	if err != nil {
 		return nil, err
 	}
