@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -119,7 +120,13 @@ func (t *TarFS) index(size int64, lim Limits) error {
 			// Devices, FIFOs and the like are skipped, as extraction does.
 		}
 	}
-	for name := range files {
+	// Every entry's parents are directories, as extraction creates them
+	// (a directory entry "a/c/" alone makes "a" too).
+	parents := slices.Collect(maps.Keys(files))
+	for d := range dirs {
+		parents = append(parents, d)
+	}
+	for _, name := range parents {
 		for d := path.Dir(name); d != "."; d = path.Dir(d) {
 			if _, isFile := files[d]; isFile {
 				return fmt.Errorf("%s: %q is both a file and a directory: %w", t.name, d, ErrNotInPlace)
