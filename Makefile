@@ -200,8 +200,8 @@ bench: deps-blas deps-bench deps-demo
 # binaries into .gpu-check/ and runs every step (on CPU torch without a
 # GPU: "no GPU: CUDA parts skipped"); GPU_CHECK_OUT is where the logs and
 # gpu-check.md go. gpu-pack packs the same binaries for a GPU machine
-# without Go (../shared/gpu/pack.sh); there: source .gpu/unpack.sh &&
-# bash scripts/gpu-check.sh OUTDIR.
+# without Go (../shared/gpu/pack.sh, then xz); there: source
+# scripts/gpu-unpack.sh && bash scripts/gpu-check.sh OUTDIR.
 GPU_CHECK_PKGS := ./cmd/gatepipe ./nodes/features ./nodes/probenode ./nodes/episodesnode ./nodes/torchrt
 GPU_CHECK_OUT ?= gpu-check-out
 
@@ -214,8 +214,13 @@ gpu-check: deps-blas deps-test
 	done
 	GATEPIPE_TEST_BIN=$(CURDIR)/.gpu-check bash scripts/gpu-check.sh $(GPU_CHECK_OUT)
 
+# The bundle is recompressed with xz (gzip's is over the 64 MiB a device
+# call carries); scripts/gpu-unpack.sh unpacks it there.
 gpu-pack:
 	../shared/gpu/pack.sh $(GPU_CHECK_PKGS)
+	cd .gpu && for f in *.gz; do gunzip -c $$f | xz -9 -T0 >$${f%.gz}.xz && rm $$f; done
+	rm -f .gpu/unpack.sh
+	@du -sh .gpu; echo 'then, on the GPU machine: source scripts/gpu-unpack.sh && bash scripts/gpu-check.sh OUTDIR'
 
 clean:
 	rm -rf bin .gpu-check

@@ -60,6 +60,11 @@ type Options struct {
 	// Defaults are the pipeline's block defaults (the gatepipe block's
 	// runtime and python), given to every kind's Decode.
 	Defaults nodes.Defaults
+	// OneInstance says the engine serves one instance (gatepipe exec) on
+	// the devices a parent apply or a Slurm job handed it: the other
+	// nodes' GPU counts are not checked against those devices, which hold
+	// no GPU when the instance needs none (the parent checked them).
+	OneInstance bool
 }
 
 // Devices are the schedulable resources of this machine.

@@ -240,7 +240,7 @@ func (e *Engine) evalResources(in *instance, ctx *hcl.EvalContext) (nodes.Resour
 	}
 	num(r.CPUs, "cpus", &res.CPUs)
 	num(r.GPUs, "gpus", &res.GPUs)
-	if have := len(e.opts.Devices.GPUs); r.GPUs != nil && res.GPUs > have {
+	if have := len(e.opts.Devices.GPUs); r.GPUs != nil && res.GPUs > have && !e.opts.OneInstance {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "More GPUs than this machine has",
 			Detail:  fmt.Sprintf("%s asks for %d GPU(s), but gatepipe sees %d here (gatepipe devices lists them: nvidia-smi's GPUs, restricted by CUDA_VISIBLE_DEVICES and the devices setting). A node cannot run on GPUs it does not have; use gpus = 0 to train on the CPU.", in.key(), res.GPUs, have),
 			Subject: r.GPUs.Range().Ptr()})

@@ -7,25 +7,28 @@
 # Run from anywhere in the checkout. Needs a Python with torch and
 # torchvision ($GATEPIPE_TEST_PYTHON, else python3 or /usr/bin/python3 if
 # that has them) and the test binaries:
-# on a GPU machine without Go, those `../shared/gpu/pack.sh` packs (make
-# gpu-pack) and `source .gpu/unpack.sh` puts on PATH; with Go, `make
+# on a GPU machine without Go, those `make gpu-pack` packs and `source
+# scripts/gpu-unpack.sh` puts on PATH; with Go, `make
 # gpu-check` builds them. Without CUDA it runs the same steps on CPU torch,
 # says "no GPU: CUDA parts skipped", and skips what needs a GPU.
 #
-# Steps (each with a time limit; the whole fits 15 minutes on one H100):
+# Steps, most telling first (each with a time limit, and all within
+# GPU_CHECK_BUDGET_S, default 840 s: a step that would pass the budget gets
+# what is left, and one with under 40 s left is skipped as "out of time"):
 #   worker     the worker package's own unit tests (python -m unittest)
 #   features   Go and torch features agree (TestTorchRuntimeMatchesGo)
-#   probe      linear probes agree (TestProbeOnTorchEqualsGo)
-#   episodes   few-shot adapters agree (TestEpisodesOnTorchEqualGo)
-#   families   eight task families trained on both runtimes agree
-#   transform  the evaluation transform on both runtimes
-#   tier       the small tier at test scale, trainer = "torch", gpus = 1
-#   resume     kill -9 during training, then resume, on the GPU
-#   two-gpus   two torch nodes at once on two GPUs (only with two)
 #   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, bf16)
 #              and ResNet-18 training, each beside a bare PyTorch loop,
 #              with GPU utilisation sampled by nvidia-smi
-# Logs: OUTDIR/STEP.log; table: OUTDIR/gpu-check.md.
+#   families   eight task families trained on both runtimes agree
+#   resume     kill -9 during training, then resume, on the GPU
+#   tier       the small tier at test scale, trainer = "torch", gpus = 1
+#   transform  the evaluation transform on both runtimes
+#   probe      linear probes agree (TestProbeOnTorchEqualsGo)
+#   episodes   few-shot adapters agree (TestEpisodesOnTorchEqualGo)
+#   two-gpus   two torch nodes at once on two GPUs (only with two)
+# Logs: OUTDIR/STEP.log; table: OUTDIR/gpu-check.md, rewritten after every
+# step, so a check cut off by its caller still leaves the rows it has.
 set -uo pipefail
 out=${1:?usage: gpu-check.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -58,44 +61,85 @@ testbin() {
 gatepipe=$(command -v gatepipe || true)
 [ -n "${GATEPIPE_TEST_BIN:-}" ] && [ -x "$GATEPIPE_TEST_BIN/gatepipe" ] && gatepipe=$GATEPIPE_TEST_BIN/gatepipe
 if [ -z "$gatepipe" ]; then
-	echo "gpu-check: no gatepipe binary on PATH or in \$GATEPIPE_TEST_BIN (make gpu-pack, then source .gpu/unpack.sh)" >&2
+	echo "gpu-check: no gatepipe binary on PATH or in \$GATEPIPE_TEST_BIN (make gpu-pack, then source scripts/gpu-unpack.sh)" >&2
 	exit 2
 fi
 export GATEPIPE_TEST_BINARY=$gatepipe GATEPIPE_PYTHON=$py
 
-rows=()
-failed=0
+if [ "$gpus" != 0 ] && command -v nvidia-smi >/dev/null; then
+	machine="Machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1) x $gpus, $(nproc) CPUs; $("$py" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)')."
+else
+	machine="Machine: no GPU (CUDA parts skipped), $(nproc) CPUs; $("$py" -c 'import torch; print("torch", torch.__version__)')."
+fi
+# table rewrites OUTDIR/gpu-check.md from the rows so far.
+table() {
+	{
+		echo "## GPU check, $(date -u +%Y-%m-%d)"
+		echo
+		echo "$machine"
+		echo "Command: \`bash scripts/gpu-check.sh OUTDIR\` (GATEPIPE_TEST_CUDA=$gpus)."
+		echo
+		echo "| step | result | time | command |"
+		echo "| --- | --- | ---: | --- |"
+		for n in "${order[@]}"; do [ -f "$rowdir/$n" ] && cat "$rowdir/$n"; done
+		if grep -q "torch runtime" "$out/bench.log" 2>/dev/null; then
+			echo
+			echo "Benchmarks (torch runtime against a bare PyTorch loop on the same device; ratio > 1: gatepipe faster):"
+			echo
+			grep "torch runtime" "$out/bench.log" | sed 's/^/- /'
+		fi
+		if [ -s "$utilfile" ]; then
+			echo
+			awk -F', ' '{gsub(/ %/, "", $3); s += $3; n++; if ($3 > m) m = $3} END {if (n) printf "GPU utilisation over the whole check (nvidia-smi every 0.5 s): mean %.0f%%, max %d%%, %d samples.\n", s/n, m, n}' "$utilfile"
+		fi
+	} >"$out/.gpu-check.md.$BASHPID" && mv "$out/.gpu-check.md.$BASHPID" "$out/gpu-check.md"
+}
+# Each step leaves its row in $rowdir/NAME (steps may run at once); the
+# table lists them in this order.
+order=(worker features bench families resume tier transform probe episodes two-gpus)
+rowdir=$out/.rows
+rm -rf "$rowdir" && mkdir -p "$rowdir"
+budget=${GPU_CHECK_BUDGET_S:-840}
 # step NAME LIMIT_S DIR COMMAND...: runs COMMAND in DIR with a time limit,
 # its output in OUTDIR/NAME.log, and adds a table row.
 step() {
 	local name=$1 limit=$2 dir=$3; shift 3
-	local start=$SECONDS status
+	local start=$SECONDS status left=$((budget - SECONDS))
+	if [ "$left" -lt 40 ]; then
+		skip "$name" "out of time (GPU_CHECK_BUDGET_S=$budget)"
+		return
+	fi
+	[ "$limit" -gt $((left - 10)) ] && limit=$((left - 10))
 	echo "== $name: $*"
 	(cd "$dir" && timeout --kill-after=10 "$limit" "$@") >"$out/$name.log" 2>&1
 	case $? in
 	0) status=pass ;;
-	124 | 137) status="FAIL (over ${limit} s)"; failed=1 ;;
-	*) status=FAIL; failed=1 ;;
+	124 | 137) status="FAIL (over ${limit} s)"; touch "$rowdir/.failed" ;;
+	*) status=FAIL; touch "$rowdir/.failed" ;;
 	esac
 	if [ "$status" = pass ] && grep -q -- "--- SKIP" "$out/$name.log" && ! grep -q -- "--- PASS" "$out/$name.log"; then
 		status="skipped: $(grep -m1 -A1 -- '--- SKIP' "$out/$name.log" | tail -1 | sed 's/^ *//' | cut -c1-80)"
 	fi
 	echo "   $status ($((SECONDS - start)) s)"
-	rows+=("| $name | $status | $((SECONDS - start)) s | \`$(echo "$*" | sed "s|$top/||g" | cut -c1-110)\` |")
+	echo "| $name | $status | $((SECONDS - start)) s | \`$(echo "$*" | sed "s|$top/||g" | cut -c1-110)\` |" >"$rowdir/$name"
+	table
 }
 skip() {
-	rows+=("| $1 | skipped: $2 | | |")
+	echo "| $1 | skipped: $2 | | |" >"$rowdir/$1"
 	echo "== $1: skipped: $2"
+	table
 }
 gotest() { # gotest NAME LIMIT PKG_DIR BINARY REGEXP [extra args]
 	local name=$1 limit=$2 dir=$3 bin=$4 re=$5; shift 5
 	local b
 	if ! b=$(testbin "$bin"); then
 		skip "$name" "no $bin.test (make gpu-pack)"
-		failed=1
+		touch "$rowdir/.failed"
 		return
 	fi
-	step "$name" "$limit" "$top/$dir" "$b" -test.run "$re" -test.v -test.count=1 -test.timeout "${limit}s" "$@"
+	local left=$((budget - SECONDS - 20))
+	[ "$limit" -gt "$left" ] && [ "$left" -gt 20 ] && limit=$left
+	step "$name" "$limit" "$top/$dir" "$b" -test.run "$re" -test.v -test.count=1 -test.timeout "$((limit - 5))s" "$@"
 }
 
 utilfile=$out/nvidia-smi.csv
@@ -107,52 +151,44 @@ fi
 
 step worker 120 "$top/nodes/torchrt/py" "$py" -m unittest discover -s tests -t .
 gotest features 240 nodes/features nodes_features 'Torch|Library'
-gotest probe 120 nodes/probenode nodes_probenode 'Torch'
-gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch'
-gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
-gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes'
-gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer'
-if [ "$gpus" != 0 ]; then
-	gotest resume 240 cmd/gatepipe cmd_gatepipe 'TestKilledTrainOnTorchRuntimeResumes'
-else
-	skip resume "no GPU (make test runs it on CPU torch)"
-fi
-if [ "$gpus" -ge 2 ] 2>/dev/null; then
-	GATEPIPE_TEST_CUDA=2 gotest two-gpus 240 cmd/gatepipe cmd_gatepipe 'TestTorchNodesOnTwoGPUs'
-else
-	skip two-gpus "$gpus GPU(s)"
-fi
 if [ "$gpus" != 0 ]; then
 	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-2048} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 else
 	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 fi
+# The checks of agreement after the benchmark: at once on a GPU machine
+# (they measure no time, and the budget is short), one by one on CPU torch.
+checks() {
+	gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset' &
+	$bg
+	if [ "$gpus" != 0 ]; then
+		gotest resume 240 cmd/gatepipe cmd_gatepipe 'TestKilledTrainOnTorchRuntimeResumes' &
+	else
+		skip resume "no GPU (make test runs it on CPU torch)"
+	fi
+	$bg
+	gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer' &
+	$bg
+	gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes' &
+	$bg
+	gotest probe 120 nodes/probenode nodes_probenode 'Torch' &
+	$bg
+	gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch' &
+	$bg
+	wait
+}
+# bg is "wait" (one at a time) unless GPUs are there or GPU_CHECK_PARALLEL=1.
+bg=wait
+[ "$gpus" != 0 ] || [ "${GPU_CHECK_PARALLEL:-}" = 1 ] && bg=:
+checks
+if [ "$gpus" -ge 2 ] 2>/dev/null; then
+	GATEPIPE_TEST_CUDA=2 gotest two-gpus 240 cmd/gatepipe cmd_gatepipe 'TestTorchNodesOnTwoGPUs'
+else
+	skip two-gpus "$gpus GPU(s)"
+fi
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
 
-{
-	echo "## GPU check, $(date -u +%Y-%m-%d)"
-	echo
-	if [ "$gpus" != 0 ] && command -v nvidia-smi >/dev/null; then
-		echo "Machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1) x $gpus, $(nproc) CPUs; $("$py" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)')."
-	else
-		echo "Machine: no GPU (CUDA parts skipped), $(nproc) CPUs; $("$py" -c 'import torch; print("torch", torch.__version__)')."
-	fi
-	echo "Command: \`bash scripts/gpu-check.sh OUTDIR\` (GATEPIPE_TEST_CUDA=$gpus)."
-	echo
-	echo "| step | result | time | command |"
-	echo "| --- | --- | ---: | --- |"
-	printf '%s\n' "${rows[@]}"
-	if grep -q "torch runtime" "$out/bench.log" 2>/dev/null; then
-		echo
-		echo "Benchmarks (torch runtime against a bare PyTorch loop on the same device; ratio > 1: gatepipe faster):"
-		echo
-		grep "torch runtime" "$out/bench.log" | sed 's/^/- /'
-	fi
-	if [ -s "$utilfile" ]; then
-		echo
-		awk -F', ' '{gsub(/ %/, "", $3); s += $3; n++; if ($3 > m) m = $3} END {if (n) printf "GPU utilisation over the whole check (nvidia-smi every 0.5 s): mean %.0f%%, max %d%%, %d samples.\n", s/n, m, n}' "$utilfile"
-	fi
-} >"$out/gpu-check.md"
+table
 echo
 cat "$out/gpu-check.md"
-exit $failed
+[ ! -e "$rowdir/.failed" ]

@@ -8,6 +8,32 @@ import (
 	"testing"
 )
 
+// gatepipe exec runs one instance on the devices its parent handed it,
+// which hold no GPU when that instance needs none: the other nodes' GPU
+// counts are the parent's to check. (Every CPU node beside a torch node
+// with gpus = 1 failed so on the first GPU check.)
+func TestExecIgnoresOtherNodesGPUs(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
+command "cpu" {
+  run = ["true"]
+}
+command "gpu" {
+  run = ["true"]
+  resources {
+    gpus = 1
+  }
+}
+`)
+	env := append(os.Environ(), "GATEPIPE_CACHE_DIR="+t.TempDir(), "CUDA_VISIBLE_DEVICES=")
+	if r := gpWith(t, env, "exec", "-devices", "cpu:1", dir, "command.cpu"); r.code != exitOK {
+		t.Fatalf("exec command.cpu beside a GPU node: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := gpWith(t, env, "plan", dir); r.code != exitConfigError || !strings.Contains(r.stderr, "More GPUs than this machine has") {
+		t.Fatalf("plan on a machine without GPUs: exit %d, want the GPU refusal\n%s", r.code, r.stderr)
+	}
+}
+
 // Mistakes that used to surface only at apply are refused by validate or
 // plan, at the line that makes them: GPUs the machine does not have, a
 // tier's gpus outside 0 and 1, and a local dataset source that is not

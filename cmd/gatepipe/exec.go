@@ -42,6 +42,7 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe exec:", err)
 		return exitConfigError
 	}
+	opts.OneInstance = true
 	if *relay {
 		opts.Reporter = &progressRelay{w: c.stderr, every: 200 * time.Millisecond}
 	}

@@ -3,6 +3,7 @@ package torchrt_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -93,6 +94,10 @@ func runPeer(b *testing.B, threads int, args ...string) peerResult {
 	cmd.Env = append(os.Environ(), peerEnv(threads)...)
 	out, err := cmd.Output()
 	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			b.Fatalf("bare loop: %v: %s", err, ee.Stderr)
+		}
 		b.Fatalf("bare loop: %v", err)
 	}
 	var r peerResult
