@@ -100,6 +100,18 @@ type Tuned struct {
 	Trials    []Trial `json:"trials"`
 }
 
+// ScoreTolerance is the relative margin by which a score must beat
+// another to be better: scores closer than this are ties, and a tie keeps
+// the earlier choice. Without it, scores equal but for rounding (the same
+// search on another device, where sums run in another order) chose other
+// hyperparameters (found on an H200: the torch probe's search took another
+// path than Go's on equal validation scores).
+const ScoreTolerance = 1e-9
+
+// beats reports whether score s is better than best by more than
+// ScoreTolerance (relative, at least absolute).
+func beats(s, best float64) bool { return s > best+ScoreTolerance*max(1, math.Abs(best)) }
+
 // trialScore trains a fresh head and returns its best validation score
 // over the epochs (0 for a head that diverged, as the toolkit scores a
 // failed trial).
@@ -111,7 +123,7 @@ func trialScore(train, val Set, classes int, cfg TuneConfig, lr, wd float64) flo
 		if !h.finite() {
 			return
 		}
-		if s := cfg.Metric(h.Scores(val), classes, val.Y); s > best && !math.IsNaN(s) {
+		if s := cfg.Metric(h.Scores(val), classes, val.Y); beats(s, best) && !math.IsNaN(s) {
 			best = s
 		}
 	})
@@ -120,7 +132,7 @@ func trialScore(train, val Set, classes int, cfg TuneConfig, lr, wd float64) flo
 
 // searchWD is the toolkit's weight-decay search for one learning rate:
 // the coarse points, then the peak +- 8, 4, 2, 1 (each index scored
-// once). A score must beat the peak strictly to move it.
+// once). A score must beat the peak (beats) to move it.
 func searchWD(cfg TuneConfig, score func(i int) float64) (peak int, best float64, tried []int) {
 	seen := map[int]float64{}
 	eval := func(i int) float64 {
@@ -134,7 +146,7 @@ func searchWD(cfg TuneConfig, score func(i int) float64) (peak int, best float64
 	}
 	peak, best = cfg.Coarse[0], -1.0
 	for _, i := range cfg.Coarse {
-		if s := eval(i); s > best {
+		if s := eval(i); beats(s, best) {
 			peak, best = i, s
 		}
 	}
@@ -145,7 +157,7 @@ func searchWD(cfg TuneConfig, score func(i int) float64) (peak int, best float64
 			if i == centre {
 				continue
 			}
-			if s := eval(i); s > best {
+			if s := eval(i); beats(s, best) {
 				peak, best = i, s
 			}
 		}
@@ -195,7 +207,7 @@ func Autotune(ctx context.Context, train, val, test Set, classes int, cfg TuneCo
 	out := &Tuned{ValScore: -1}
 	for k, r := range results {
 		out.Trials = append(out.Trials, r.trials...)
-		if r.best > out.ValScore {
+		if beats(r.best, out.ValScore) {
 			out.LR, out.WD, out.ValScore = cfg.LRs[k], cfg.WDs[r.peak], r.best
 		}
 	}

@@ -175,7 +175,7 @@ func btof(b bool) float64 {
 
 // TestSearchWDFollowsTheToolkit: on a score peaked at index 37, the
 // search tries the 7 coarse points, then the peak +- 8, 4, 2, 1, moving
-// only on a strictly better score, and ends at 37.
+// only on a better score, and ends at 37.
 func TestSearchWDFollowsTheToolkit(t *testing.T) {
 	cfg := DefaultTune(Accuracy)
 	peak, best, tried := searchWD(cfg, func(i int) float64 { return 100 - math.Abs(float64(i-37)) })
@@ -185,6 +185,30 @@ func TestSearchWDFollowsTheToolkit(t *testing.T) {
 	}
 	if got := cfg.WDs[16]; math.Abs(got-1e-4) > 1e-16 {
 		t.Fatalf("weight decay grid point 16 = %g, want 1e-4 (logspace(-6, 6, 97))", got)
+	}
+}
+
+// TestSearchWDTiesKeepTheEarlierPeak: a coarse point whose score beats
+// the first only by rounding (1e-14 relative) does not move the peak; one
+// better by 1e-6 does. Both runtimes then choose alike on equal scores.
+func TestSearchWDTiesKeepTheEarlierPeak(t *testing.T) {
+	cfg := DefaultTune(Accuracy)
+	for _, tc := range []struct {
+		gain float64
+		want int
+	}{{1e-14, 0}, {1e-6, 16}} {
+		score := func(i int) float64 {
+			switch i {
+			case 0:
+				return 72.22222222222221
+			case 16:
+				return 72.22222222222221 * (1 + tc.gain)
+			}
+			return 10
+		}
+		if peak, _, _ := searchWD(cfg, score); peak != tc.want {
+			t.Errorf("gain %g: peak %d, want %d", tc.gain, peak, tc.want)
+		}
 	}
 }
 

@@ -27,6 +27,8 @@
 #   probe      linear probes agree (TestProbeOnTorchEqualsGo)
 #   episodes   few-shot adapters agree (TestEpisodesOnTorchEqualGo)
 #   two-gpus   two torch nodes at once on two GPUs (only with two)
+# GPU_CHECK_STEPS="resume tier ..." runs only the steps it names (a rerun
+# of those that failed, when device time is short).
 # Logs: OUTDIR/STEP.log; table: OUTDIR/gpu-check.md, rewritten after every
 # step, so a check cut off by its caller still leaves the rows it has.
 set -uo pipefail
@@ -105,6 +107,9 @@ budget=${GPU_CHECK_BUDGET_S:-840}
 step() {
 	local name=$1 limit=$2 dir=$3; shift 3
 	local start=$SECONDS status left=$((budget - SECONDS))
+	if [ -n "${GPU_CHECK_STEPS:-}" ] && [[ " $GPU_CHECK_STEPS " != *" $name "* ]]; then
+		return
+	fi
 	if [ "$left" -lt 40 ]; then
 		skip "$name" "out of time (GPU_CHECK_BUDGET_S=$budget)"
 		return

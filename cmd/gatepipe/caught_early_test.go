@@ -34,6 +34,23 @@ command "gpu" {
 	}
 }
 
+// The torch runtime's attributes on a Go-runtime block are refused at
+// their line (when the block decodes, after its dependencies: apply).
+func TestTorchAttributesOnTheGoRuntime(t *testing.T) {
+	for _, attr := range []string{`precision = "fp32"`, `python = "python3"`, `deterministic = true`} {
+		name, _, _ := strings.Cut(attr, " ")
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  "+attr+"\n}", 1))
+			r := gp(t, t.TempDir(), "apply", dir)
+			said := strings.Join(strings.Fields(r.stderr), " ")
+			if r.code == exitOK || !strings.Contains(said, "main.hcl:") || !strings.Contains(said, "Unused "+name) || !strings.Contains(said, name+` applies to runtime = "torch"`) {
+				t.Fatalf("apply: exit %d, want Unused %s\n%s", r.code, name, r.stderr)
+			}
+		})
+	}
+}
+
 // Mistakes that used to surface only at apply are refused by validate or
 // plan, at the line that makes them: GPUs the machine does not have, a
 // tier's gpus outside 0 and 1, and a local dataset source that is not

@@ -279,11 +279,13 @@ func TestKilledTorchTrainResumes(t *testing.T) {
 // TestKilledTrainOnTorchRuntimeResumes: the train block on the torch
 // runtime, killed with its apply, goes on from its checkpoint (gatepipe
 // says where) and ends with the checkpoints, metrics and log of a run
-// that never stopped, bit for bit (CPU torch is deterministic); a
-// checkpoint of a changed recipe is not used.
+// that never stopped, bit for bit (deterministic = true: CPU torch is
+// deterministic anyway, CUDA's kernels are not by default; the first GPU
+// check found its checkpoints differing without it); a checkpoint of a
+// changed recipe is not used.
 func TestKilledTrainOnTorchRuntimeResumes(t *testing.T) {
 	needTorch(t)
-	pipeline := withPython(strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime   = \"torch\"\n  resources { gpus = min(@GPUS@, 1) }\n}", 1))
+	pipeline := withPython(strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime   = \"torch\"\n  deterministic = true\n  resources { gpus = min(@GPUS@, 1) }\n}", 1))
 	if pipeline == resumePipeline {
 		t.Fatal("the pipeline did not change")
 	}

@@ -29,7 +29,7 @@ type Kind struct {
 func (Kind) Name() string { return "probe" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" } // 2: scores within probe.ScoreTolerance are ties
 
 var spec = torchrt.AddSpec(hcldec.ObjectSpec{
 	"features":       &hcldec.AttrSpec{Name: "features", Type: cty.DynamicPseudoType, Required: true},

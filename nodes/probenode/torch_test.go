@@ -52,18 +52,19 @@ func TestProbeOnTorchEqualsGo(t *testing.T) {
 				ts := tr.Subsets[i]
 				for k, a := range gs.Seeds {
 					b := ts.Seeds[k]
-					if a.LR != b.LR || a.WD != b.WD || !close(a.ValScore, b.ValScore) || !close(a.TestScore, b.TestScore) {
-						t.Fatalf("%s seed %d: go lr %g wd %g val %g test %g; torch lr %g wd %g val %g test %g", gs.Name, a.Seed,
-							a.LR, a.WD, a.ValScore, a.TestScore, b.LR, b.WD, b.ValScore, b.TestScore)
-					}
+					// The trials first: a choice differs only after a score does.
 					if len(a.Trials) != len(b.Trials) {
 						t.Fatalf("%s seed %d: %d trials in Go, %d on torch", gs.Name, a.Seed, len(a.Trials), len(b.Trials))
 					}
 					for j := range a.Trials {
 						if a.Trials[j].LR != b.Trials[j].LR || a.Trials[j].WD != b.Trials[j].WD || !close(a.Trials[j].Score, b.Trials[j].Score) {
-							t.Fatalf("%s seed %d trial %d: go %+v, torch %+v", gs.Name, a.Seed, j, a.Trials[j], b.Trials[j])
+							t.Fatalf("%s seed %d trial %d of %d: go %+v, torch %+v", gs.Name, a.Seed, j, len(a.Trials), a.Trials[j], b.Trials[j])
 						}
 						distinct[a.Trials[j].Score] = true
+					}
+					if a.LR != b.LR || a.WD != b.WD || !close(a.ValScore, b.ValScore) || !close(a.TestScore, b.TestScore) {
+						t.Fatalf("%s seed %d: go lr %g wd %g val %g test %g; torch lr %g wd %g val %g test %g", gs.Name, a.Seed,
+							a.LR, a.WD, a.ValScore, a.TestScore, b.LR, b.WD, b.ValScore, b.TestScore)
 					}
 				}
 			}

@@ -11,10 +11,12 @@ import (
 
 // Options are a block's runtime attributes: runtime ("go" or "torch";
 // unset: the pipeline's default, else "go"), precision (the torch
-// runtime's arithmetic) and python (its interpreter; unset: the
-// pipeline's, else $GATEPIPE_PYTHON, else python3).
+// runtime's arithmetic), python (its interpreter; unset: the pipeline's,
+// else $GATEPIPE_PYTHON, else python3) and deterministic (kernels that
+// give the same bits on every run, on a GPU too, at some speed).
 type Options struct {
 	Runtime, Precision, Python string
+	Deterministic              bool
 }
 
 // AddSpec adds the runtime attributes to a block's schema.
@@ -22,6 +24,7 @@ func AddSpec(spec hcldec.ObjectSpec) hcldec.ObjectSpec {
 	spec["runtime"] = &hcldec.AttrSpec{Name: "runtime", Type: cty.String}
 	spec["precision"] = &hcldec.AttrSpec{Name: "precision", Type: cty.String}
 	spec["python"] = &hcldec.AttrSpec{Name: "python", Type: cty.String}
+	spec["deterministic"] = &hcldec.AttrSpec{Name: "deterministic", Type: cty.Bool}
 	return spec
 }
 
@@ -34,9 +37,9 @@ func ReadOptions(a *featureset.Attrs, precisions ...string) Options {
 		def = Go
 	}
 	o := Options{Runtime: a.Str("runtime", def, Runtimes...), Precision: a.Str("precision", precisions[0], precisions...),
-		Python: a.Str("python", a.Decl.Defaults.Python)}
+		Python: a.Str("python", a.Decl.Defaults.Python), Deterministic: a.Bool("deterministic", false)}
 	if o.Runtime != Torch {
-		for _, name := range []string{"precision", "python"} {
+		for _, name := range []string{"precision", "python", "deterministic"} {
 			if v := a.V.GetAttr(name); v.IsKnown() && !v.IsNull() {
 				a.Diags = append(a.Diags, a.Decl.Errorf(name, "Unused "+name, "%s applies to runtime = \"torch\"; this block runs on the %q runtime.", name, o.Runtime))
 			}
@@ -60,5 +63,11 @@ func (o Options) Fingerprint(w io.Writer) error {
 	return err
 }
 
-// Job returns a job of this block's interpreter.
-func (o Options) Job(config map[string]any) Job { return Job{Python: o.Python, Config: config} }
+// Job returns a job of this block's interpreter (config gains
+// "deterministic" when the block asks for it).
+func (o Options) Job(config map[string]any) Job {
+	if o.Deterministic {
+		config["deterministic"] = true
+	}
+	return Job{Python: o.Python, Config: config}
+}

@@ -136,17 +136,27 @@ class Heads:
         return xn @ self.w[k].T + self.b[k]
 
 
+# Scores closer than this (relative) are ties, which keep the earlier
+# choice: gatepipe's probe.ScoreTolerance, so that both runtimes choose
+# alike on scores equal but for rounding.
+SCORE_TOLERANCE = 1e-9
+
+
+def beats(s, best):
+    return s > best + SCORE_TOLERANCE * max(1.0, abs(best))
+
+
 def search_rounds(coarse, nwd):
     """ELEVATER's weight-decay search for one learning rate as rounds:
     yields the indices to score next, given the scores so far (a generator
     receiving them); returns the peak. Same order and ties as gatepipe's
-    searchWD: a score must beat the peak strictly to move it."""
+    searchWD: a score must beat the peak (beats) to move it."""
     seen = {}
     got = yield list(coarse)
     seen.update(got)
     peak, best = coarse[0], -1.0
     for i in coarse:
-        if seen[i] > best:
+        if beats(seen[i], best):
             peak, best = i, seen[i]
     span = 8
     while span > 0:
@@ -156,7 +166,7 @@ def search_rounds(coarse, nwd):
         if todo:
             seen.update((yield todo))
         for i in (left, right):
-            if i != centre and seen[i] > best:
+            if i != centre and beats(seen[i], best):
                 peak, best = i, seen[i]
         span //= 2
     return peak, best
@@ -198,7 +208,7 @@ def job_probe(run):
                 for j, ok in enumerate(heads.finite()):
                     if ok:
                         s = metric(heads.scores(j, xva), yva, classes)
-                        if s > best[j] and not math.isnan(s):
+                        if beats(s, best[j]) and not math.isnan(s):
                             best[j] = s
                 run.progress(r, len(cfg["runs"]), round=len(trials[0]))
             for k in range(len(lrs)):
@@ -217,7 +227,7 @@ def job_probe(run):
         for k in range(len(lrs)):
             out["trials"] += trials[k]
             peak, best_k = peaks[k]
-            if best_k > out["val_score"]:
+            if beats(best_k, out["val_score"]):
                 out["lr"], out["weight_decay"], out["val_score"] = lrs[k], wds[peak], best_k
         xall, yall = torch.cat([xtr, xva]), torch.cat([ytr, yva])
         final = Heads(t("final_w"), t("final_b"), [out["lr"]], [out["weight_decay"]], dtype, run.device)

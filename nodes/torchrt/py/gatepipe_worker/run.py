@@ -27,10 +27,19 @@ class Run:
         self.precision = self.cfg.get("precision") or "auto"
         if self.precision == "auto":
             self.precision = "bf16" if self.cuda and torch.cuda.is_bf16_supported() else "fp32"
+        self.deterministic = bool(self.cfg.get("deterministic"))
+        if self.deterministic:
+            # The same bits on every run (resume included) on a GPU too:
+            # cuBLAS's fixed workspace (read when its handle is made, after
+            # this), deterministic kernels (a warning where an op has none),
+            # no autotuning.
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(True, warn_only=True)
         if self.cuda:
             torch.backends.cuda.matmul.allow_tf32 = self.precision == "tf32"
             torch.backends.cudnn.allow_tf32 = self.precision == "tf32"
-            torch.backends.cudnn.benchmark = True
+            torch.backends.cudnn.benchmark = not self.deterministic
+            torch.backends.cudnn.deterministic = self.deterministic
         self.last = 0.0
 
     def autocast(self):
