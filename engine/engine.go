@@ -71,6 +71,12 @@ type Options struct {
 type Devices struct {
 	CPUs int
 	GPUs []string
+	// GPUShare is how many nodes may run on one GPU at once (0 or 1: one
+	// node per GPU). Small torch jobs (probes, heads on small encoders)
+	// leave most of a large GPU idle, and each pays the worker's start-up
+	// alone; sharing runs several at once, CUDA time-slicing the GPU. A
+	// node asking for several GPUs still gets distinct ones.
+	GPUShare int
 }
 
 // DefaultDevices is every CPU core and no GPU.

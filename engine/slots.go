@@ -21,7 +21,9 @@ type slots struct {
 	limit    int
 	cpusFree int
 	cpusAll  int
-	gpuFree  []bool
+	// gpuUsers counts the nodes on each GPU, at most gpuShare.
+	gpuUsers []int
+	gpuShare int
 	gpuIDs   []string
 	waiting  []*slotRequest
 }
@@ -36,12 +38,8 @@ type slotRequest struct {
 }
 
 func newSlots(par int, dev Devices) *slots {
-	s := &slots{limit: par, cpusFree: dev.CPUs, cpusAll: dev.CPUs, gpuIDs: dev.GPUs}
-	s.gpuFree = make([]bool, len(dev.GPUs))
-	for i := range s.gpuFree {
-		s.gpuFree[i] = true
-	}
-	return s
+	return &slots{limit: par, cpusFree: dev.CPUs, cpusAll: dev.CPUs, gpuIDs: dev.GPUs,
+		gpuUsers: make([]int, len(dev.GPUs)), gpuShare: max(dev.GPUShare, 1)}
 }
 
 // check reports a request that can never be satisfied.
@@ -91,15 +89,10 @@ func (s *slots) dispatchLocked() {
 		s.running++
 		s.cpusFree -= req.cpus
 		a := nodes.Assignment{CPUs: max(req.cpus, 1)}
-		for g := range s.gpuFree {
-			if len(req.taken) == req.gpus {
-				break
-			}
-			if s.gpuFree[g] {
-				s.gpuFree[g] = false
-				req.taken = append(req.taken, g)
-				a.GPUs = append(a.GPUs, s.gpuIDs[g])
-			}
+		for _, g := range s.leastUsedGPUs(req.gpus) {
+			s.gpuUsers[g]++
+			req.taken = append(req.taken, g)
+			a.GPUs = append(a.GPUs, s.gpuIDs[g])
 		}
 		req.done = true
 		req.grant <- a
@@ -116,14 +109,28 @@ func (s *slots) removeLocked(req *slotRequest) {
 	}
 }
 
+// freeGPUs counts the GPUs with room for one more node.
 func (s *slots) freeGPUs() int {
 	n := 0
-	for _, f := range s.gpuFree {
-		if f {
+	for _, u := range s.gpuUsers {
+		if u < s.gpuShare {
 			n++
 		}
 	}
 	return n
+}
+
+// leastUsedGPUs returns n distinct GPUs with room, the least used first
+// (ties: the lower index), so shared GPUs fill evenly.
+func (s *slots) leastUsedGPUs(n int) []int {
+	var free []int
+	for g, u := range s.gpuUsers {
+		if u < s.gpuShare {
+			free = append(free, g)
+		}
+	}
+	sort.SliceStable(free, func(i, j int) bool { return s.gpuUsers[free[i]] < s.gpuUsers[free[j]] })
+	return free[:min(n, len(free))]
 }
 
 func (s *slots) release(req *slotRequest) {
@@ -136,7 +143,7 @@ func (s *slots) releaseLocked(req *slotRequest) {
 	s.running--
 	s.cpusFree += req.cpus
 	for _, g := range req.taken {
-		s.gpuFree[g] = true
+		s.gpuUsers[g]--
 	}
 	s.dispatchLocked()
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -67,5 +68,48 @@ func TestSlotsGiveDistinctGPUs(t *testing.T) {
 	}
 	if len(s.waiting) != 0 {
 		t.Fatalf("cancelled request left in the queue: %d", len(s.waiting))
+	}
+}
+
+// TestSlotsShareGPUs: with GPUShare 2, two GPUs take four one-GPU nodes,
+// spread evenly (0, 1, 0, 1), and a fifth waits until one ends; a node
+// asking for two GPUs gets two distinct ones even on shared GPUs.
+func TestSlotsShareGPUs(t *testing.T) {
+	s := newSlots(8, Devices{CPUs: 8, GPUs: []string{"0", "1"}, GPUShare: 2})
+	ctx := context.Background()
+	var got []string
+	var releases []func()
+	for range 4 {
+		a, rel, err := s.acquire(ctx, nodes.Resources{GPUs: 1}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a.GPUs...)
+		releases = append(releases, rel)
+	}
+	if want := []string{"0", "1", "0", "1"}; !slices.Equal(got, want) {
+		t.Fatalf("shared GPUs handed out as %v, want %v", got, want)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, _, err := s.acquire(cctx, nodes.Resources{GPUs: 1}, 0); err == nil {
+		t.Fatal("a fifth node got a GPU already shared by two")
+	}
+	releases[1]() // GPU 1 has room again
+	a, rel, err := s.acquire(ctx, nodes.Resources{GPUs: 1}, 0)
+	if err != nil || !slices.Equal(a.GPUs, []string{"1"}) {
+		t.Fatalf("after a release: %v %v, want GPU 1", a.GPUs, err)
+	}
+	rel()
+	releases[0]()
+	releases[2]()
+	releases[3]()
+	two, rel2, err := s.acquire(ctx, nodes.Resources{GPUs: 2}, 0)
+	if err != nil || len(two.GPUs) != 2 || two.GPUs[0] == two.GPUs[1] {
+		t.Fatalf("two GPUs on shared GPUs: %v %v", two.GPUs, err)
+	}
+	rel2()
+	if err := s.check(nodes.Resources{GPUs: 3}); err == nil {
+		t.Fatal("sharing must not let a node ask for more GPUs than exist")
 	}
 }

@@ -123,6 +123,8 @@ type Settings struct {
 	Devices     []string
 	// DevicesRange is where devices is set, for diagnostics about a spec.
 	DevicesRange hcl.Range
+	// GPUShare is how many nodes may share one GPU at once (0: one).
+	GPUShare int
 	// Runtime and Python are the defaults of encoder-backed blocks'
 	// runtime ("go" or "torch") and of the torch runtime's interpreter.
 	Runtime, Python string

@@ -14,6 +14,7 @@ var settingsSchema = &hcl.BodySchema{
 		{Name: "cache_dir"},
 		{Name: "parallelism"},
 		{Name: "devices"},
+		{Name: "gpu_share"},
 		{Name: "keep_runs"},
 		{Name: "mirror"},
 		{Name: "runtime"},
@@ -43,6 +44,9 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 	}
 	if attr, ok := content.Attributes["parallelism"]; ok {
 		diags = append(diags, positiveInt(attr, "parallelism", &s.Parallelism)...)
+	}
+	if attr, ok := content.Attributes["gpu_share"]; ok {
+		diags = append(diags, positiveInt(attr, "gpu_share", &s.GPUShare)...)
 	}
 	if attr, ok := content.Attributes["keep_runs"]; ok {
 		diags = append(diags, positiveInt(attr, "keep_runs", &s.KeepRuns)...)

@@ -17,7 +17,7 @@
 # what is left, and one with under 40 s left is skipped as "out of time"):
 #   worker     the worker package's own unit tests (python -m unittest)
 #   features   Go and torch features agree (TestTorchRuntimeMatchesGo)
-#   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, bf16)
+#   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, tf32, bf16)
 #              and ResNet-18 training, each beside a bare PyTorch loop,
 #              with GPU utilisation sampled by nvidia-smi
 #   families   eight task families trained on both runtimes agree
@@ -182,6 +182,10 @@ checks() {
 	$bg
 	wait
 }
+# The checks' torch nodes share each GPU four at a time (GATEPIPE_GPU_SHARE):
+# with one node per GPU the families' small torch nodes ran one after another
+# on the first GPU check, each paying the worker's start-up alone.
+export GATEPIPE_GPU_SHARE=${GATEPIPE_GPU_SHARE:-4}
 # bg is "wait" (one at a time) unless GPUs are there or GPU_CHECK_PARALLEL=1.
 bg=wait
 [ "$gpus" != 0 ] || [ "${GPU_CHECK_PARALLEL:-}" = 1 ] && bg=:

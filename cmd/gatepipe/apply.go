@@ -30,6 +30,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs.Var(&f.replace, "replace", "run this instance even if cached, e.g. -replace='dataset.fashion' (repeatable)")
 	fs.IntVar(&f.parallelism, "parallelism", 0, "run at most N nodes at once (default: the gatepipe block's parallelism, else the CPU slots)")
 	fs.StringVar(&f.devices, "devices", "", "device slots, e.g. cpu:8,gpu:0,gpu:1 (default: the gatepipe block's devices, else all CPU cores)")
+	fs.IntVar(&f.gpuShare, "gpu-share", 0, "let N nodes run on one GPU at once, for small torch jobs (default: $GATEPIPE_GPU_SHARE, else the gatepipe block's gpu_share, else 1)")
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop starting nodes after the first failure")
 	fs.BoolVar(&keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,53 @@ module "fm" {
 				if !strings.Contains(said, w) {
 					t.Errorf("%s says\n%s\nwant %q in it", tc.command, r.stderr, w)
 				}
+			}
+		})
+	}
+}
+
+// TestGPUShareRunsNodesTogether: two nodes asking for one GPU each run
+// one after the other on one GPU by default, and at once with -gpu-share
+// 2 (or GATEPIPE_GPU_SHARE), both seeing CUDA_VISIBLE_DEVICES=0. Each
+// node waits up to 2 s for the other to start and writes how many had.
+func TestGPUShareRunsNodesTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"default", nil, "", "end 0 1\nend 0 2\n"},
+		{"flag", []string{"-gpu-share", "2"}, "", "end 0 2\nend 0 2\n"},
+		{"environment", nil, "GATEPIPE_GPU_SHARE=2", "end 0 2\nend 0 2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "log")
+			node := `command "%[1]s" {
+  run = ["sh", "-c", "echo start %[1]s >> ${local.log}; i=0; while [ $(grep -c start ${local.log}) -lt 2 ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; echo end $CUDA_VISIBLE_DEVICES $(grep -c start ${local.log}) >> ${local.log}"]
+  resources {
+    gpus = 1
+  }
+}
+`
+			writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf("locals {\n  log = %q\n}\n", log)+fmt.Sprintf(node, "a")+fmt.Sprintf(node, "b")) // distinct commands: one action each
+			env := append(os.Environ(), "GATEPIPE_CACHE_DIR="+t.TempDir())
+			if tc.env != "" {
+				env = append(env, tc.env)
+			}
+			args := append(append([]string{"apply", "-devices", "cpu:2,gpu:0"}, tc.args...), dir)
+			if r := gpWith(t, env, args...); r.code != exitOK {
+				t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
+			}
+			var ends strings.Builder
+			for _, line := range strings.Split(readFile(log), "\n") {
+				if strings.HasPrefix(line, "end") {
+					ends.WriteString(line + "\n")
+				}
+			}
+			if ends.String() != tc.want {
+				t.Fatalf("log ends:\n%swant\n%s", ends.String(), tc.want)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ type runFlags struct {
 	replace     stringList
 	parallelism int
 	devices     string
+	gpuShare    int
 	failFast    bool
 	debugHash   bool
 	// src: mirror and offline (apply only; child processes read the lock).
@@ -31,6 +32,7 @@ type runFlags struct {
 
 func (f *runFlags) engineOptions(c *cli) (engine.Options, error) {
 	opts := engine.Options{Parallelism: f.parallelism, FailFast: f.failFast}
+	opts.Devices.GPUShare = f.gpuShare
 	for _, r := range f.replace {
 		a, err := addrs.ParseInstance(r)
 		if err != nil {

@@ -138,6 +138,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	opts := o.engine
 	opts.Version = version
 	opts.Defaults = nodes.Defaults{Runtime: settings.Runtime, Python: settings.Python}
+	share := opts.Devices.GPUShare // -gpu-share
 	devs := settings.Devices
 	if o.devicesFlag != "" {
 		devs = strings.Split(o.devicesFlag, ",")
@@ -158,6 +159,10 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 		}
 		opts.Devices = d
 	}
+	if share, err = gpuShare(share, settings.GPUShare); err != nil {
+		return fail(asDiags(err))
+	}
+	opts.Devices.GPUShare = share
 	if s.cache != nil {
 		opts.ExpectedDurations = expectedDurations(s.cache)
 	}
@@ -251,6 +256,26 @@ func (c *cli) cacheDir(flagDir string, settings *pipelines.Settings, root string
 		return filepath.Join(os.TempDir(), "gatepipe-cache")
 	}
 	return filepath.Join(home, ".cache", "gatepipe")
+}
+
+// gpuShare is how many nodes may share a GPU: the -gpu-share flag's
+// value, else $GATEPIPE_GPU_SHARE, else the gatepipe block's gpu_share,
+// else 1.
+func gpuShare(flag, block int) (int, error) {
+	if flag < 0 {
+		return 0, fmt.Errorf("-gpu-share %d: want a whole number of at least 1", flag)
+	}
+	if flag > 0 {
+		return flag, nil
+	}
+	if v := os.Getenv("GATEPIPE_GPU_SHARE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("GATEPIPE_GPU_SHARE=%q: want a whole number of at least 1", v)
+		}
+		return n, nil
+	}
+	return max(block, 1), nil
 }
 
 // parseDevices reads device specs: "cpu:N" (N CPU slots), "cpu" (all

@@ -112,6 +112,7 @@ train "gen" {
   benchmark = benchmark.gen[each.value.task]
   model     = "${each.value.runtime}/${each.value.kind}"
   runtime   = each.value.runtime
+  precision = each.value.runtime == "torch" ? "fp32" : null # auto is bf16 on a GPU
   resources {
     gpus = each.value.runtime == "torch" ? min(@GPUS@, 1) : 0
   }
@@ -413,6 +414,7 @@ train "gen" {
   benchmark = benchmark.gen
   model     = each.key
   runtime   = each.key
+  precision = each.key == "torch" ? "fp32" : null # auto is bf16 on a GPU
   resources {
     gpus = each.key == "torch" ? min(@GPUS@, 1) : 0
   }
@@ -562,6 +564,7 @@ func TestLibraryResNetTrainsAsThePreset(t *testing.T) {
 		"  encoder   = local.encoders[each.value.kind]\n", "  encoder   = each.value.runtime == \"go\" ? encoder.twin : encoder.lib\n",
 		"@MODE@", "finetune",
 		"  runtime   = each.value.runtime\n", "  runtime   = \"torch\"\n", // "go/lib" is the preset, on torch too
+		"  precision = each.value.runtime == \"torch\" ? \"fp32\" : null", "  precision = \"fp32\"",
 	).Replace(familiesOnBothRuntimes) + `
 encoder "lib" {
   arch = "torchvision:resnet18"
@@ -570,7 +573,7 @@ encoder "twin" {
   preset = "resnet18"
 }
 `
-	if !strings.Contains(p, "encoder.twin") {
+	if !strings.Contains(p, "encoder.twin") || !strings.Contains(p, "  precision = \"fp32\" #") {
 		t.Fatal("the families pipeline changed: this test no longer applies")
 	}
 	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(p))

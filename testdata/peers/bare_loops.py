@@ -3,13 +3,18 @@ PyTorch user writes for the same work on the same store.
 
   bare_loops.py features STORE ARCH BATCH [PRECISION]
                                             frozen pooled features, inference_mode,
-                                            PRECISION fp32 or bf16 (autocast; the
-                                            default on a GPU)
+                                            PRECISION fp32, tf32 or bf16 (autocast;
+                                            the default on a GPU)
   bare_loops.py train STORE ARCH BATCH ITERS CLASSES  AdamW fine-tuning steps
 
 ARCH is a torchvision model (resnet50, resnet18, vit_b_16). The store's
 split "train" (uint8 images) is read with numpy from its safetensors file.
 Prints one JSON line: images, seconds, images_per_sec, device, threads.
+
+Each PRECISION is the same arithmetic as the runtime's of that name: fp32
+is full float32 (TF32 off; PyTorch's default lets cuDNN's convolutions use
+TF32, which is the tf32 setting here), tf32 lets matrix products and
+convolutions use TF32, bf16 autocasts with TF32 off.
 """
 import json
 import struct
@@ -111,6 +116,10 @@ if __name__ == "__main__":
     if job == "features":
         if len(sys.argv) > 5:
             PRECISION = sys.argv[5]
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = PRECISION == "tf32"
+        torch.backends.cudnn.allow_tf32 = PRECISION == "tf32"
+        torch.backends.cudnn.benchmark = True
         n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
