@@ -182,10 +182,10 @@ checks() {
 	$bg
 	wait
 }
-# The checks' torch nodes share each GPU four at a time (GATEPIPE_GPU_SHARE):
+# The checks' torch nodes share each GPU eight at a time (GATEPIPE_GPU_SHARE):
 # with one node per GPU the families' small torch nodes ran one after another
 # on the first GPU check, each paying the worker's start-up alone.
-export GATEPIPE_GPU_SHARE=${GATEPIPE_GPU_SHARE:-4}
+export GATEPIPE_GPU_SHARE=${GATEPIPE_GPU_SHARE:-8}
 # bg is "wait" (one at a time) unless GPUs are there or GPU_CHECK_PARALLEL=1.
 bg=wait
 [ "$gpus" != 0 ] || [ "${GPU_CHECK_PARALLEL:-}" = 1 ] && bg=:

@@ -178,12 +178,19 @@ func TestGC(t *testing.T) {
 	putFiles(t, c, fresh, map[string]string{"f": "fresh"})
 	past := now.Add(-48 * time.Hour)
 	os.Chtimes(c.actionFile(old), past, past)
+	// An older torch worker's copy: programs are rewritten when needed.
+	prog := filepath.Join(c.Dir(), "programs", "torch-worker-0123456789abcdef", "gatepipe_worker")
+	os.MkdirAll(prog, 0o755)
+	os.WriteFile(filepath.Join(prog, "run.py"), []byte("x = 1\n"), 0o644)
 	st, err := c.GC(context.Background(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Actions != 1 || st.Objects != 1 {
-		t.Fatalf("GC stats = %+v, want 1 action and 1 object", st)
+	if st.Actions != 1 || st.Objects != 1 || st.Other != 1 {
+		t.Fatalf("GC stats = %+v, want 1 action, 1 object and 1 other (the program)", st)
+	}
+	if _, err := os.Stat(filepath.Dir(prog)); !os.IsNotExist(err) {
+		t.Fatalf("programs survived gc: %v", err)
 	}
 	if _, err := c.Get(old); !errors.Is(err, ErrMiss) {
 		t.Fatal("old entry survived gc")

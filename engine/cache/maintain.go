@@ -249,8 +249,9 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 	// directory and lock file left now belongs to a dead process. No-op
 	// records are hints that may name what GC just removed; the next
 	// apply plans and writes them again. Stamps of verified external
-	// files only save a re-hash.
-	for _, area := range []string{"tmp", "locks", "noop", "external"} {
+	// files only save a re-hash. Programs (the torch worker, one copy per
+	// version) are written again by the next run that needs one.
+	for _, area := range []string{"tmp", "locks", "noop", "external", "programs"} {
 		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
 		for _, ent := range entries {
 			p := filepath.Join(c.dir, area, ent.Name())
