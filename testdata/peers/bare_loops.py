@@ -113,13 +113,13 @@ def train(store, arch, batch, iters, classes):
 
 if __name__ == "__main__":
     job = sys.argv[1]
-    if job == "features":
-        if len(sys.argv) > 5:
-            PRECISION = sys.argv[5]
+    if job == "features" and len(sys.argv) > 5:
+        PRECISION = sys.argv[5]
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = PRECISION == "tf32"
         torch.backends.cudnn.allow_tf32 = PRECISION == "tf32"
         torch.backends.cudnn.benchmark = True
+    if job == "features":
         n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
