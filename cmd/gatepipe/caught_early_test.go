@@ -117,7 +117,8 @@ module "fm" {
 // TestGPUShareRunsNodesTogether: two nodes asking for one GPU each run
 // one after the other on one GPU by default, and at once with -gpu-share
 // 2 (or GATEPIPE_GPU_SHARE), both seeing CUDA_VISIBLE_DEVICES=0. Each
-// node waits up to 2 s for the other to start and writes how many had.
+// node waits up to 10 s (a loaded CI machine) for the other to start and
+// writes how many had.
 func TestGPUShareRunsNodesTogether(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -133,7 +134,7 @@ func TestGPUShareRunsNodesTogether(t *testing.T) {
 			dir := t.TempDir()
 			log := filepath.Join(dir, "log")
 			node := `command "%[1]s" {
-  run = ["sh", "-c", "echo start %[1]s >> ${local.log}; i=0; while [ $(grep -c start ${local.log}) -lt 2 ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; echo end $CUDA_VISIBLE_DEVICES $(grep -c start ${local.log}) >> ${local.log}"]
+  run = ["sh", "-c", "echo start %[1]s >> ${local.log}; i=0; while [ $(grep -c start ${local.log}) -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo end $CUDA_VISIBLE_DEVICES $(grep -c start ${local.log}) >> ${local.log}"]
   resources {
     gpus = 1
   }
