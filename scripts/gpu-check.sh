@@ -20,7 +20,7 @@
 #   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, tf32, bf16)
 #              and ResNet-18 training, each beside a bare PyTorch loop,
 #              with GPU utilisation sampled by nvidia-smi
-#   families   eight task families trained on both runtimes agree
+#   families   nine task families trained on both runtimes agree
 #   resume     kill -9 during training, then resume, on the GPU
 #   tier       the small tier at test scale, trainer = "torch", gpus = 1
 #   transform  the evaluation transform on both runtimes
@@ -79,7 +79,7 @@ table() {
 		echo "## GPU check, $(date -u +%Y-%m-%d)"
 		echo
 		echo "$machine"
-		echo "Command: \`bash scripts/gpu-check.sh OUTDIR\` (GATEPIPE_TEST_CUDA=$gpus)."
+		echo "Command: \`bash scripts/gpu-check.sh OUTDIR\` (GATEPIPE_TEST_CUDA=$gpus, GPU_CHECK_BUDGET_S=$budget${GPU_CHECK_STEPS:+, GPU_CHECK_STEPS=\"$GPU_CHECK_STEPS\"})."
 		echo
 		echo "| step | result | time | command |"
 		echo "| --- | --- | ---: | --- |"
@@ -112,6 +112,7 @@ step() {
 	fi
 	if [ "$left" -lt 40 ]; then
 		skip "$name" "out of time (GPU_CHECK_BUDGET_S=$budget)"
+		touch "$rowdir/.failed" # not checked is not passed
 		return
 	fi
 	[ "$limit" -gt $((left - 10)) ] && limit=$((left - 10))
