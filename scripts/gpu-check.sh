@@ -19,7 +19,9 @@
 #   features   Go and torch features agree (TestTorchRuntimeMatchesGo)
 #   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, tf32, bf16)
 #              and ResNet-18 training, each beside a bare PyTorch loop,
-#              with GPU utilisation sampled by nvidia-smi
+#              with GPU utilisation sampled by nvidia-smi; 4,096 images on
+#              a GPU (2,048 timed a bf16 ResNet-50 pass of 0.24 s, too short
+#              for the utilisation to mean much), 96 on CPU
 #   families   nine task families trained on both runtimes agree
 #   resume     kill -9 during training, then resume, on the GPU
 #   tier       the small tier at test scale, trainer = "torch", gpus = 1
@@ -161,7 +163,7 @@ fi
 step worker 120 "$top/nodes/torchrt/py" "$py" -m unittest discover -s tests -t .
 gotest features 240 nodes/features nodes_features 'Torch|Library'
 if [ "$gpus" != 0 ]; then
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-2048} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 else
 	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 fi
