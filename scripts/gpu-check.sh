@@ -31,7 +31,8 @@
 #   two-gpus   two torch nodes at once on two GPUs (only with two)
 # GPU_CHECK_STEPS="resume tier ..." runs only the steps it names (a rerun
 # of those that failed, when device time is short).
-# Logs: OUTDIR/STEP.log; table: OUTDIR/gpu-check.md, rewritten after every
+# Logs: OUTDIR/STEP.log, and the logs of the gatepipe runs inside each
+# step's tests in OUTDIR/STEP.runs.tgz; table: OUTDIR/gpu-check.md, rewritten after every
 # step, so a check cut off by its caller still leaves the rows it has.
 set -uo pipefail
 out=${1:?usage: gpu-check.sh OUTDIR}
@@ -86,7 +87,7 @@ table() {
 		echo "| step | result | time | command |"
 		echo "| --- | --- | ---: | --- |"
 		for n in "${order[@]}"; do [ -f "$rowdir/$n" ] && cat "$rowdir/$n"; done
-		if grep -q "torch runtime" "$out/bench.log" 2>/dev/null; then
+		if [ -f "$rowdir/bench" ] && grep -q "torch runtime" "$out/bench.log" 2>/dev/null; then
 			echo
 			echo "Benchmarks (torch runtime against a bare PyTorch loop on the same device; ratio > 1: gatepipe faster):"
 			echo
@@ -119,12 +120,18 @@ step() {
 	fi
 	[ "$limit" -gt $((left - 10)) ] && limit=$((left - 10))
 	echo "== $name: $*"
-	(cd "$dir" && timeout --kill-after=10 "$limit" "$@") >"$out/$name.log" 2>&1
+	# GATEPIPE_TEST_LOGS: each run of gatepipe in the tests writes its log
+	# there as it goes (a test cut off by its limit prints nothing of it);
+	# packed into OUTDIR/NAME.runs.tgz after the step.
+	(cd "$dir" && GATEPIPE_TEST_LOGS=$out/$name.runs timeout --kill-after=10 "$limit" "$@") >"$out/$name.log" 2>&1
 	case $? in
 	0) status=pass ;;
 	124 | 137) status="FAIL (over ${limit} s)"; touch "$rowdir/.failed" ;;
 	*) status=FAIL; touch "$rowdir/.failed" ;;
 	esac
+	if [ -d "$out/$name.runs" ]; then
+		tar czf "$out/$name.runs.tgz" -C "$out" "$name.runs" && rm -rf "$out/$name.runs"
+	fi
 	if [ "$status" = pass ] && grep -q -- "--- SKIP" "$out/$name.log" && ! grep -q -- "--- PASS" "$out/$name.log"; then
 		status="skipped: $(grep -m1 -A1 -- '--- SKIP' "$out/$name.log" | tail -1 | sed 's/^ *//' | cut -c1-80)"
 	fi
@@ -154,6 +161,7 @@ gotest() { # gotest NAME LIMIT PKG_DIR BINARY REGEXP [extra args]
 }
 
 utilfile=$out/nvidia-smi.csv
+rm -f "$utilfile" # an earlier check's samples, in a reused OUTDIR
 if [ "$gpus" != 0 ] && command -v nvidia-smi >/dev/null; then
 	nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader -lms 500 >"$utilfile" 2>/dev/null &
 	smi=$!
@@ -170,23 +178,32 @@ fi
 # The checks of agreement after the benchmark: at once on a GPU machine
 # (they measure no time, and the budget is short), one by one on CPU torch.
 checks() {
+	local pids=()
 	gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset' &
+	pids+=($!)
 	$bg
 	if [ "$gpus" != 0 ]; then
 		gotest resume 240 cmd/gatepipe cmd_gatepipe 'TestKilledTrainOnTorchRuntimeResumes' &
+		pids+=($!)
 	else
 		skip resume "no GPU (make test runs it on CPU torch)"
 	fi
 	$bg
 	gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer' &
+	pids+=($!)
 	$bg
 	gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes' &
+	pids+=($!)
 	$bg
 	gotest probe 120 nodes/probenode nodes_probenode 'Torch' &
+	pids+=($!)
 	$bg
 	gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch' &
+	pids+=($!)
 	$bg
-	wait
+	# Only the steps: a bare wait would also wait for nvidia-smi's sampler,
+	# which runs until the end (the first H100 check hung there).
+	[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
 }
 # The checks' torch nodes share each GPU eight at a time (GATEPIPE_GPU_SHARE):
 # with one node per GPU the families' small torch nodes ran one after another

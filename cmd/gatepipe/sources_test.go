@@ -123,12 +123,15 @@ output "classes" { value = dataset.tiny.classes }
 `
 
 // gpEnv runs the binary with this process's environment, minus every
-// HF_, KAGGLE_ and GATEPIPE_ variable, plus env.
+// HF_, KAGGLE_ and GATEPIPE_ variable but GATEPIPE_GPU_SHARE (a setting of
+// the machine, which gpu-check gives: without it a GPU machine ran the
+// tier's sixteen small torch runs one at a time), plus env.
 func gpEnv(t *testing.T, cacheDir string, env []string, args ...string) result {
 	t.Helper()
 	var keep []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HF_") && !strings.HasPrefix(kv, "KAGGLE_") && !strings.HasPrefix(kv, "GATEPIPE_") {
+		if strings.HasPrefix(kv, "GATEPIPE_GPU_SHARE=") ||
+			!strings.HasPrefix(kv, "HF_") && !strings.HasPrefix(kv, "KAGGLE_") && !strings.HasPrefix(kv, "GATEPIPE_") {
 			keep = append(keep, kv)
 		}
 	}
