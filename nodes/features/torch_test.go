@@ -138,6 +138,10 @@ func TestTorchRuntimeMatchesGo(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case starts its own workers: at once on a GPU
+			// machine's 16 cores, rather than one after another (124 s of
+			// the first GPU check).
+			t.Parallel()
 			store := imageStore(t, 5, tc.c, tc.h, tc.w)
 			shape := []int{tc.c, tc.h, tc.w}
 			if tc.pre != nil {
