@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
-	"github.com/gatepipe/gatepipe/internal/bug"
-	"github.com/gatepipe/gatepipe/sources"
-	"github.com/hashicorp/hcl/v2"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,42 +16,30 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine"
+	"github.com/gatepipe/gatepipe/internal/bug"
+	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/pmf"
+	"github.com/gatepipe/gatepipe/sources"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 func runApply(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "apply", "apply [flags] [PATH | PLANFILE]\n\nRuns every node instance that is not cached, in parallel, then prints the\npipeline's outputs. A second apply of an unchanged pipeline runs nothing.\nGiven a file saved by 'plan -out', runs exactly that plan, refusing it when the\nconfiguration or the cache changed since.")
-	var f runFlags
-	f.configFlags.register(fs)
-	keepGoing := true
-	fs.Var(&f.replace, "replace", "run this instance even if cached, e.g. -replace='dataset.fashion' (repeatable)")
-	fs.IntVar(&f.parallelism, "parallelism", 0, "run at most N nodes at once (default: the gatepipe block's parallelism, else the CPU slots)")
-	fs.StringVar(&f.devices, "devices", "", "device slots, e.g. cpu:8,gpu:0,gpu:1 (default: the gatepipe block's devices, else all CPU cores)")
-	fs.IntVar(&f.gpuShare, "gpu-share", 0, "let N nodes run on one GPU at once, for small torch jobs (default: $GATEPIPE_GPU_SHARE, else the gatepipe block's gpu_share, else 1)")
-	fs.BoolVar(&f.failFast, "fail-fast", false, "stop starting nodes after the first failure")
-	fs.BoolVar(&keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
-	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
-	f.src.register(fs, true)
-	isolationMode := fs.String("isolation", "auto", "run nodes in their own processes: auto (kinds that train), process (every node) or none")
-	executor := fs.String("executor", "local", "where nodes run: local, or slurm (each node an sbatch job on a shared cache)")
-	budgetN := fs.Int("budget", 0, "run at most N experiments (train blocks, commands with experiment = {model, benchmark}), the most informative first, refitting PMF between batches; others are held")
-	budgetBatch := fs.Int("budget-batch", 4, "experiments per batch under -budget")
-	budgetRule := fs.String("budget-rule", "variance", "how -budget chooses: variance (expected error reduction), uncertainty (largest posterior std) or random")
-	budgetMethod := fs.String("budget-method", "bpmf", "matrix completion under -budget: pmf, bpmf, ptf or bptf")
-	budgetPrior := fs.String("budget-prior", "", "results matrix of known cells (long CSV, e.g. stdlib/data/gate_table3.csv) that -budget completes with the experiments' results")
+	var f applyFlags
+	f.register(fs)
 	begun := time.Now()
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
 	}
-	isolate, err := isolation(*isolationMode)
+	isolate, err := isolation(f.isolationMode)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitConfigError
 	}
-	if !keepGoing {
+	if !f.keepGoing {
 		f.failFast = true
 	}
 	path, ok := pathArg(pos, c.stderr)
@@ -76,139 +63,226 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitConfigError
 	}
-	var bud *budget
-	if *budgetN < 0 || *budgetBatch < 1 {
-		fmt.Fprintln(c.stderr, "gatepipe: -budget must be at least 0 and -budget-batch at least 1")
+	bud, err := f.budget(saved != nil)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitConfigError
 	}
-	if *budgetN > 0 {
-		if saved != nil {
-			fmt.Fprintln(c.stderr, "gatepipe: -budget chooses experiments as it goes and cannot apply a saved plan")
-			return exitConfigError
-		}
-		if !slices.Contains(pmf.Rules(), *budgetRule) || *budgetRule == "oracle" {
-			fmt.Fprintf(c.stderr, "gatepipe: -budget-rule must be random, uncertainty or variance, not %q\n", *budgetRule)
-			return exitConfigError
-		}
-		if m, err := pmf.New(*budgetMethod, pmf.DefaultOptions()); err != nil || !isSampler(m) {
-			fmt.Fprintf(c.stderr, "gatepipe: -budget-method must be pmf, bpmf, ptf or bptf, not %q\n", *budgetMethod)
-			return exitConfigError
-		}
-		bud = &budget{n: *budgetN, batch: *budgetBatch, rule: *budgetRule, method: *budgetMethod, prior: *budgetPrior}
-	}
-	na := c.newNoopApply(path, &f, saved == nil && bud == nil && *executor == "local")
-	if na != nil {
-		if code, done := c.answerNoop(ctx, na, begun); done {
+	a := &applyRun{c: c, f: &f, path: path, planArg: pos, saved: saved, bud: bud, isolate: isolate, opts: opts, begun: begun}
+	a.noop = c.newNoopApply(path, &f.runFlags, saved == nil && bud == nil && f.executor == "local")
+	if a.noop != nil {
+		if code, done := c.answerNoop(ctx, a.noop, begun); done {
 			return code
 		}
 	}
 	for round := 1; ; round++ {
-		view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
-		opts.Reporter = view
-		s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, logOut: logOut,
-			sources: sourcesResolve, sourceOpts: f.src, reads: na.readSet()})
-		if s == nil {
+		if code, done := a.round(ctx, round); done {
 			return code
 		}
-		view.setLogger(s.log)
-		abs, _ := filepath.Abs(path)
-		runStart := begun
-		if round > 1 {
-			runStart = time.Now()
-		}
-		s.engine.SetRunInfo(runStart, abs)
-		switch *executor {
-		case "local":
-			if isolate != nil {
-				sp := &processSpawner{c: c, path: abs, flags: &f, cacheDir: s.cache.Dir(), log: s.log, progress: view}
-				s.engine.SetSpawner(sp.spawn, isolate)
-			}
-		case "slurm":
-			sub, err := newSlurmSubmitter(s.log, abs, &f, s.cache.Dir())
-			if err != nil {
-				fmt.Fprintln(c.stderr, "gatepipe:", err)
-				return exitConfigError
-			}
-			s.engine.SetSubmitter(sub)
-		default:
-			fmt.Fprintf(c.stderr, "gatepipe: -executor must be local or slurm, not %q\n", *executor)
-			return exitConfigError
-		}
-		start := time.Now()
-		s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
-		plan, diags := s.engine.Plan(ctx)
-		s.log.Debug().Dur("took", time.Since(start)).Msg("planned")
-		s.view.Diagnostics(append(s.warnings, diags...))
-		c.hintIfUnreachable(diags)
-		if diags.HasErrors() {
-			return exitConfigError
-		}
-		warned := len(s.warnings)+len(diags) > 0
-		if code := c.checkDownloads(s); code != exitOK {
-			return code
-		}
-		if saved != nil {
-			if reason := staleReason(saved, plan, configHash(s.loader.Files(), f.vars)); reason != "" {
-				fmt.Fprintf(c.stderr, "Error: Saved plan is stale\n%s\nRun 'gatepipe plan -out %s' again and apply the new plan.\n", reason, pos[0])
-				return exitRunFailure
-			}
-		}
-		var ch choice
-		if bud != nil {
-			var err error
-			if ch, err = bud.next(ctx, s.engine.Experiments(), s.log, 0); err != nil {
-				fmt.Fprintln(c.stderr, "gatepipe: budget:", err)
-				return exitRunFailure
-			}
-			s.engine.SetHold(ch.hold)
-			switch {
-			case ch.done:
-				fmt.Fprintf(c.stdout, "Budget round %d: budget spent (%d of %d experiments chosen) or nothing left to choose; pending experiments are held.\n", round, bud.spent, bud.n)
-			case ch.resolve:
-				fmt.Fprintf(c.stdout, "Budget round %d: the pending experiments' cells wait on dependencies; running everything else first.\n", round)
-			default:
-				fmt.Fprintf(c.stdout, "Budget round %d: running %d experiment(s) chosen by %s: %s (%d of %d).\n", round, len(ch.chosen), ch.rule, describe(ch.chosen), bud.spent, bud.n)
-			}
-		}
-		applyStart := time.Now()
-		rec, err := s.engine.Apply(ctx)
-		view.finish()
-		s.log.Debug().Dur("took", time.Since(applyStart)).Msg("applied")
-		if err != nil {
-			fmt.Fprintln(c.stderr, "gatepipe:", err)
-			return exitRunFailure
-		}
-		printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir(), sources.FindHFCache(c.env, c.env("HOME")))
-		last := bud == nil || ch.done || rec.Failed() || ctx.Err() != nil || (ch.resolve && rec.Counts["ran"] == 0)
-		if !last {
-			continue
-		}
-		if *executor == "slurm" {
-			fmt.Fprintf(c.stdout, "Submitted %d Slurm jobs.\n", rec.Submitted)
-		}
-		if !rec.Failed() {
-			var shown bytes.Buffer
-			w := io.MultiWriter(c.stdout, &shown)
-			printOutputs(w, s.engine.Outputs())
-			printReports(w, s.engine, rec)
-			if ctx.Err() == nil {
-				s.saveNoop(na, rec, shown.String(), warned)
-			}
-		}
-		if ctx.Err() != nil {
-			fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")
-			return exitRunFailure
-		}
-		if rec.Failed() {
-			for _, n := range rec.Nodes {
-				if bug.IsMessage(n.Error) {
-					return exitInternal
-				}
-			}
-			return exitRunFailure
-		}
-		return exitOK
 	}
+}
+
+// applyFlags are apply's flags: plan's, and how and where nodes run.
+type applyFlags struct {
+	runFlags
+	keepGoing               bool
+	isolationMode, executor string
+	budgetN, budgetBatch    int
+	budgetRule              string
+	budgetMethod            string
+	budgetPrior             string
+}
+
+func (f *applyFlags) register(fs *flag.FlagSet) {
+	f.configFlags.register(fs)
+	fs.Var(&f.replace, "replace", "run this instance even if cached, e.g. -replace='dataset.fashion' (repeatable)")
+	fs.IntVar(&f.parallelism, "parallelism", 0, "run at most N nodes at once (default: the gatepipe block's parallelism, else the CPU slots)")
+	fs.StringVar(&f.devices, "devices", "", "device slots, e.g. cpu:8,gpu:0,gpu:1 (default: the gatepipe block's devices, else all CPU cores)")
+	fs.IntVar(&f.gpuShare, "gpu-share", 0, "let N nodes run on one GPU at once, for small torch jobs (default: $GATEPIPE_GPU_SHARE, else the gatepipe block's gpu_share, else 1)")
+	fs.BoolVar(&f.failFast, "fail-fast", false, "stop starting nodes after the first failure")
+	fs.BoolVar(&f.keepGoing, "keep-going", true, "after a failure, finish every node that does not depend on it (-keep-going=false is -fail-fast)")
+	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	f.src.register(fs, true)
+	fs.StringVar(&f.isolationMode, "isolation", "auto", "run nodes in their own processes: auto (kinds that train), process (every node) or none")
+	fs.StringVar(&f.executor, "executor", "local", "where nodes run: local, or slurm (each node an sbatch job on a shared cache)")
+	fs.IntVar(&f.budgetN, "budget", 0, "run at most N experiments (train blocks, commands with experiment = {model, benchmark}), the most informative first, refitting PMF between batches; others are held")
+	fs.IntVar(&f.budgetBatch, "budget-batch", 4, "experiments per batch under -budget")
+	fs.StringVar(&f.budgetRule, "budget-rule", "variance", "how -budget chooses: variance (expected error reduction), uncertainty (largest posterior std) or random")
+	fs.StringVar(&f.budgetMethod, "budget-method", "bpmf", "matrix completion under -budget: pmf, bpmf, ptf or bptf")
+	fs.StringVar(&f.budgetPrior, "budget-prior", "", "results matrix of known cells (long CSV, e.g. stdlib/data/gate_table3.csv) that -budget completes with the experiments' results")
+}
+
+// budget returns the -budget settings, nil without -budget.
+func (f *applyFlags) budget(savedPlan bool) (*budget, error) {
+	if f.budgetN < 0 || f.budgetBatch < 1 {
+		return nil, errors.New("-budget must be at least 0 and -budget-batch at least 1")
+	}
+	if f.budgetN == 0 {
+		return nil, nil
+	}
+	if savedPlan {
+		return nil, errors.New("-budget chooses experiments as it goes and cannot apply a saved plan")
+	}
+	if !slices.Contains(pmf.Rules(), f.budgetRule) || f.budgetRule == "oracle" {
+		return nil, fmt.Errorf("-budget-rule must be random, uncertainty or variance, not %q", f.budgetRule)
+	}
+	if m, err := pmf.New(f.budgetMethod, pmf.DefaultOptions()); err != nil || !isSampler(m) {
+		return nil, fmt.Errorf("-budget-method must be pmf, bpmf, ptf or bptf, not %q", f.budgetMethod)
+	}
+	return &budget{n: f.budgetN, batch: f.budgetBatch, rule: f.budgetRule, method: f.budgetMethod, prior: f.budgetPrior}, nil
+}
+
+// applyRun is one apply: its settings, and what its rounds share (one
+// round without -budget; under it, one per batch of experiments).
+type applyRun struct {
+	c       *cli
+	f       *applyFlags
+	path    string
+	planArg []string
+	saved   *planFile
+	bud     *budget
+	noop    *noopApply
+	isolate func(nodes.Kind) bool
+	opts    engine.Options
+	begun   time.Time
+}
+
+// round loads, plans and applies the pipeline once; done says whether
+// apply ends here, with code.
+func (a *applyRun) round(ctx context.Context, round int) (code int, done bool) {
+	c, f := a.c, a.f
+	view, logOut := newProgressView(c.stderr, c.stderrIsTTY && f.logFmt != "json")
+	a.opts.Reporter = view
+	s, code := c.load(ctx, sessionOptions{path: a.path, flags: &f.configFlags, withCache: true, engine: a.opts, devicesFlag: f.devices, logOut: logOut,
+		sources: sourcesResolve, sourceOpts: f.src, reads: a.noop.readSet()})
+	if s == nil {
+		return code, true
+	}
+	view.setLogger(s.log)
+	abs, _ := filepath.Abs(a.path)
+	runStart := a.begun
+	if round > 1 {
+		runStart = time.Now()
+	}
+	s.engine.SetRunInfo(runStart, abs)
+	if code := a.setExecutor(s, abs, view); code != exitOK {
+		return code, true
+	}
+	start := time.Now()
+	s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
+	plan, diags := s.engine.Plan(ctx)
+	s.log.Debug().Dur("took", time.Since(start)).Msg("planned")
+	s.view.Diagnostics(append(s.warnings, diags...))
+	c.hintIfUnreachable(diags)
+	if diags.HasErrors() {
+		return exitConfigError, true
+	}
+	warned := len(s.warnings)+len(diags) > 0
+	if code := c.checkDownloads(s); code != exitOK {
+		return code, true
+	}
+	if a.saved != nil {
+		if reason := staleReason(a.saved, plan, configHash(s.loader.Files(), f.vars)); reason != "" {
+			fmt.Fprintf(c.stderr, "Error: Saved plan is stale\n%s\nRun 'gatepipe plan -out %s' again and apply the new plan.\n", reason, a.planArg[0])
+			return exitRunFailure, true
+		}
+	}
+	ch, err := a.choose(ctx, s, round)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe: budget:", err)
+		return exitRunFailure, true
+	}
+	applyStart := time.Now()
+	rec, err := s.engine.Apply(ctx)
+	view.finish()
+	s.log.Debug().Dur("took", time.Since(applyStart)).Msg("applied")
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitRunFailure, true
+	}
+	printSummary(c.stdout, rec, time.Since(start)+s.loadTime, s.cache.Dir(), sources.FindHFCache(c.env, c.env("HOME")))
+	last := a.bud == nil || ch.done || rec.Failed() || ctx.Err() != nil || (ch.resolve && rec.Counts["ran"] == 0)
+	if !last {
+		return 0, false
+	}
+	return a.finish(ctx, s, rec, warned), true
+}
+
+// setExecutor hands the session's engine its spawner (local, isolated
+// kinds in their own processes) or its Slurm submitter.
+func (a *applyRun) setExecutor(s *session, abs string, view *progressView) int {
+	switch a.f.executor {
+	case "local":
+		if a.isolate != nil {
+			sp := &processSpawner{c: a.c, path: abs, flags: &a.f.runFlags, cacheDir: s.cache.Dir(), log: s.log, progress: view}
+			s.engine.SetSpawner(sp.spawn, a.isolate)
+		}
+	case "slurm":
+		sub, err := newSlurmSubmitter(s.log, abs, &a.f.runFlags, s.cache.Dir())
+		if err != nil {
+			fmt.Fprintln(a.c.stderr, "gatepipe:", err)
+			return exitConfigError
+		}
+		s.engine.SetSubmitter(sub)
+	default:
+		fmt.Fprintf(a.c.stderr, "gatepipe: -executor must be local or slurm, not %q\n", a.f.executor)
+		return exitConfigError
+	}
+	return exitOK
+}
+
+// choose picks this round's experiments under -budget, holds the rest and
+// says so; without -budget it holds nothing.
+func (a *applyRun) choose(ctx context.Context, s *session, round int) (choice, error) {
+	if a.bud == nil {
+		return choice{}, nil
+	}
+	bud, out := a.bud, a.c.stdout
+	ch, err := bud.next(ctx, s.engine.Experiments(), s.log, 0)
+	if err != nil {
+		return ch, err
+	}
+	s.engine.SetHold(ch.hold)
+	switch {
+	case ch.done:
+		fmt.Fprintf(out, "Budget round %d: budget spent (%d of %d experiments chosen) or nothing left to choose; pending experiments are held.\n", round, bud.spent, bud.n)
+	case ch.resolve:
+		fmt.Fprintf(out, "Budget round %d: the pending experiments' cells wait on dependencies; running everything else first.\n", round)
+	default:
+		fmt.Fprintf(out, "Budget round %d: running %d experiment(s) chosen by %s: %s (%d of %d).\n", round, len(ch.chosen), ch.rule, describe(ch.chosen), bud.spent, bud.n)
+	}
+	return ch, nil
+}
+
+// finish prints the last round's outputs and reports (and remembers them
+// for the next unchanged apply), and returns apply's exit code.
+func (a *applyRun) finish(ctx context.Context, s *session, rec *engine.RunRecord, warned bool) int {
+	c := a.c
+	if a.f.executor == "slurm" {
+		fmt.Fprintf(c.stdout, "Submitted %d Slurm jobs.\n", rec.Submitted)
+	}
+	if !rec.Failed() {
+		var shown bytes.Buffer
+		w := io.MultiWriter(c.stdout, &shown)
+		printOutputs(w, s.engine.Outputs())
+		printReports(w, s.engine, rec)
+		if ctx.Err() == nil {
+			s.saveNoop(a.noop, rec, shown.String(), warned)
+		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(c.stderr, "Interrupted: running nodes were cancelled; finished nodes are cached and the next apply resumes from them.")
+		return exitRunFailure
+	}
+	if rec.Failed() {
+		for _, n := range rec.Nodes {
+			if bug.IsMessage(n.Error) {
+				return exitInternal
+			}
+		}
+		return exitRunFailure
+	}
+	return exitOK
 }
 
 // readPlanFile returns the saved plan at path, or nil when path is not a
