@@ -164,8 +164,85 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 	}
 	blasOnce.Do(func() { cblas.Enable() })
 	start := time.Now()
-	enc = enc.SizedBy(trainD)
-	params, err := newParams(enc, trainD.task(), trainD.Shape, classes, rec.Seed)
+	t, err := newTrainRun(enc.SizedBy(trainD), init, classes, rec, trainD)
+	if err != nil {
+		return nil, err
+	}
+	defer t.vm.Close()
+	first, err := t.resumeFrom(resume)
+	if err != nil {
+		return nil, err
+	}
+	total := int64(rec.Iterations)
+	for it := first; it <= rec.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		entry, err := t.step(it)
+		if err != nil {
+			return nil, err
+		}
+		progress(int64(it), total, PhaseTraining)
+		if it%rec.ValidateEvery == 0 || it == rec.Iterations {
+			progress(int64(it), total, PhaseValidating)
+			if err := t.validate(&entry, val); err != nil {
+				return nil, err
+			}
+		}
+		if log != nil && (entry.Val != nil || entry.GradNorms != nil || it%20 == 0) {
+			log(entry)
+		}
+		if resume.due(it, rec.Iterations) {
+			st, err := capture(it, t.m, t.opt, t.src, t.lr, t.best, t.bad, t.kept)
+			if err == nil {
+				err = resume.Save(st)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint at iteration %d: %w", it, err)
+			}
+		}
+	}
+	progress(total, total, PhaseTesting)
+	return t.test(test, start)
+}
+
+// trainRun is one Train call: the model and its optimiser, the batch
+// buffers, and what the loop carries from step to step (what a resume
+// checkpoint saves: the learning rate, the plateau scheduler's state, the
+// kept checkpoints).
+type trainRun struct {
+	enc     EncoderSpec
+	rec     Recipe
+	classes int
+	trainD  *Data
+	task    Task
+	params  []*param
+	m       *model
+	vm      G.VM
+	opt     *adamW
+	src     *rand.PCG
+	rng     *rand.Rand
+	std     *standardizer
+	// b is the batch (an episode's examples in few-shot).
+	b                    int
+	episodes             [][]int
+	ways, shots, queries int
+	xb, yb, qb           *tensor.Dense
+	lr, best             float64
+	bad                  int
+	kept                 []Checkpoint
+	energy               *rapl
+	lastLog              time.Time
+	seen                 int
+	stepTime             time.Duration
+	timed                int // steps in stepTime
+}
+
+// newTrainRun builds the model of enc (its parameters from init where it
+// names them, else the seed's), its gradients and optimiser.
+func newTrainRun(enc EncoderSpec, init Weights, classes int, rec Recipe, trainD *Data) (*trainRun, error) {
+	t := &trainRun{enc: enc, rec: rec, classes: classes, trainD: trainD, task: trainD.task(), b: rec.BatchSize, lr: rec.LR, best: math.Inf(1)}
+	params, err := newParams(enc, t.task, trainD.Shape, classes, rec.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -177,162 +254,154 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			p.init = append([]float32(nil), v...)
 		}
 	}
-	b := rec.BatchSize
-	task := trainD.task()
-	var episodes [][]int
-	ways, shots, queries := enc.Head.episodeShape()
-	if task == FewShot {
-		b = ways * (shots + queries)
-		if episodes, err = trainD.episodes(rand.New(rand.NewPCG(rec.Seed, 0xe9)), rec.Iterations, ways, shots, queries); err != nil {
+	t.params = params
+	t.ways, t.shots, t.queries = enc.Head.episodeShape()
+	if t.task == FewShot {
+		t.b = t.ways * (t.shots + t.queries)
+		if t.episodes, err = trainD.episodes(rand.New(rand.NewPCG(rec.Seed, 0xe9)), rec.Iterations, t.ways, t.shots, t.queries); err != nil {
 			return nil, fmt.Errorf("training split: %w", err)
 		}
 	}
-	var std *standardizer
-	if task.regresses() {
-		std = newStandardizer(trainD, classes)
+	if t.task.regresses() {
+		t.std = newStandardizer(trainD, classes)
 	}
 	// A linear probe freezes the encoder: batch norms keep their running
 	// statistics and only the adapter (head, stem) learns.
-	m, err := build(enc, task, params, trainD.Shape, classes, b, nil, !rec.LinearProbe)
-	if err != nil {
+	if t.m, err = build(enc, t.task, params, trainD.Shape, classes, t.b, nil, !rec.LinearProbe); err != nil {
 		return nil, err
 	}
-	learn := m.trainable(rec.LinearProbe)
+	learn := t.m.trainable(rec.LinearProbe)
 	if len(learn) == 0 {
-		return nil, fmt.Errorf("nothing to train: the %s head has no parameters and the encoder is frozen", task)
+		return nil, fmt.Errorf("nothing to train: the %s head has no parameters and the encoder is frozen", t.task)
 	}
 	var nodes G.Nodes
 	for _, p := range learn {
 		nodes = append(nodes, p.node)
 	}
-	if _, err := G.Grad(m.loss, nodes...); err != nil {
+	if _, err := G.Grad(t.m.loss, nodes...); err != nil {
 		return nil, fmt.Errorf("gradients: %w", err)
 	}
-	vm := G.NewTapeMachine(m.g, G.BindDualValues(nodes...))
-	defer vm.Close()
-	opt := newAdamW(learn, rec)
-	src := rand.NewPCG(rec.Seed, trainSamplingStream)
-	rng := rand.New(src)
-	xb := tensor.New(tensor.WithShape(append([]int{b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
-	yb, qb := newTargets(m), newQuestions(m)
-	lr := rec.LR
-	best, bad := math.Inf(1), 0
-	var kept []Checkpoint
-	energy := newRAPL()
-	lastLog, seen := time.Now(), 0
-	var stepTime time.Duration
-	timed := 0 // steps in stepTime
-	first := 1
-	if from := resume.From; from != nil {
-		if err := from.fits(m, opt, rec.Iterations); err != nil {
-			if resume.Refused != nil {
-				resume.Refused(err)
-			}
-		} else {
-			if err := from.restore(m, opt, src); err != nil {
-				return nil, err
-			}
-			lr, best, bad, kept, first = from.LR, from.Best, from.Bad, from.Kept, from.Iteration+1
-			if resume.Resumed != nil {
-				resume.Resumed(from.Iteration, rec.Iterations)
-			}
-		}
+	t.vm = G.NewTapeMachine(t.m.g, G.BindDualValues(nodes...))
+	t.opt = newAdamW(learn, rec)
+	t.src = rand.NewPCG(rec.Seed, trainSamplingStream)
+	t.rng = rand.New(t.src)
+	t.xb = tensor.New(tensor.WithShape(append([]int{t.b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
+	t.yb, t.qb = newTargets(t.m), newQuestions(t.m)
+	t.energy = newRAPL()
+	t.lastLog = time.Now()
+	return t, nil
+}
+
+// resumeFrom restores resume's saved state when it fits this run and
+// returns the first iteration to run.
+func (t *trainRun) resumeFrom(resume Resume) (int, error) {
+	from := resume.From
+	if from == nil {
+		return 1, nil
 	}
-	for it := first; it <= rec.Iterations; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if err := from.fits(t.m, t.opt, t.rec.Iterations); err != nil {
+		if resume.Refused != nil {
+			resume.Refused(err)
 		}
-		stepStart := time.Now()
-		if task == FewShot {
-			if err := fillEpisode(xb, yb, trainD, episodes[it-1], ways, queries); err != nil {
-				return nil, err
-			}
-		} else {
-			ks, err := fillBatch(xb, yb, trainD, rng, b, classes, std)
-			if err != nil {
-				return nil, err
-			}
-			trainD.fillQuestions(qb, ks)
-		}
-		if err := m.setInputs(xb, qb, yb); err != nil {
-			return nil, err
-		}
-		if err := vm.RunAll(); err != nil {
-			return nil, fmt.Errorf("iteration %d: %w", it, err)
-		}
-		loss := float64(m.loss.Value().Data().(float32))
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return nil, fmt.Errorf("training diverged: the loss is %v at iteration %d (lower the learning rate, now %g)", loss, it, lr)
-		}
-		entry := LogEntry{Iteration: it, Loss: loss, LR: lr}
-		if it%100 == 0 || it == 1 {
-			entry.GradNorms = gradNorms(m)
-		}
-		if err := m.updateRunningStats(); err != nil {
-			return nil, err
-		}
-		opt.step(lr)
-		vm.Reset()
-		// The first step (buffers allocated, gradient norms logged) is
-		// warm-up: throughput counts the steady steps after it.
-		if it > 1 || rec.Iterations == 1 {
-			stepTime += time.Since(stepStart)
-			timed++
-		}
-		seen += b
-		progress(int64(it), int64(rec.Iterations), PhaseTraining)
-		if it%rec.ValidateEvery == 0 || it == rec.Iterations {
-			progress(int64(it), int64(rec.Iterations), PhaseValidating)
-			entry.ImagesPerSec = float64(seen) / time.Since(lastLog).Seconds()
-			lastLog, seen = time.Now(), 0
-			vals := m.values()
-			metrics, _, err := evaluate(enc, params, classes, val, [](map[string][]float32){vals}, std)
-			if err != nil {
-				return nil, err
-			}
-			entry.Val = metrics
-			entry.EnergyJ = energy.joules()
-			kept = keepTopK(kept, Checkpoint{Iteration: it, ValScore: selectionScore(task, metrics), Values: vals}, max(rec.TopK, 1))
-			// Plateau scheduler: mode min on the validation loss.
-			if metrics["loss"] < best*(1-rec.PlateauThreshold) {
-				best, bad = metrics["loss"], 0
-			} else if bad++; bad > rec.PlateauPatience {
-				lr *= rec.PlateauFactor
-				bad = 0
-			}
-		}
-		if log != nil && (entry.Val != nil || entry.GradNorms != nil || it%20 == 0) {
-			log(entry)
-		}
-		if resume.due(it, rec.Iterations) {
-			st, err := capture(it, m, opt, src, lr, best, bad, kept)
-			if err == nil {
-				err = resume.Save(st)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("checkpoint at iteration %d: %w", it, err)
-			}
-		}
+		return 1, nil
 	}
+	if err := from.restore(t.m, t.opt, t.src); err != nil {
+		return 0, err
+	}
+	t.lr, t.best, t.bad, t.kept = from.LR, from.Best, from.Bad, from.Kept
+	if resume.Resumed != nil {
+		resume.Resumed(from.Iteration, t.rec.Iterations)
+	}
+	return from.Iteration + 1, nil
+}
+
+// step runs training iteration it: a batch (or episode), the forward and
+// backward pass, the optimiser's update.
+func (t *trainRun) step(it int) (LogEntry, error) {
+	stepStart := time.Now()
+	if t.task == FewShot {
+		if err := fillEpisode(t.xb, t.yb, t.trainD, t.episodes[it-1], t.ways, t.queries); err != nil {
+			return LogEntry{}, err
+		}
+	} else {
+		ks, err := fillBatch(t.xb, t.yb, t.trainD, t.rng, t.b, t.classes, t.std)
+		if err != nil {
+			return LogEntry{}, err
+		}
+		t.trainD.fillQuestions(t.qb, ks)
+	}
+	if err := t.m.setInputs(t.xb, t.qb, t.yb); err != nil {
+		return LogEntry{}, err
+	}
+	if err := t.vm.RunAll(); err != nil {
+		return LogEntry{}, fmt.Errorf("iteration %d: %w", it, err)
+	}
+	loss := float64(t.m.loss.Value().Data().(float32))
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return LogEntry{}, fmt.Errorf("training diverged: the loss is %v at iteration %d (lower the learning rate, now %g)", loss, it, t.lr)
+	}
+	entry := LogEntry{Iteration: it, Loss: loss, LR: t.lr}
+	if it%100 == 0 || it == 1 {
+		entry.GradNorms = gradNorms(t.m)
+	}
+	if err := t.m.updateRunningStats(); err != nil {
+		return LogEntry{}, err
+	}
+	t.opt.step(t.lr)
+	t.vm.Reset()
+	// The first step (buffers allocated, gradient norms logged) is
+	// warm-up: throughput counts the steady steps after it.
+	if it > 1 || t.rec.Iterations == 1 {
+		t.stepTime += time.Since(stepStart)
+		t.timed++
+	}
+	t.seen += t.b
+	return entry, nil
+}
+
+// validate scores the current weights on val into entry, keeps them among
+// the top k, and steps the plateau scheduler.
+func (t *trainRun) validate(entry *LogEntry, val *Data) error {
+	entry.ImagesPerSec = float64(t.seen) / time.Since(t.lastLog).Seconds()
+	t.lastLog, t.seen = time.Now(), 0
+	vals := t.m.values()
+	metrics, _, err := evaluate(t.enc, t.params, t.classes, val, [](map[string][]float32){vals}, t.std)
+	if err != nil {
+		return err
+	}
+	entry.Val = metrics
+	entry.EnergyJ = t.energy.joules()
+	t.kept = keepTopK(t.kept, Checkpoint{Iteration: entry.Iteration, ValScore: selectionScore(t.task, metrics), Values: vals}, max(t.rec.TopK, 1))
+	// Plateau scheduler: mode min on the validation loss.
+	if metrics["loss"] < t.best*(1-t.rec.PlateauThreshold) {
+		t.best, t.bad = metrics["loss"], 0
+	} else if t.bad++; t.bad > t.rec.PlateauPatience {
+		t.lr *= t.rec.PlateauFactor
+		t.bad = 0
+	}
+	return nil
+}
+
+// test scores the kept checkpoints' ensemble on test.
+func (t *trainRun) test(test *Data, start time.Time) (*Result, error) {
 	var sets []map[string][]float32
-	for _, c := range kept {
+	for _, c := range t.kept {
 		sets = append(sets, c.Values)
 	}
-	progress(int64(rec.Iterations), int64(rec.Iterations), PhaseTesting)
-	metrics, _, err := evaluate(enc, params, classes, test, sets, std)
+	metrics, _, err := evaluate(t.enc, t.params, t.classes, test, sets, t.std)
 	if err != nil {
 		return nil, err
 	}
 	shapes := map[string][]int{}
-	for _, p := range params {
+	for _, p := range t.params {
 		shapes[p.name] = p.shape
 	}
-	for i := range kept {
-		kept[i].Shapes = shapes
+	for i := range t.kept {
+		t.kept[i].Shapes = shapes
 	}
-	res := &Result{Metrics: metrics, Checkpoints: kept, Seconds: time.Since(start).Seconds(), EnergyJ: energy.joules()}
-	if stepTime > 0 {
-		res.ImagesPerSec = float64(timed*b) / stepTime.Seconds()
+	res := &Result{Metrics: metrics, Checkpoints: t.kept, Seconds: time.Since(start).Seconds(), EnergyJ: t.energy.joules()}
+	if t.stepTime > 0 {
+		res.ImagesPerSec = float64(t.timed*t.b) / t.stepTime.Seconds()
 	}
 	return res, nil
 }
