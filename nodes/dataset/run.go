@@ -19,34 +19,16 @@ import (
 
 // Run fetches, extracts, parses, splits and writes the example store.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
-	f := newFetcher(env)
+	got, err := n.fetchAll(ctx, env)
+	if err != nil {
+		return cty.NilVal, err
+	}
 	files := map[string]cty.Value{}
 	var metaSources []examplestore.Source
-	var got []fetched
-	for _, s := range n.sources {
-		if s.scheme != "file" {
-			fs, err := n.fetchRemote(ctx, env, s)
-			if err != nil {
-				return cty.NilVal, err
-			}
-			for _, g := range fs {
-				files[g.name] = cty.StringVal(g.path)
-				metaSources = append(metaSources, examplestore.Source{Name: g.name, URL: g.url, SHA256: g.sha})
-			}
-			got = append(got, fs...)
-			continue
-		}
-		planned, _ := n.fingerprinted.Load(s.localPath)
-		known, _ := planned.(string)
-		p, sum, err := f.fetchLocal(ctx, s, known)
-		if err != nil {
-			return cty.NilVal, err
-		}
-		files[s.name] = cty.StringVal(p)
-		metaSources = append(metaSources, examplestore.Source{Name: s.name, URL: s.URL, SHA256: sum})
-		got = append(got, fetched{s: s, name: s.name, path: p, url: s.URL, sha: sum})
+	for _, g := range got {
+		files[g.name] = cty.StringVal(g.path)
+		metaSources = append(metaSources, examplestore.Source{Name: g.name, URL: g.url, SHA256: g.sha})
 	}
-
 	rawDir := filepath.Join(env.OutDir, "raw")
 	if n.cfg.Format != "raw" {
 		tmp, err := os.MkdirTemp(filepath.Dir(env.OutDir), "raw-")
@@ -56,34 +38,10 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		defer os.RemoveAll(tmp)
 		rawDir = tmp
 	}
-	if err := os.MkdirAll(rawDir, 0o777); err != nil {
-		return cty.NilVal, err
-	}
 	tree := &rawTree{dir: rawDir}
 	defer tree.close()
-	var inPlace map[int]bool
-	if n.cfg.Format == "image_folder" {
-		var err error
-		if inPlace, err = tree.inPlace(got); err != nil {
-			env.Log.Debug().Err(err).Msg("extracting the sources: they cannot be read in place")
-		}
-	}
-	for i, g := range got {
-		if inPlace[i] {
-			continue
-		}
-		if g.s.extract && archive.Kind(g.name) != "" {
-			if _, err := archive.ExtractLimited(g.path, g.name, rawDir, g.s.limits); err != nil {
-				return cty.NilVal, err
-			}
-			continue
-		}
-		// A copy, never a link: the output must not share an inode with
-		// the blob, or damage to one would be damage to both. g.name is a
-		// checked relative path (sources.CheckRelPath).
-		if err := sources.CopyFile(g.path, filepath.Join(rawDir, filepath.FromSlash(g.name))); err != nil {
-			return cty.NilVal, err
-		}
+	if err := n.layOut(env, tree, got); err != nil {
+		return cty.NilVal, err
 	}
 
 	out := map[string]cty.Value{
@@ -105,43 +63,13 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
-	task := n.task
-	if train.task != "" {
-		if n.cfg.Task != nil && *n.cfg.Task != train.task && !(train.task == "classification" && *n.cfg.Task == "regression") {
-			return cty.NilVal, fmt.Errorf("task = %q, but the label column holds %s targets", *n.cfg.Task, train.task)
-		}
-		if n.cfg.Task == nil {
-			task = train.task
-		}
+	task, err := n.relabel(train, val, test)
+	if err != nil {
+		return cty.NilVal, err
 	}
-	out["task"] = cty.StringVal(task)
-	if len(n.cfg.ClassNames) > 0 {
-		if (task != "classification" && task != "segmentation") || len(n.cfg.ClassNames) != len(train.classes) {
-			return cty.NilVal, fmt.Errorf("class_names lists %d names but the data has %d classes", len(n.cfg.ClassNames), len(train.classes))
-		}
-		train.classes = n.cfg.ClassNames
-		for _, e := range []*examples{test, val} {
-			if e != nil {
-				e.classes = n.cfg.ClassNames
-			}
-		}
+	if train, val, test, err = n.keepClasses(train, val, test); err != nil {
+		return cty.NilVal, err
 	}
-	if len(n.cfg.KeepClasses) > 0 {
-		if train, err = train.keepClasses(n.cfg.KeepClasses); err != nil {
-			return cty.NilVal, fmt.Errorf("keep_classes: train data: %w", err)
-		}
-		if test != nil {
-			if test, err = test.keepClasses(n.cfg.KeepClasses); err != nil {
-				return cty.NilVal, fmt.Errorf("keep_classes: test data: %w", err)
-			}
-		}
-		if val != nil {
-			if val, err = val.keepClasses(n.cfg.KeepClasses); err != nil {
-				return cty.NilVal, fmt.Errorf("keep_classes: validation data: %w", err)
-			}
-		}
-	}
-
 	parts, err := n.split(train, val, test)
 	if err != nil {
 		return cty.NilVal, err
@@ -157,6 +85,123 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err := n.writeStore(ctx, env, meta, train, parts); err != nil {
 		return cty.NilVal, err
 	}
+	out["task"] = cty.StringVal(task)
+	storeOutputs(out, train, parts)
+	return cty.ObjectVal(out), nil
+}
+
+// fetchAll fetches every source: remote ones into the cache (an archive
+// source may give several files), local ones checked against the
+// fingerprint the plan took.
+func (n *Node) fetchAll(ctx context.Context, env *nodes.Env) ([]fetched, error) {
+	f := newFetcher(env)
+	var got []fetched
+	for _, s := range n.sources {
+		if s.scheme != "file" {
+			fs, err := n.fetchRemote(ctx, env, s)
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, fs...)
+			continue
+		}
+		planned, _ := n.fingerprinted.Load(s.localPath)
+		known, _ := planned.(string)
+		p, sum, err := f.fetchLocal(ctx, s, known)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, fetched{s: s, name: s.name, path: p, url: s.URL, sha: sum})
+	}
+	return got, nil
+}
+
+// layOut puts the fetched files in tree's directory: archives extracted
+// (within their limits), other files copied; an image folder's sources
+// that can be read in place stay where they are.
+func (n *Node) layOut(env *nodes.Env, tree *rawTree, got []fetched) error {
+	if err := os.MkdirAll(tree.dir, 0o777); err != nil {
+		return err
+	}
+	var inPlace map[int]bool
+	if n.cfg.Format == "image_folder" {
+		var err error
+		if inPlace, err = tree.inPlace(got); err != nil {
+			env.Log.Debug().Err(err).Msg("extracting the sources: they cannot be read in place")
+		}
+	}
+	for i, g := range got {
+		if inPlace[i] {
+			continue
+		}
+		if g.s.extract && archive.Kind(g.name) != "" {
+			if _, err := archive.ExtractLimited(g.path, g.name, tree.dir, g.s.limits); err != nil {
+				return err
+			}
+			continue
+		}
+		// A copy, never a link: the output must not share an inode with
+		// the blob, or damage to one would be damage to both. g.name is a
+		// checked relative path (sources.CheckRelPath).
+		if err := sources.CopyFile(g.path, filepath.Join(tree.dir, filepath.FromSlash(g.name))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relabel returns the dataset's task (the block's, else what the label
+// column holds) and gives the splits the block's class_names.
+func (n *Node) relabel(train, val, test *examples) (string, error) {
+	task := n.task
+	if train.task != "" {
+		if n.cfg.Task != nil && *n.cfg.Task != train.task && !(train.task == "classification" && *n.cfg.Task == "regression") {
+			return "", fmt.Errorf("task = %q, but the label column holds %s targets", *n.cfg.Task, train.task)
+		}
+		if n.cfg.Task == nil {
+			task = train.task
+		}
+	}
+	if len(n.cfg.ClassNames) > 0 {
+		if (task != "classification" && task != "segmentation") || len(n.cfg.ClassNames) != len(train.classes) {
+			return "", fmt.Errorf("class_names lists %d names but the data has %d classes", len(n.cfg.ClassNames), len(train.classes))
+		}
+		train.classes = n.cfg.ClassNames
+		for _, e := range []*examples{test, val} {
+			if e != nil {
+				e.classes = n.cfg.ClassNames
+			}
+		}
+	}
+	return task, nil
+}
+
+// keepClasses keeps the examples of the block's keep_classes in every
+// split there is (all of them without keep_classes).
+func (n *Node) keepClasses(train, val, test *examples) (*examples, *examples, *examples, error) {
+	if len(n.cfg.KeepClasses) == 0 {
+		return train, val, test, nil
+	}
+	var err error
+	if train, err = train.keepClasses(n.cfg.KeepClasses); err != nil {
+		return nil, nil, nil, fmt.Errorf("keep_classes: train data: %w", err)
+	}
+	if test != nil {
+		if test, err = test.keepClasses(n.cfg.KeepClasses); err != nil {
+			return nil, nil, nil, fmt.Errorf("keep_classes: test data: %w", err)
+		}
+	}
+	if val != nil {
+		if val, err = val.keepClasses(n.cfg.KeepClasses); err != nil {
+			return nil, nil, nil, fmt.Errorf("keep_classes: validation data: %w", err)
+		}
+	}
+	return train, val, test, nil
+}
+
+// storeOutputs sets the block's num_classes, classes, shape and splits
+// from the store written.
+func storeOutputs(out map[string]cty.Value, train *examples, parts []splitPart) {
 	classes := make([]cty.Value, len(train.classes))
 	for i, c := range train.classes {
 		classes[i] = cty.StringVal(c)
@@ -177,7 +222,6 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		out["shape"] = cty.ListVal(shape)
 	}
 	out["splits"] = cty.MapVal(counts)
-	return cty.ObjectVal(out), nil
 }
 
 // parseSplits reads the training data and the validation and test data
