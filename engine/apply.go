@@ -53,17 +53,7 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 		}
 	}
 	e.opts.Reporter.Start(total)
-	a := &applier{e: e, slots: newSlots(e.opts.Parallelism, e.opts.Devices), flights: map[cache.ActionID]*flight{}, priority: map[string]int{}}
-	var expected map[string]time.Duration
-	if e.opts.ExpectedDurations != nil && total > 0 && g.Len() > 0 {
-		expected = e.opts.ExpectedDurations()
-	}
-	// Longest expected first (LPT), then plan order.
-	for _, v := range e.orderedVertices() {
-		for _, in := range v.instances {
-			a.priority[in.key()] = len(a.priority) - int(expected[in.key()].Milliseconds())*1_000_000
-		}
-	}
+	a := e.newApplier(total > 0 && g.Len() > 0)
 	if e.submitter != nil {
 		if err := a.submitAll(ctx); err != nil {
 			return nil, err
@@ -88,20 +78,62 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 		return a.applyInstance(ctx, it.inst)
 	})
 	if e.submitter != nil {
-		// Jobs still queued: dependents of failures (Slurm kills those with
-		// --kill-on-invalid-dep, this is a safety net) or, after Ctrl-C, all.
-		var left []string
-		for addr, job := range a.jobs {
-			if r := results[addr]; r.Status != dag.Succeeded && r.Status != dag.Failed {
-				left = append(left, job)
-			}
-		}
-		if len(left) > 0 {
-			sort.Strings(left)
-			e.submitter.Cancel(left)
-		}
+		a.cancelQueued(results)
 		rec.Submitted = len(a.jobs)
 	}
+	e.settle(results)
+	for k, r := range results { // failures of locals/outputs
+		if it := items[k]; it.inst == nil && r.Status == dag.Failed {
+			rec.Errors = append(rec.Errors, fmt.Sprintf("%s: %v", k, r.Err))
+		}
+	}
+	rec.finish(e)
+	if ctx.Err() != nil {
+		rec.Outcome = OutcomeInterrupted
+	}
+	if err := rec.Save(e.cache, e.opts.KeepRuns); err != nil {
+		e.log.Warn().Err(err).Msg("could not write run record")
+	}
+	return rec, nil
+}
+
+// newApplier makes the walk's applier, its instances ordered longest
+// expected first (LPT, when durations are known and there is work), then
+// in plan order.
+func (e *Engine) newApplier(work bool) *applier {
+	a := &applier{e: e, slots: newSlots(e.opts.Parallelism, e.opts.Devices), flights: map[cache.ActionID]*flight{}, priority: map[string]int{}}
+	var expected map[string]time.Duration
+	if e.opts.ExpectedDurations != nil && work {
+		expected = e.opts.ExpectedDurations()
+	}
+	for _, v := range e.orderedVertices() {
+		for _, in := range v.instances {
+			a.priority[in.key()] = len(a.priority) - int(expected[in.key()].Milliseconds())*1_000_000
+		}
+	}
+	return a
+}
+
+// cancelQueued cancels the submitted jobs still queued after the walk:
+// dependents of failures (Slurm kills those with --kill-on-invalid-dep,
+// this is a safety net) or, after Ctrl-C, all.
+func (a *applier) cancelQueued(results map[string]dag.Result) {
+	var left []string
+	for addr, job := range a.jobs {
+		if r := results[addr]; r.Status != dag.Succeeded && r.Status != dag.Failed {
+			left = append(left, job)
+		}
+	}
+	if len(left) > 0 {
+		sort.Strings(left)
+		a.e.submitter.Cancel(left)
+	}
+}
+
+// settle gives every instance the walk did not finish its outcome (cached
+// at plan time, skipped, not run, failed outside applyInstance) and
+// reports it.
+func (e *Engine) settle(results map[string]dag.Result) {
 	for _, v := range e.graph.order {
 		for _, in := range v.instances {
 			r, walked := results[in.key()]
@@ -127,19 +159,6 @@ func (e *Engine) Apply(ctx context.Context) (*RunRecord, error) {
 			}
 		}
 	}
-	for k, r := range results { // failures of locals/outputs
-		if it := items[k]; it.inst == nil && r.Status == dag.Failed {
-			rec.Errors = append(rec.Errors, fmt.Sprintf("%s: %v", k, r.Err))
-		}
-	}
-	rec.finish(e)
-	if ctx.Err() != nil {
-		rec.Outcome = OutcomeInterrupted
-	}
-	if err := rec.Save(e.cache, e.opts.KeepRuns); err != nil {
-		e.log.Warn().Err(err).Msg("could not write run record")
-	}
-	return rec, nil
 }
 
 type walkItem struct {
