@@ -65,55 +65,15 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 	out := &Output{HTML: filepath.Join(dir, "report.html"), Markdown: filepath.Join(dir, "tables.md"), LaTeX: filepath.Join(dir, "tables.tex")}
 	var tables []Table
 	var tiers Table
-	var all []Table
 	if in.Matrix != nil {
 		tables = FamilyTables(in)
 		tiers = TierTable(in)
-		all = append([]Table(nil), tables...)
-		if len(tiers.Rows) > 0 {
-			all = append(all, tiers)
-		}
 	}
-	var md, tex bytes.Buffer
-	for _, t := range all {
-		t.Markdown(&md)
-		md.WriteString("\n")
-		t.LaTeX(&tex)
-		p := filepath.Join(csvDir, slug(t.Title)+".csv")
-		var c bytes.Buffer
-		t.CSV(&c)
-		if err := os.WriteFile(p, c.Bytes(), 0o644); err != nil {
-			return nil, err
-		}
-		out.CSV = append(out.CSV, p)
-	}
-	evaluationsMarkdown(&md, o.Evaluations)
-	runsMarkdown(&md, o.Runs)
-	if err := os.WriteFile(out.Markdown, md.Bytes(), 0o644); err != nil {
+	if err := out.writeTables(csvDir, tables, tiers, o); err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(out.LaTeX, tex.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
-	add := func(f Figure, err error, caption string) error {
-		if err != nil {
-			return err
-		}
-		f.Caption = caption
-		out.Figures = append(out.Figures, f)
-		return nil
 	}
 	if in.Matrix != nil {
-		hm, err := RankingHeatmap(in.Matrix, o.Reference, figDir)
-		if err := add(hm, err, "Models ordered by mean rank (best at the top); benchmarks by how their ranking correlates with "+o.Reference+"."); err != nil {
-			return nil, err
-		}
-		compare := o.Compare
-		if len(compare) == 0 {
-			compare = bestModels(tiers, in.Matrix.Models, 5)
-		}
-		f, err := FamilyComparison(tables, compare, figDir, "family_comparison")
-		if err := add(f, err, "Task Mean per family for "+strings.Join(compare, ", ")+"."); err != nil {
+		if err := out.matrixFigures(in, tables, tiers, o, figDir); err != nil {
 			return nil, err
 		}
 	}
@@ -123,46 +83,12 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 	}
 	out.Figures = append(out.Figures, ef...)
 	if search != nil {
-		if len(search.Single) > 0 {
-			f, err := SinglePredictiveness(search.Single, figDir)
-			if err := add(f, err, "How well each benchmark alone predicts the whole pool (EEVEE, k = 1)."); err != nil {
-				return nil, err
-			}
-		}
-		for _, r := range search.Results {
-			if len(r.Importance) > 0 {
-				f, err := Importance(r.K, r.Importance, figDir)
-				if err := add(f, err, fmt.Sprintf("Best k=%d combination: %s.", r.K, strings.Join(r.Best().Benchmarks, ", "))); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if len(search.Results) > 0 {
-			f, err := TopScoresByK(search.Results, figDir)
-			if err := add(f, err, "Distribution of the final top-W scores for each k."); err != nil {
-				return nil, err
-			}
-		}
-	}
-	uniqueIDs(o.Runs)
-	for _, r := range o.Runs {
-		if !r.hasCurves() {
-			continue // an external trainer that logged no losses: nothing to draw
-		}
-		f, err := Curves(r, figDir)
-		caption := fmt.Sprintf("%s on %s.", r.Model, r.Benchmark)
-		if r.Primary != "" {
-			caption = fmt.Sprintf("%s on %s: test %s %s.", r.Model, r.Benchmark, r.Primary, r.metricText(r.Primary))
-		}
-		if err := add(f, err, caption); err != nil {
+		if err := out.searchFigures(search, figDir); err != nil {
 			return nil, err
 		}
 	}
-	if len(o.Runs) > 0 {
-		f, err := Throughput(o.Runs, figDir)
-		if err := add(f, err, "Mean training throughput logged at each validation."); err != nil {
-			return nil, err
-		}
+	if err := out.runFigures(o.Runs, figDir); err != nil {
+		return nil, err
 	}
 	pf, err := predictorFigures(in.Predictors, figDir)
 	if err != nil {
@@ -174,6 +100,104 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		return nil, err
 	}
 	return out, os.WriteFile(out.HTML, page, 0o644)
+}
+
+// writeTables writes the family and tier tables as Markdown (with the
+// evaluations and runs after them), LaTeX and one CSV file each.
+func (out *Output) writeTables(csvDir string, tables []Table, tiers Table, o Options) error {
+	all := append([]Table(nil), tables...)
+	if len(tiers.Rows) > 0 {
+		all = append(all, tiers)
+	}
+	var md, tex bytes.Buffer
+	for _, t := range all {
+		t.Markdown(&md)
+		md.WriteString("\n")
+		t.LaTeX(&tex)
+		p := filepath.Join(csvDir, slug(t.Title)+".csv")
+		var c bytes.Buffer
+		t.CSV(&c)
+		if err := os.WriteFile(p, c.Bytes(), 0o644); err != nil {
+			return err
+		}
+		out.CSV = append(out.CSV, p)
+	}
+	evaluationsMarkdown(&md, o.Evaluations)
+	runsMarkdown(&md, o.Runs)
+	if err := os.WriteFile(out.Markdown, md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(out.LaTeX, tex.Bytes(), 0o644)
+}
+
+// add appends figure f with its caption, or returns err.
+func (out *Output) add(f Figure, err error, caption string) error {
+	if err != nil {
+		return err
+	}
+	f.Caption = caption
+	out.Figures = append(out.Figures, f)
+	return nil
+}
+
+// matrixFigures draws the ranking heatmap and the family comparison.
+func (out *Output) matrixFigures(in Input, tables []Table, tiers Table, o Options, figDir string) error {
+	hm, err := RankingHeatmap(in.Matrix, o.Reference, figDir)
+	if err := out.add(hm, err, "Models ordered by mean rank (best at the top); benchmarks by how their ranking correlates with "+o.Reference+"."); err != nil {
+		return err
+	}
+	compare := o.Compare
+	if len(compare) == 0 {
+		compare = bestModels(tiers, in.Matrix.Models, 5)
+	}
+	f, err := FamilyComparison(tables, compare, figDir, "family_comparison")
+	return out.add(f, err, "Task Mean per family for "+strings.Join(compare, ", ")+".")
+}
+
+// searchFigures draws the EEVEE search's figures.
+func (out *Output) searchFigures(search *Search, figDir string) error {
+	if len(search.Single) > 0 {
+		f, err := SinglePredictiveness(search.Single, figDir)
+		if err := out.add(f, err, "How well each benchmark alone predicts the whole pool (EEVEE, k = 1)."); err != nil {
+			return err
+		}
+	}
+	for _, r := range search.Results {
+		if len(r.Importance) > 0 {
+			f, err := Importance(r.K, r.Importance, figDir)
+			if err := out.add(f, err, fmt.Sprintf("Best k=%d combination: %s.", r.K, strings.Join(r.Best().Benchmarks, ", "))); err != nil {
+				return err
+			}
+		}
+	}
+	if len(search.Results) > 0 {
+		f, err := TopScoresByK(search.Results, figDir)
+		return out.add(f, err, "Distribution of the final top-W scores for each k.")
+	}
+	return nil
+}
+
+// runFigures draws each run's training curves and the throughput of all.
+func (out *Output) runFigures(runs []Run, figDir string) error {
+	uniqueIDs(runs)
+	for _, r := range runs {
+		if !r.hasCurves() {
+			continue // an external trainer that logged no losses: nothing to draw
+		}
+		f, err := Curves(r, figDir)
+		caption := fmt.Sprintf("%s on %s.", r.Model, r.Benchmark)
+		if r.Primary != "" {
+			caption = fmt.Sprintf("%s on %s: test %s %s.", r.Model, r.Benchmark, r.Primary, r.metricText(r.Primary))
+		}
+		if err := out.add(f, err, caption); err != nil {
+			return err
+		}
+	}
+	if len(runs) > 0 {
+		f, err := Throughput(runs, figDir)
+		return out.add(f, err, "Mean training throughput logged at each validation.")
+	}
+	return nil
 }
 
 // bestModels returns up to n models ordered by Full GATE Rank.
