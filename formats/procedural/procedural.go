@@ -122,6 +122,16 @@ func Generate(c Config) (*Set, error) {
 		c.Frames = 4
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x5ce7e+c.Stream))
+	s := newSet(c)
+	s.Pixels = make([]byte, 0, c.N*3*c.Size*c.Size)
+	for i := 0; i < c.N; i++ {
+		s.add(rng, c, i)
+	}
+	return s, nil
+}
+
+// newSet is the empty set of c's task: its kind, classes, shape.
+func newSet(c Config) *Set {
 	s := &Set{Shape: []int{3, c.Size, c.Size}}
 	switch c.Task {
 	case "shape":
@@ -164,81 +174,81 @@ func Generate(c Config) (*Set, error) {
 		s.Task, s.Width = "video_regression", 1
 		s.Shape = []int{c.Frames, 3, c.Size, c.Size}
 	}
-	size := 3 * c.Size * c.Size
-	s.Pixels = make([]byte, 0, c.N*size)
-	for i := 0; i < c.N; i++ {
-		var objs []object
-		switch c.Task {
-		case "shape":
-			objs = place(rng, 1, c.Size)
-			s.Labels = append(s.Labels, int64(objs[0].colour*len(Shapes)+objs[0].shape))
-		case "count":
-			objs = place(rng, 1+rng.IntN(c.MaxObjects), c.Size)
-			s.Targets = append(s.Targets, float32(len(objs)))
-		case "colours":
-			objs = place(rng, 1+rng.IntN(4), c.Size)
-			present := make([]float32, len(Colours))
-			for _, o := range objs {
-				present[o.colour] = 1
-			}
-			s.Targets = append(s.Targets, present...)
-		case "segment":
-			objs = place(rng, 1+rng.IntN(4), c.Size)
-			s.Labels = append(s.Labels, mask(objs, c.Size)...)
-		case "relational":
-			objs = place(rng, 2+rng.IntN(4), c.Size)
-			q, a := question(rng, objs)
-			s.Questions = append(s.Questions, q...)
-			s.Labels = append(s.Labels, a)
-		case "captions":
-			objs = place(rng, 1+rng.IntN(3), c.Size)
-			s.Questions = append(s.Questions, caption(objs)...)
-			s.Labels = append(s.Labels, int64(i))
-		case "fewshot":
-			// Training streams draw from the 16 seen classes, test streams
-			// from the 8 held-out ones.
-			var class int
-			for {
-				class = rng.IntN(len(Colours) * len(Shapes) * len(Sizes))
-				if heldOut(class) == (c.Stream == 1) {
-					break
-				}
-			}
-			o := object{colour: class / (len(Shapes) * len(Sizes)), shape: class / len(Sizes) % len(Shapes)}
-			o.r = float64(c.Size) * []float64{0.09, 0.17}[class%len(Sizes)] * (0.9 + 0.2*rng.Float64())
-			o.x = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
-			o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
-			objs = []object{o}
-			s.Labels = append(s.Labels, int64(class))
-		case "sketch":
-			// A modality shift: one-channel outline drawings, white on
-			// black, of a small or large shape, in place of colour scenes.
-			sz := rng.IntN(len(Sizes))
-			o := object{shape: rng.IntN(len(Shapes))}
-			o.r = float64(c.Size) * []float64{0.12, 0.3}[sz] * (0.9 + 0.2*rng.Float64())
-			o.x = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
-			o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
-			s.Labels = append(s.Labels, int64(sz*len(Shapes)+o.shape))
-			s.Pixels = append(s.Pixels, sketch(rng, o, c.Size)...)
-			continue
-		case "video_count":
-			// A camera-trap sequence: the same animals in every frame,
-			// the target their number.
-			objs = place(rng, 1+rng.IntN(c.MaxObjects), c.Size)
-			s.Targets = append(s.Targets, float32(len(objs)))
-			for range c.Frames {
-				s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
-			}
-			continue
-		case "video":
-			dir := rng.IntN(len(Directions))
-			s.Labels = append(s.Labels, int64(dir))
-			s.Pixels = append(s.Pixels, clip(rng, dir, c.Frames, c.Size)...)
-			continue
+	return s
+}
+
+// add draws example i of c's task into s.
+func (s *Set) add(rng *rand.Rand, c Config, i int) {
+	var objs []object
+	switch c.Task {
+	case "shape":
+		objs = place(rng, 1, c.Size)
+		s.Labels = append(s.Labels, int64(objs[0].colour*len(Shapes)+objs[0].shape))
+	case "count":
+		objs = place(rng, 1+rng.IntN(c.MaxObjects), c.Size)
+		s.Targets = append(s.Targets, float32(len(objs)))
+	case "colours":
+		objs = place(rng, 1+rng.IntN(4), c.Size)
+		present := make([]float32, len(Colours))
+		for _, o := range objs {
+			present[o.colour] = 1
 		}
-		s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
+		s.Targets = append(s.Targets, present...)
+	case "segment":
+		objs = place(rng, 1+rng.IntN(4), c.Size)
+		s.Labels = append(s.Labels, mask(objs, c.Size)...)
+	case "relational":
+		objs = place(rng, 2+rng.IntN(4), c.Size)
+		q, a := question(rng, objs)
+		s.Questions = append(s.Questions, q...)
+		s.Labels = append(s.Labels, a)
+	case "captions":
+		objs = place(rng, 1+rng.IntN(3), c.Size)
+		s.Questions = append(s.Questions, caption(objs)...)
+		s.Labels = append(s.Labels, int64(i))
+	case "fewshot":
+		// Training streams draw from the 16 seen classes, test streams
+		// from the 8 held-out ones.
+		var class int
+		for {
+			class = rng.IntN(len(Colours) * len(Shapes) * len(Sizes))
+			if heldOut(class) == (c.Stream == 1) {
+				break
+			}
+		}
+		o := object{colour: class / (len(Shapes) * len(Sizes)), shape: class / len(Sizes) % len(Shapes)}
+		o.r = float64(c.Size) * []float64{0.09, 0.17}[class%len(Sizes)] * (0.9 + 0.2*rng.Float64())
+		o.x = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+		o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+		objs = []object{o}
+		s.Labels = append(s.Labels, int64(class))
+	case "sketch":
+		// A modality shift: one-channel outline drawings, white on
+		// black, of a small or large shape, in place of colour scenes.
+		sz := rng.IntN(len(Sizes))
+		o := object{shape: rng.IntN(len(Shapes))}
+		o.r = float64(c.Size) * []float64{0.12, 0.3}[sz] * (0.9 + 0.2*rng.Float64())
+		o.x = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+		o.y = o.r + rng.Float64()*(float64(c.Size)-2*o.r)
+		s.Labels = append(s.Labels, int64(sz*len(Shapes)+o.shape))
+		s.Pixels = append(s.Pixels, sketch(rng, o, c.Size)...)
+		return
+	case "video_count":
+		// A camera-trap sequence: the same animals in every frame,
+		// the target their number.
+		objs = place(rng, 1+rng.IntN(c.MaxObjects), c.Size)
+		s.Targets = append(s.Targets, float32(len(objs)))
+		for range c.Frames {
+			s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
+		}
+		return
+	case "video":
+		dir := rng.IntN(len(Directions))
+		s.Labels = append(s.Labels, int64(dir))
+		s.Pixels = append(s.Pixels, clip(rng, dir, c.Frames, c.Size)...)
+		return
 	}
-	return s, nil
+	s.Pixels = append(s.Pixels, render(rng, objs, c.Size)...)
 }
 
 // place draws n objects at random sizes and positions, keeping them
