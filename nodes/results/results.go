@@ -157,83 +157,19 @@ func seedRuns(all []experiment, idx []int) ([]command.Metrics, []uint64, bool) {
 
 // Run builds the matrix.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
-	type col struct{ category, benchmark, metric string }
-	values := map[string]map[col]command.Metric{}
-	hib := map[col]bool{}
-	var models []string
-	var cols []col
-	seenModel, seenCol := map[string]bool{}, map[col]bool{}
 	experiments, err := readExperiments(n.files)
 	if err != nil {
 		return cty.NilVal, err
 	}
-	for _, e := range experiments {
-		m, f := e.metrics, e.file
-		if !seenModel[m.Model] {
-			seenModel[m.Model] = true
-			models = append(models, m.Model)
-			values[m.Model] = map[col]command.Metric{}
-		}
-		names := make([]string, 0, len(m.Metrics))
-		for k := range m.Metrics {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			c := col{m.Category, m.Benchmark, name}
-			if !seenCol[c] {
-				seenCol[c] = true
-				cols = append(cols, c)
-				hib[c] = m.Metrics[name].HigherIsBetter
-			} else if hib[c] != m.Metrics[name].HigherIsBetter {
-				return cty.NilVal, fmt.Errorf("%s: %s:%s changes its higher_is_better flag between experiments", f, m.Benchmark, name)
-			}
-			if _, dup := values[m.Model][c]; dup {
-				return cty.NilVal, fmt.Errorf("%s: model %s has two results for %s:%s", f, m.Model, m.Benchmark, name)
-			}
-			values[m.Model][c] = m.Metrics[name]
-		}
-	}
-	sort.SliceStable(cols, func(i, j int) bool {
-		if cols[i].benchmark != cols[j].benchmark {
-			return cols[i].benchmark < cols[j].benchmark
-		}
-		return cols[i].metric < cols[j].metric
-	})
-	csvPath := filepath.Join(env.OutDir, "matrix.csv")
-	f, err := os.Create(csvPath)
+	mx, err := gather(experiments)
 	if err != nil {
 		return cty.NilVal, err
 	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"category", "benchmark", "metric", "model", "value", "higher_is_better", "std", "n"})
-	var cells []Cell
-	missing := 0
-	for _, c := range cols {
-		for _, model := range models {
-			m, ok := values[model][c]
-			cell := Cell{Category: c.category, Benchmark: c.benchmark, Metric: c.metric, Model: model, HigherIsBetter: hib[c]}
-			text, std, n := "", "", ""
-			if ok {
-				cell.Value = &m.Value
-				text = strconv.FormatFloat(m.Value, 'g', 6, 64) // 98.3667, not 98.36666666666667
-				if m.Std != nil && m.N > 0 {
-					cell.Std, cell.N = m.Std, m.N
-					std, n = strconv.FormatFloat(*m.Std, 'g', 6, 64), strconv.Itoa(m.N)
-				}
-			} else {
-				missing++
-			}
-			cells = append(cells, cell)
-			w.Write([]string{c.category, c.benchmark, c.metric, model, text, strconv.FormatBool(hib[c]), std, n})
-		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
+	cells, missing := mx.cells()
+	csvPath := filepath.Join(env.OutDir, "matrix.csv")
+	if err := writeCSV(csvPath, cells); err != nil {
 		return cty.NilVal, err
 	}
-	f.Close()
 	jsonPath := filepath.Join(env.OutDir, "matrix.json")
 	data, _ := json.MarshalIndent(cells, "", "  ")
 	if err := os.WriteFile(jsonPath, data, 0o644); err != nil {
@@ -251,21 +187,123 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	}
 	var benches []string
 	seenB := map[string]bool{}
-	for _, c := range cols {
+	for _, c := range mx.cols {
 		if !seenB[c.benchmark] {
 			seenB[c.benchmark] = true
 			benches = append(benches, c.benchmark)
 		}
 	}
-	table := markdownTable(cells, models)
+	table := markdownTable(cells, mx.models)
 	if err := os.WriteFile(filepath.Join(env.OutDir, "table.md"), []byte(table), 0o644); err != nil {
 		return cty.NilVal, err
 	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "matrix": cty.StringVal(csvPath), "json": cty.StringVal(jsonPath),
-		"models": list(models), "benchmarks": list(benches), "missing": cty.NumberIntVal(int64(missing)),
+		"models": list(mx.models), "benchmarks": list(benches), "missing": cty.NumberIntVal(int64(missing)),
 		"table": cty.StringVal(table),
 	}), nil
+}
+
+// column is one column of the matrix: a benchmark's metric.
+type column struct{ category, benchmark, metric string }
+
+// matrix is the experiments' metrics by model and column, models in the
+// order first seen, columns by benchmark and metric.
+type matrix struct {
+	models []string
+	cols   []column
+	values map[string]map[column]command.Metric
+	hib    map[column]bool
+}
+
+// gather puts the experiments' metrics in a matrix; a column whose
+// higher_is_better flag changes, or a model with two results in one, is
+// an error naming the file.
+func gather(experiments []experiment) (*matrix, error) {
+	mx := &matrix{values: map[string]map[column]command.Metric{}, hib: map[column]bool{}}
+	seenCol := map[column]bool{}
+	for _, e := range experiments {
+		m, f := e.metrics, e.file
+		if mx.values[m.Model] == nil {
+			mx.models = append(mx.models, m.Model)
+			mx.values[m.Model] = map[column]command.Metric{}
+		}
+		names := make([]string, 0, len(m.Metrics))
+		for k := range m.Metrics {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			c := column{m.Category, m.Benchmark, name}
+			if !seenCol[c] {
+				seenCol[c] = true
+				mx.cols = append(mx.cols, c)
+				mx.hib[c] = m.Metrics[name].HigherIsBetter
+			} else if mx.hib[c] != m.Metrics[name].HigherIsBetter {
+				return nil, fmt.Errorf("%s: %s:%s changes its higher_is_better flag between experiments", f, m.Benchmark, name)
+			}
+			if _, dup := mx.values[m.Model][c]; dup {
+				return nil, fmt.Errorf("%s: model %s has two results for %s:%s", f, m.Model, m.Benchmark, name)
+			}
+			mx.values[m.Model][c] = m.Metrics[name]
+		}
+	}
+	sort.SliceStable(mx.cols, func(i, j int) bool {
+		if mx.cols[i].benchmark != mx.cols[j].benchmark {
+			return mx.cols[i].benchmark < mx.cols[j].benchmark
+		}
+		return mx.cols[i].metric < mx.cols[j].metric
+	})
+	return mx, nil
+}
+
+// cells lists the matrix column by column, a cell per model (its value
+// nil where the model has no result), and counts the missing ones.
+func (mx *matrix) cells() ([]Cell, int) {
+	var cells []Cell
+	missing := 0
+	for _, c := range mx.cols {
+		for _, model := range mx.models {
+			cell := Cell{Category: c.category, Benchmark: c.benchmark, Metric: c.metric, Model: model, HigherIsBetter: mx.hib[c]}
+			if m, ok := mx.values[model][c]; ok {
+				cell.Value = &m.Value
+				if m.Std != nil && m.N > 0 {
+					cell.Std, cell.N = m.Std, m.N
+				}
+			} else {
+				missing++
+			}
+			cells = append(cells, cell)
+		}
+	}
+	return cells, missing
+}
+
+// writeCSV writes the cells as matrix.csv's long format, values to six
+// significant digits (98.3667, not 98.36666666666667).
+func writeCSV(path string, cells []Cell) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"category", "benchmark", "metric", "model", "value", "higher_is_better", "std", "n"})
+	for _, c := range cells {
+		text, std, n := "", "", ""
+		if c.Value != nil {
+			text = strconv.FormatFloat(*c.Value, 'g', 6, 64)
+			if c.Std != nil {
+				std, n = strconv.FormatFloat(*c.Std, 'g', 6, 64), strconv.Itoa(c.N)
+			}
+		}
+		w.Write([]string{c.Category, c.Benchmark, c.Metric, c.Model, text, strconv.FormatBool(c.HigherIsBetter), std, n})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // markdownTable is a compact results table: one row per benchmark metric
