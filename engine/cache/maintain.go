@@ -199,6 +199,15 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 	if err != nil {
 		return st, err
 	}
+	c.gcObjects(live, &st)
+	c.gcBlobs(cutoff, &st)
+	c.gcLeftovers(cutoff, &st)
+	return st, nil
+}
+
+// gcObjects removes the objects (and their metadata) no live entry
+// refers to.
+func (c *Cache) gcObjects(live map[OutputID]bool, st *GCStats) {
 	objRoot := filepath.Join(c.dir, "objects")
 	fans, _ := os.ReadDir(objRoot)
 	for _, fan := range fans {
@@ -226,6 +235,10 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 			}
 		}
 	}
+}
+
+// gcBlobs removes the downloaded blobs not used since cutoff.
+func (c *Cache) gcBlobs(cutoff time.Time, st *GCStats) {
 	_ = filepath.WalkDir(filepath.Join(c.dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !isBlobName(d.Name()) {
 			return nil
@@ -245,6 +258,12 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 		}
 		return nil
 	})
+}
+
+// gcLeftovers removes what runs leave behind: all of it for the areas
+// only a running apply uses, what is older than cutoff for the areas kept
+// for the next attempt.
+func (c *Cache) gcLeftovers(cutoff time.Time, st *GCStats) {
 	// Nobody holds the exclusive lock while an apply runs, so every work
 	// directory and lock file left now belongs to a dead process. No-op
 	// records are hints that may name what GC just removed; the next
@@ -277,5 +296,4 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 			}
 		}
 	}
-	return st, nil
 }
