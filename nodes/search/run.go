@@ -60,21 +60,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	ev := p.NewEvaluator(workers)
 	so := n.search
 	so.Workers = workers
-	// Progress counts candidates: the initial population, then each
-	// generation's children (duplicates are looked up, not re-scored).
-	perGen := int64(so.Winners * so.Children)
-	total := int64(len(so.K)) * (int64(so.Initial) + int64(so.Generations)*perGen) * int64(max(len(n.seeds), 1))
-	var done int64
-	so.Progress = func(st eevee.GenerationStats) {
-		if st.Generation == 0 {
-			done += int64(so.Initial)
-		} else {
-			done += perGen
-		}
-		env.Progress.Update(min(done, total), total, "candidates")
-		env.Log.Info().Int("k", st.K).Int("generation", st.Generation).Float64("best", st.Best).
-			Float64("median_top", st.Median).Int("scored", st.Scored).Str("rate", fmt.Sprintf("%.1f candidates/s", st.CandidatesPerSec)).Msg("eevee")
-	}
+	so.Progress = n.progress(env, so)
 	rep := Report{Matrix: filepath.Base(n.matrix), Models: len(m.Models), Columns: len(p.Matrix.Columns), Options: n.Opts,
 		Search: searchSettings{K: so.K, Initial: so.Initial, Winners: so.Winners, Children: so.Children, Generations: so.Generations, Seed: so.Seed, Workers: workers}}
 	for _, b := range p.Pool {
@@ -102,6 +88,31 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 			env.Log.Info().Int("k", st.K).Float64("agreement", st.Agreement).Strs("consensus", st.Consensus).Msg("selection stability over scoring seeds")
 		}
 	}
+	return writeReport(env, rep)
+}
+
+// progress reports the search's progress in candidates: the initial
+// population, then each generation's children (duplicates are looked up,
+// not re-scored), for every k and scoring seed.
+func (n *Node) progress(env *nodes.Env, so eevee.SearchOptions) func(eevee.GenerationStats) {
+	perGen := int64(so.Winners * so.Children)
+	total := int64(len(so.K)) * (int64(so.Initial) + int64(so.Generations)*perGen) * int64(max(len(n.seeds), 1))
+	var done int64
+	return func(st eevee.GenerationStats) {
+		if st.Generation == 0 {
+			done += int64(so.Initial)
+		} else {
+			done += perGen
+		}
+		env.Progress.Update(min(done, total), total, "candidates")
+		env.Log.Info().Int("k", st.K).Int("generation", st.Generation).Float64("best", st.Best).
+			Float64("median_top", st.Median).Int("scored", st.Scored).Str("rate", fmt.Sprintf("%.1f candidates/s", st.CandidatesPerSec)).Msg("eevee")
+	}
+}
+
+// writeReport writes each k's results and tier, and search.json, and
+// returns the block's value.
+func writeReport(env *nodes.Env, rep Report) (cty.Value, error) {
 	consensus := map[string]cty.Value{}
 	for i, r := range rep.Results {
 		names := r.Best().Benchmarks
