@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,115 +25,152 @@ type checkRun struct {
 
 func runCheckPublished(ctx context.Context, c *cli, args []string, usage string) int {
 	fs := newFlagSet(c, "eevee check-published", usage)
-	matrix := fs.String("matrix", "stdlib/data/gate_table3.csv", "performance matrix (long CSV)")
-	combos := fs.String("combinations", "stdlib/data/gate_combinations.csv", "published combinations")
-	single := fs.String("single", "stdlib/data/gate_fig3_single.csv", "published single-benchmark ranking (rank,benchmark); empty: skip")
-	random := fs.Int("random", 200, "random combinations per k")
-	seeds := fs.String("seeds", "0,1", "comma-separated seeds (each seeds the splits, the meta-models and the random draws)")
-	kmin := fs.Int("k-min", 2, "smallest k")
-	kmax := fs.Int("k-max", 22, "largest k")
-	weighting := fs.String("weighting", "group", "group, benchmark or column")
-	literal := fs.Bool("literal", false, "the literal paper reading: column weighting, 5 splits, 100-unit ReLU, no LayerNorm")
-	exclude := fs.String("exclude", "cityscapes", "comma-separated benchmarks left out of the candidate pool")
-	workers := fs.Int("workers", 0, "scoring goroutines (default: all CPUs)")
-	asJSON := fs.Bool("json", false, "print the results as JSON")
+	var f checkFlags
+	f.register(fs)
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(c.stderr, "gatepipe eevee:", err); return exitRunFailure }
-	if *random < 1 {
-		fmt.Fprintf(c.stderr, "gatepipe eevee: -random %d: at least one random combination per k is needed to compare against\n", *random)
+	if f.random < 1 {
+		fmt.Fprintf(c.stderr, "gatepipe eevee: -random %d: at least one random combination per k is needed to compare against\n", f.random)
 		return exitConfigError
 	}
-	if *kmin < 1 || *kmax < *kmin {
-		fmt.Fprintf(c.stderr, "gatepipe eevee: -k-min %d -k-max %d: want 1 <= k-min <= k-max\n", *kmin, *kmax)
+	if f.kmin < 1 || f.kmax < f.kmin {
+		fmt.Fprintf(c.stderr, "gatepipe eevee: -k-min %d -k-max %d: want 1 <= k-min <= k-max\n", f.kmin, f.kmax)
 		return exitConfigError
 	}
-	m, err := loadMatrixFile(*matrix)
+	m, err := loadMatrixFile(f.matrix)
 	if err != nil {
 		return fail(err)
 	}
-	data, err := readStdlibOrFile(*combos)
+	pub, err := f.loadPublished()
 	if err != nil {
 		return fail(err)
-	}
-	pubs, err := eevee.LoadPublished(bytes.NewReader(data))
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", *combos, err))
-	}
-	var order []string
-	if *single != "" {
-		data, err := readStdlibOrFile(*single)
-		if err != nil {
-			return fail(err)
-		}
-		if order, err = eevee.LoadSingleRanking(bytes.NewReader(data)); err != nil {
-			return fail(fmt.Errorf("%s: %w", *single, err))
-		}
-	}
-	sel := eevee.PublishedRange(pubs, *kmin, *kmax)
-	var tiers []eevee.Published
-	for _, p := range pubs {
-		if strings.HasPrefix(p.Source, "fig4") && p.Complete {
-			tiers = append(tiers, p)
-		}
 	}
 	var runs []checkRun
-	for _, s := range strings.Split(*seeds, ",") {
+	for _, s := range strings.Split(f.seeds, ",") {
 		seed, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "gatepipe eevee: bad seed %q\n", s)
 			return exitConfigError
 		}
-		o := eevee.Defaults()
-		if *literal {
-			o = eevee.PaperLiteral()
-		} else {
-			o.Weighting = *weighting
-		}
-		o.Seed = seed
-		if *exclude != "" {
-			o.Exclude = strings.Split(*exclude, ",")
-		}
-		p, err := eevee.NewProblem(m, o)
+		r, err := f.checkSeed(ctx, c, m, pub, seed)
 		if err != nil {
 			return fail(err)
 		}
-		if p.Warning != "" && seed == runsFirstSeed(*seeds) {
-			fmt.Fprintln(c.stderr, "Warning:", p.Warning)
-		}
-		ev := p.NewEvaluator(*workers)
-		rows, err := p.CheckPublished(ctx, ev, sel, *random, seed)
-		if err != nil {
-			return fail(err)
-		}
-		r := checkRun{Seed: seed, Rows: rows}
-		for _, row := range rows {
-			r.Mean += row.Share / float64(len(rows))
-		}
-		if r.Rankings, err = checkRankings(ctx, p, ev, order, tiers); err != nil {
-			return fail(err)
-		}
-		r.Scored = ev.Scored
 		runs = append(runs, r)
 	}
-	if *asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(runs)
 		return exitOK
 	}
-	scoring := "weighting=" + *weighting + " (other options: defaults)"
-	if *literal {
+	scoring := "weighting=" + f.weighting + " (other options: defaults)"
+	if f.literal {
 		scoring = "literal paper reading (column weighting, 5 splits, 100-unit ReLU, no LayerNorm)"
 	}
-	fmt.Fprintf(c.stdout, "Share of %d random combinations that beat the published one; %s.\n\n", *random, scoring)
-	printShares(c.stdout, sel, runs)
+	fmt.Fprintf(c.stdout, "Share of %d random combinations that beat the published one; %s.\n\n", f.random, scoring)
+	printShares(c.stdout, pub.sel, runs)
 	if len(runs) > 0 && len(runs[0].Rankings) > 0 {
 		fmt.Fprintln(c.stdout, "\nThe paper's published orders against this scoring's (Spearman rho; 1 = the same order).")
 		printRankings(c.stdout, runs)
 	}
 	return exitOK
+}
+
+// checkFlags are the flags of eevee check-published.
+type checkFlags struct {
+	matrix, combos, single, seeds, weighting, exclude string
+	random, kmin, kmax, workers                       int
+	literal, asJSON                                   bool
+}
+
+func (f *checkFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.matrix, "matrix", "stdlib/data/gate_table3.csv", "performance matrix (long CSV)")
+	fs.StringVar(&f.combos, "combinations", "stdlib/data/gate_combinations.csv", "published combinations")
+	fs.StringVar(&f.single, "single", "stdlib/data/gate_fig3_single.csv", "published single-benchmark ranking (rank,benchmark); empty: skip")
+	fs.IntVar(&f.random, "random", 200, "random combinations per k")
+	fs.StringVar(&f.seeds, "seeds", "0,1", "comma-separated seeds (each seeds the splits, the meta-models and the random draws)")
+	fs.IntVar(&f.kmin, "k-min", 2, "smallest k")
+	fs.IntVar(&f.kmax, "k-max", 22, "largest k")
+	fs.StringVar(&f.weighting, "weighting", "group", "group, benchmark or column")
+	fs.BoolVar(&f.literal, "literal", false, "the literal paper reading: column weighting, 5 splits, 100-unit ReLU, no LayerNorm")
+	fs.StringVar(&f.exclude, "exclude", "cityscapes", "comma-separated benchmarks left out of the candidate pool")
+	fs.IntVar(&f.workers, "workers", 0, "scoring goroutines (default: all CPUs)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
+}
+
+// publishedSets is what the paper published: the combinations for k in
+// range (sel), the single-benchmark ranking (order; empty when skipped)
+// and the complete tiers of its figure 4.
+type publishedSets struct {
+	sel, tiers []eevee.Published
+	order      []string
+}
+
+func (f *checkFlags) loadPublished() (publishedSets, error) {
+	var out publishedSets
+	data, err := readStdlibOrFile(f.combos)
+	if err != nil {
+		return out, err
+	}
+	pubs, err := eevee.LoadPublished(bytes.NewReader(data))
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", f.combos, err)
+	}
+	if f.single != "" {
+		data, err := readStdlibOrFile(f.single)
+		if err != nil {
+			return out, err
+		}
+		if out.order, err = eevee.LoadSingleRanking(bytes.NewReader(data)); err != nil {
+			return out, fmt.Errorf("%s: %w", f.single, err)
+		}
+	}
+	out.sel = eevee.PublishedRange(pubs, f.kmin, f.kmax)
+	for _, p := range pubs {
+		if strings.HasPrefix(p.Source, "fig4") && p.Complete {
+			out.tiers = append(out.tiers, p)
+		}
+	}
+	return out, nil
+}
+
+// checkSeed scores the published combinations against random ones, and
+// the published orders against the scoring's, with one seed.
+func (f *checkFlags) checkSeed(ctx context.Context, c *cli, m *eevee.Matrix, pub publishedSets, seed uint64) (checkRun, error) {
+	o := eevee.Defaults()
+	if f.literal {
+		o = eevee.PaperLiteral()
+	} else {
+		o.Weighting = f.weighting
+	}
+	o.Seed = seed
+	if f.exclude != "" {
+		o.Exclude = strings.Split(f.exclude, ",")
+	}
+	p, err := eevee.NewProblem(m, o)
+	if err != nil {
+		return checkRun{}, err
+	}
+	if p.Warning != "" && seed == runsFirstSeed(f.seeds) {
+		fmt.Fprintln(c.stderr, "Warning:", p.Warning)
+	}
+	ev := p.NewEvaluator(f.workers)
+	rows, err := p.CheckPublished(ctx, ev, pub.sel, f.random, seed)
+	if err != nil {
+		return checkRun{}, err
+	}
+	r := checkRun{Seed: seed, Rows: rows}
+	for _, row := range rows {
+		r.Mean += row.Share / float64(len(rows))
+	}
+	if r.Rankings, err = checkRankings(ctx, p, ev, pub.order, pub.tiers); err != nil {
+		return checkRun{}, err
+	}
+	r.Scored = ev.Scored
+	return r, nil
 }
 
 // checkRankings correlates the scoring with the paper's single-benchmark
