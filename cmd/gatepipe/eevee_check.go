@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -26,7 +25,18 @@ type checkRun struct {
 func runCheckPublished(ctx context.Context, c *cli, args []string, usage string) int {
 	fs := newFlagSet(c, "eevee check-published", usage)
 	var f checkFlags
-	f.register(fs)
+	fs.StringVar(&f.matrix, "matrix", "stdlib/data/gate_table3.csv", "performance matrix (long CSV)")
+	fs.StringVar(&f.combos, "combinations", "stdlib/data/gate_combinations.csv", "published combinations")
+	fs.StringVar(&f.single, "single", "stdlib/data/gate_fig3_single.csv", "published single-benchmark ranking (rank,benchmark); empty: skip")
+	fs.IntVar(&f.random, "random", 200, "random combinations per k")
+	fs.StringVar(&f.seeds, "seeds", "0,1", "comma-separated seeds (each seeds the splits, the meta-models and the random draws)")
+	fs.IntVar(&f.kmin, "k-min", 2, "smallest k")
+	fs.IntVar(&f.kmax, "k-max", 22, "largest k")
+	fs.StringVar(&f.weighting, "weighting", "group", "group, benchmark or column")
+	fs.BoolVar(&f.literal, "literal", false, "the literal paper reading: column weighting, 5 splits, 100-unit ReLU, no LayerNorm")
+	fs.StringVar(&f.exclude, "exclude", "cityscapes", "comma-separated benchmarks left out of the candidate pool")
+	fs.IntVar(&f.workers, "workers", 0, "scoring goroutines (default: all CPUs)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -84,21 +94,6 @@ type checkFlags struct {
 	matrix, combos, single, seeds, weighting, exclude string
 	random, kmin, kmax, workers                       int
 	literal, asJSON                                   bool
-}
-
-func (f *checkFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.matrix, "matrix", "stdlib/data/gate_table3.csv", "performance matrix (long CSV)")
-	fs.StringVar(&f.combos, "combinations", "stdlib/data/gate_combinations.csv", "published combinations")
-	fs.StringVar(&f.single, "single", "stdlib/data/gate_fig3_single.csv", "published single-benchmark ranking (rank,benchmark); empty: skip")
-	fs.IntVar(&f.random, "random", 200, "random combinations per k")
-	fs.StringVar(&f.seeds, "seeds", "0,1", "comma-separated seeds (each seeds the splits, the meta-models and the random draws)")
-	fs.IntVar(&f.kmin, "k-min", 2, "smallest k")
-	fs.IntVar(&f.kmax, "k-max", 22, "largest k")
-	fs.StringVar(&f.weighting, "weighting", "group", "group, benchmark or column")
-	fs.BoolVar(&f.literal, "literal", false, "the literal paper reading: column weighting, 5 splits, 100-unit ReLU, no LayerNorm")
-	fs.StringVar(&f.exclude, "exclude", "cityscapes", "comma-separated benchmarks left out of the candidate pool")
-	fs.IntVar(&f.workers, "workers", 0, "scoring goroutines (default: all CPUs)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
 }
 
 // publishedSets is what the paper published: the combinations for k in
