@@ -179,28 +179,23 @@ fi
 # (they measure no time, and the budget is short), one by one on CPU torch.
 checks() {
 	local pids=()
-	gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset' &
-	pids+=($!)
-	$bg
-	if [ "$gpus" != 0 ]; then
-		gotest resume 240 cmd/gatepipe cmd_gatepipe 'TestKilledTrainOnTorchRuntimeResumes' &
+	# started STEP...: runs a step in the background (waits for it
+	# unless bg is ":"), its PID kept for the wait below.
+	started() {
+		"$@" &
 		pids+=($!)
+		$bg
+	}
+	started gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
+	if [ "$gpus" != 0 ]; then
+		started gotest resume 240 cmd/gatepipe cmd_gatepipe 'TestKilledTrainOnTorchRuntimeResumes'
 	else
 		skip resume "no GPU (make test runs it on CPU torch)"
 	fi
-	$bg
-	gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer' &
-	pids+=($!)
-	$bg
-	gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes' &
-	pids+=($!)
-	$bg
-	gotest probe 120 nodes/probenode nodes_probenode 'Torch' &
-	pids+=($!)
-	$bg
-	gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch' &
-	pids+=($!)
-	$bg
+	started gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer'
+	started gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes'
+	started gotest probe 120 nodes/probenode nodes_probenode 'Torch'
+	started gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch'
 	# Only the steps: a bare wait would also wait for nvidia-smi's sampler,
 	# which runs until the end (the first H100 check hung there).
 	[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"

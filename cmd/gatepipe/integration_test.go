@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -85,10 +84,7 @@ func gpWith(t *testing.T, env []string, args ...string) result {
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if f := liveLog(t, args); f != nil {
-		defer f.Close()
-		cmd.Stderr = io.MultiWriter(&errb, f)
-	}
+	defer liveLog(t, cmd, args)()
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -97,32 +93,6 @@ func gpWith(t *testing.T, env []string, args ...string) result {
 		t.Fatal(err)
 	}
 	return result{out.String(), errb.String(), code}
-}
-
-// liveLog opens a new file under $GATEPIPE_TEST_LOGS for one run of the
-// binary (TestName-N.log, its command line first), or returns nil.
-func liveLog(t *testing.T, args []string) *os.File {
-	dir := os.Getenv("GATEPIPE_TEST_LOGS")
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Logf("GATEPIPE_TEST_LOGS: %v", err)
-		return nil
-	}
-	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	for n := 1; ; n++ {
-		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if os.IsExist(err) {
-			continue
-		}
-		if err != nil {
-			t.Logf("GATEPIPE_TEST_LOGS: %v", err)
-			return nil
-		}
-		fmt.Fprintf(f, "%s gatepipe %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
-		return f
-	}
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -806,30 +776,5 @@ command "b" {
 	r := gp(t, cache, "export", "-format", "json", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, `"nodes": null`) {
 		t.Fatalf("a fully cached plan should export no nodes:\n%s", r.stdout)
-	}
-}
-
-// TestLiveLogsOfTheBinary: with GATEPIPE_TEST_LOGS set, each run of the
-// binary leaves its stderr in a file of its own there (gpu-check reads
-// them when a test is cut off), its command line first.
-func TestLiveLogsOfTheBinary(t *testing.T) {
-	logs := t.TempDir()
-	t.Setenv("GATEPIPE_TEST_LOGS", logs)
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), "variable \"x\" {\n")
-	for i := 0; i < 2; i++ {
-		if r := gp(t, t.TempDir(), "plan", dir); r.code == 0 {
-			t.Fatalf("plan of a broken file passed:\n%s", r.stderr)
-		}
-	}
-	for n := 1; n <= 2; n++ {
-		data, err := os.ReadFile(filepath.Join(logs, fmt.Sprintf("TestLiveLogsOfTheBinary-%d.log", n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, rest, _ := strings.Cut(string(data), "\n")
-		if !strings.HasSuffix(first, "gatepipe plan "+dir) || !strings.Contains(rest, "main.hcl:") {
-			t.Errorf("log %d:\n%s", n, data)
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -185,14 +186,11 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		}
 		return cty.ListVal(vals)
 	}
-	var benches []string
-	seenB := map[string]bool{}
-	for _, c := range mx.cols {
-		if !seenB[c.benchmark] {
-			seenB[c.benchmark] = true
-			benches = append(benches, c.benchmark)
-		}
+	benches := make([]string, len(mx.cols))
+	for i, c := range mx.cols {
+		benches[i] = c.benchmark
 	}
+	benches = slices.Compact(benches) // the columns are sorted by benchmark
 	table := markdownTable(cells, mx.models)
 	if err := os.WriteFile(filepath.Join(env.OutDir, "table.md"), []byte(table), 0o644); err != nil {
 		return cty.NilVal, err
