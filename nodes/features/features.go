@@ -219,100 +219,123 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 	}
 	defer unmap()
 	count := src.Len()
-	var out *examplestore.SplitWriter
-	dim := -1
-	start := func(f int) error {
-		dim = f
-		ySpec := safetensors.Spec{DType: src.Y.DType, Shape: src.Y.Shape[1:]}
-		qLen := 0
-		if src.Q.Data != nil {
-			qLen = src.Q.Shape[1]
-		}
-		if out, err = examplestore.CreateSplit(env.OutDir, name, count, safetensors.Spec{DType: safetensors.F32, Shape: []int{f}}, ySpec, qLen); err != nil {
-			return err
-		}
-		if err := out.Write("index", 0, safetensors.I64Tensor("index", []int{count}, src.Index).Data); err != nil {
-			return err
-		}
-		if err := out.Write("y", 0, src.Y.Data); err != nil {
-			return err
-		}
-		if qLen > 0 {
-			return out.Write("q", 0, src.Q.Data)
-		}
-		return nil
-	}
-	put := func(first int, feats []float32, f int) error {
-		if dim < 0 {
-			if err := start(f); err != nil {
-				return err
-			}
-		} else if f != dim {
-			return fmt.Errorf("features of width %d after %d (internal error)", f, dim)
-		}
-		rows := len(feats) / max(f, 1)
-		if first+rows > count || (f > 0 && len(feats) != rows*f) {
-			return fmt.Errorf("%d values of features of width %d at row %d for %d examples", len(feats), f, first, count)
-		}
-		return out.Write("x", first, safetensors.F32Tensor("x", []int{rows, f}, feats).Data)
-	}
+	out := &featureSplit{dir: env.OutDir, name: name, src: src, count: count, dim: -1}
 	ok := false
 	defer func() {
-		if !ok && out != nil {
-			out.Abort()
+		if !ok && out.w != nil {
+			out.w.Abort()
 		}
 	}()
 	if t != nil {
 		if rows := len(t.x) / max(t.dim, 1); rows != count {
 			return 0, 0, fmt.Errorf("%d rows of features for %d examples", rows, count)
 		}
-		if err := put(0, t.x, t.dim); err != nil {
+		if err := out.put(0, t.x, t.dim); err != nil {
 			return 0, 0, err
 		}
-	} else {
-		size := 4
-		for _, d := range shape {
-			size *= d
-		}
-		x := train.NewFeatureExtractor(n.enc, w)
-		defer x.Close()
-		pm := train.NewProbabilityModel(n.enc, w, max(n.classes, 1))
-		defer pm.Close()
-		group := max(meta.Group, 1)
-		batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
-		for first := 0; first < count; first += batch {
-			k := min(batch, count-first)
-			part := src.Slice(first, k)
-			d, _, err := train.SplitDataFor(part, name, meta, task, n.preprocess)
-			// The batch's mapped pages leave the process's resident
-			// memory: it holds a batch, not the split it has read.
-			safetensors.Release(part.X.Data)
-			if err != nil {
-				return 0, 0, err
-			}
-			feats, f, err := n.compute(x, pm, d)
-			if err != nil {
-				return 0, 0, err
-			}
-			if len(feats)/max(f, 1) != k {
-				return 0, 0, fmt.Errorf("%d rows of features for %d examples", len(feats)/max(f, 1), k)
-			}
-			if err := put(first, feats, f); err != nil {
-				return 0, 0, err
-			}
-			env.Progress.Update(int64(first+k), int64(count), "features of the "+name+" split")
-		}
+	} else if err := n.computeSplit(env, w, meta, task, shape, out); err != nil {
+		return 0, 0, err
 	}
-	if out == nil { // no examples: an empty split of width 0
-		if err := start(0); err != nil {
+	if out.w == nil { // no examples: an empty split of width 0
+		if err := out.start(0); err != nil {
 			return 0, 0, err
 		}
 	}
-	if err := out.Close(); err != nil {
+	if err := out.w.Close(); err != nil {
 		return 0, 0, err
 	}
 	ok = true
-	return dim, count, nil
+	return out.dim, count, nil
+}
+
+// computeSplit computes the split's features here, a batch of about
+// batchBytes of input at a time (whole groups), into out.
+func (n *Node) computeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Meta, task train.Task, shape []int, out *featureSplit) error {
+	size := 4
+	for _, d := range shape {
+		size *= d
+	}
+	x := train.NewFeatureExtractor(n.enc, w)
+	defer x.Close()
+	pm := train.NewProbabilityModel(n.enc, w, max(n.classes, 1))
+	defer pm.Close()
+	group := max(meta.Group, 1)
+	batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
+	for first := 0; first < out.count; first += batch {
+		k := min(batch, out.count-first)
+		part := out.src.Slice(first, k)
+		d, _, err := train.SplitDataFor(part, out.name, meta, task, n.preprocess)
+		// The batch's mapped pages leave the process's resident
+		// memory: it holds a batch, not the split it has read.
+		safetensors.Release(part.X.Data)
+		if err != nil {
+			return err
+		}
+		feats, f, err := n.compute(x, pm, d)
+		if err != nil {
+			return err
+		}
+		if len(feats)/max(f, 1) != k {
+			return fmt.Errorf("%d rows of features for %d examples", len(feats)/max(f, 1), k)
+		}
+		if err := out.put(first, feats, f); err != nil {
+			return err
+		}
+		env.Progress.Update(int64(first+k), int64(out.count), "features of the "+out.name+" split")
+	}
+	return nil
+}
+
+// featureSplit writes one split of the feature store: created at the
+// first rows, when their width is known, with the split's index and
+// targets copied from its source.
+type featureSplit struct {
+	dir, name string
+	src       *examplestore.Split
+	count     int
+	dim       int // -1 until the first rows
+	w         *examplestore.SplitWriter
+}
+
+// start creates the split with features of width f.
+func (s *featureSplit) start(f int) error {
+	s.dim = f
+	src := s.src
+	ySpec := safetensors.Spec{DType: src.Y.DType, Shape: src.Y.Shape[1:]}
+	qLen := 0
+	if src.Q.Data != nil {
+		qLen = src.Q.Shape[1]
+	}
+	var err error
+	if s.w, err = examplestore.CreateSplit(s.dir, s.name, s.count, safetensors.Spec{DType: safetensors.F32, Shape: []int{f}}, ySpec, qLen); err != nil {
+		return err
+	}
+	if err := s.w.Write("index", 0, safetensors.I64Tensor("index", []int{s.count}, src.Index).Data); err != nil {
+		return err
+	}
+	if err := s.w.Write("y", 0, src.Y.Data); err != nil {
+		return err
+	}
+	if qLen > 0 {
+		return s.w.Write("q", 0, src.Q.Data)
+	}
+	return nil
+}
+
+// put writes rows of features of width f from row first on.
+func (s *featureSplit) put(first int, feats []float32, f int) error {
+	if s.dim < 0 {
+		if err := s.start(f); err != nil {
+			return err
+		}
+	} else if f != s.dim {
+		return fmt.Errorf("features of width %d after %d (internal error)", f, s.dim)
+	}
+	rows := len(feats) / max(f, 1)
+	if first+rows > s.count || (f > 0 && len(feats) != rows*f) {
+		return fmt.Errorf("%d values of features of width %d at row %d for %d examples", len(feats), f, first, s.count)
+	}
+	return s.w.Write("x", first, safetensors.F32Tensor("x", []int{rows, f}, feats).Data)
 }
 
 // compute returns the pooled features, or the head's probabilities, of
