@@ -138,31 +138,11 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	opts := o.engine
 	opts.Version = version
 	opts.Defaults = nodes.Defaults{Runtime: settings.Runtime, Python: settings.Python}
-	share := opts.Devices.GPUShare // -gpu-share
-	devs := settings.Devices
-	if o.devicesFlag != "" {
-		devs = strings.Split(o.devicesFlag, ",")
+	devs, diags := c.sessionDevices(ctx, o, settings, opts.Devices.GPUShare)
+	if diags.HasErrors() {
+		return fail(diags)
 	}
-	if len(devs) > 0 {
-		d, err := parseDevices(devs)
-		if err != nil && o.devicesFlag == "" && settings.DevicesRange.Filename != "" {
-			return fail(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid device", Detail: err.Error() + ".", Subject: settings.DevicesRange.Ptr()}})
-		}
-		if err != nil {
-			return fail(asDiags(fmt.Errorf("-devices: %w", err)))
-		}
-		opts.Devices = d
-	} else if o.withCache {
-		d, err := c.defaultDevices(ctx)
-		if err != nil {
-			return fail(asDiags(fmt.Errorf("discovering devices: %w (set devices explicitly with -devices or the gatepipe block)", err)))
-		}
-		opts.Devices = d
-	}
-	if share, err = gpuShare(share, settings.GPUShare); err != nil {
-		return fail(asDiags(err))
-	}
-	opts.Devices.GPUShare = share
+	opts.Devices = devs
 	if s.cache != nil {
 		opts.ExpectedDurations = expectedDurations(s.cache)
 	}
@@ -176,13 +156,8 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	if opts.Parallelism == 0 {
 		opts.Parallelism = settings.Parallelism
 	}
-	opts.KeepRuns = settings.KeepRuns // GATEPIPE_KEEP_RUNS first, as GATEPIPE_CACHE_DIR
-	if v := os.Getenv("GATEPIPE_KEEP_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fail(asDiags(fmt.Errorf("GATEPIPE_KEEP_RUNS=%q: want a whole number of at least 1", v)))
-		}
-		opts.KeepRuns = n
+	if opts.KeepRuns, err = keepRuns(settings); err != nil {
+		return fail(asDiags(err))
 	}
 	s.keepRuns = opts.KeepRuns
 	opts.Reads = o.reads
@@ -194,6 +169,53 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	s.loadTime = time.Since(started)
 	s.view = newDiagView(o.flags.logFmt, c.stderr, s.loader.Files())
 	return s, exitOK
+}
+
+// sessionDevices returns the device slots: -devices, else the gatepipe
+// block's devices, else (with a cache, to run) what the machine has; with
+// the GPU share of -gpu-share (share), $GATEPIPE_GPU_SHARE or the block.
+func (c *cli) sessionDevices(ctx context.Context, o sessionOptions, settings *pipelines.Settings, share int) (engine.Devices, hcl.Diagnostics) {
+	var out engine.Devices
+	devs := settings.Devices
+	if o.devicesFlag != "" {
+		devs = strings.Split(o.devicesFlag, ",")
+	}
+	if len(devs) > 0 {
+		d, err := parseDevices(devs)
+		if err != nil && o.devicesFlag == "" && settings.DevicesRange.Filename != "" {
+			return out, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid device", Detail: err.Error() + ".", Subject: settings.DevicesRange.Ptr()}}
+		}
+		if err != nil {
+			return out, asDiags(fmt.Errorf("-devices: %w", err))
+		}
+		out = d
+	} else if o.withCache {
+		d, err := c.defaultDevices(ctx)
+		if err != nil {
+			return out, asDiags(fmt.Errorf("discovering devices: %w (set devices explicitly with -devices or the gatepipe block)", err))
+		}
+		out = d
+	}
+	share, err := gpuShare(share, settings.GPUShare)
+	if err != nil {
+		return out, asDiags(err)
+	}
+	out.GPUShare = share
+	return out, nil
+}
+
+// keepRuns is how many run records to keep: $GATEPIPE_KEEP_RUNS (first,
+// as GATEPIPE_CACHE_DIR), else the gatepipe block's keep_runs.
+func keepRuns(settings *pipelines.Settings) (int, error) {
+	v := os.Getenv("GATEPIPE_KEEP_RUNS")
+	if v == "" {
+		return settings.KeepRuns, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("GATEPIPE_KEEP_RUNS=%q: want a whole number of at least 1", v)
+	}
+	return n, nil
 }
 
 // newResolver builds the sources resolver: the lock file beside the root
