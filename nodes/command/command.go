@@ -233,18 +233,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	tail := &tailBuffer{max: 4096}
 	out := &logWriter{file: logFile, tail: tail}
 
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = n.dir
-	if _, ok := nodes.StdlibPath(n.dir); ok {
-		// A module embedded in the binary has no directory on disk: its
-		// commands run in their output directory (their scripts come in
-		// through file()).
-		cmd.Dir = env.OutDir
-	}
-	if n.cfg.Dir != nil {
-		cmd.Dir = n.resolve(*n.cfg.Dir)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd := n.command(ctx, env, args, out)
 	if n.experiment != nil {
 		p, err := writeExperiment(env, env.OutDir, n.experiment)
 		if err != nil {
@@ -255,15 +244,6 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		go followLog(fctx, env, env.OutDir, followed)
 		defer func() { stop(); <-followed }()
 		env.Log.Debug().Str("experiment", p).Msg("trainer protocol")
-	}
-	cmd.Env = processEnv(env, env.OutDir)
-	keys := make([]string, 0, len(n.cfg.Env))
-	for k := range n.cfg.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+sub(n.cfg.Env[k]))
 	}
 	supervised(cmd)
 
@@ -278,17 +258,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if out.err != nil {
 		return cty.NilVal, fmt.Errorf("command %q ran, but its log could not be written%s", args[0], out.fileError())
 	}
-	outs := map[string]cty.Value{}
-	for name, rel := range n.cfg.Outputs {
-		p := filepath.Join(env.OutDir, rel)
-		if _, err := os.Stat(p); err != nil {
-			return cty.NilVal, fmt.Errorf("command finished but did not write its declared output %q (%s); write it under $GATEPIPE_OUT_DIR", name, rel)
-		}
-		outs[name] = cty.StringVal(p)
-	}
-	outVal := cty.MapValEmpty(cty.String)
-	if len(outs) > 0 {
-		outVal = cty.MapVal(outs)
+	outVal, err := n.declaredOutputs(env)
+	if err != nil {
+		return cty.NilVal, err
 	}
 	metrics := ""
 	if n.experiment != nil {
@@ -307,6 +279,52 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		"log":     cty.StringVal(logPath),
 		"metrics": cty.StringVal(metrics),
 	}), nil
+}
+
+// command is the program to run, args, in its directory (the block's
+// dir, else the module's, else for a module embedded in the binary its
+// output directory), with gatepipe's variables and the block's env, its
+// output to out.
+func (n *Node) command(ctx context.Context, env *nodes.Env, args []string, out io.Writer) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = n.dir
+	if _, ok := nodes.StdlibPath(n.dir); ok {
+		// A module embedded in the binary has no directory on disk: its
+		// commands run in their output directory (their scripts come in
+		// through file()).
+		cmd.Dir = env.OutDir
+	}
+	if n.cfg.Dir != nil {
+		cmd.Dir = n.resolve(*n.cfg.Dir)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = processEnv(env, env.OutDir)
+	keys := make([]string, 0, len(n.cfg.Env))
+	for k := range n.cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+strings.ReplaceAll(n.cfg.Env[k], OutDirSentinel, env.OutDir))
+	}
+	return cmd
+}
+
+// declaredOutputs is the block's outputs value: each declared output's
+// path, which the command must have written.
+func (n *Node) declaredOutputs(env *nodes.Env) (cty.Value, error) {
+	outs := map[string]cty.Value{}
+	for name, rel := range n.cfg.Outputs {
+		p := filepath.Join(env.OutDir, rel)
+		if _, err := os.Stat(p); err != nil {
+			return cty.NilVal, fmt.Errorf("command finished but did not write its declared output %q (%s); write it under $GATEPIPE_OUT_DIR", name, rel)
+		}
+		outs[name] = cty.StringVal(p)
+	}
+	if len(outs) == 0 {
+		return cty.MapValEmpty(cty.String), nil
+	}
+	return cty.MapVal(outs), nil
 }
 
 // processEnv is the environment of a program a node runs: gatepipe's
