@@ -197,15 +197,8 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	var pred *eevee.Prediction
 	var check *Validation
 	if n.method == "eevee" {
-		tier, err := p.Combo(n.tier)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("tier: %w", err)
-		}
-		if pred, err = p.Predict(tier, row); err != nil {
+		if pred, err = n.predictFromTier(env, p, row); err != nil {
 			return cty.NilVal, err
-		}
-		if len(pred.Unmeasured) > 0 {
-			env.Log.Warn().Strs("columns", pred.Unmeasured).Msgf("%d tier columns were not measured; the prediction goes without them", len(pred.Unmeasured))
 		}
 	} else if pred, check, err = n.complete(ctx, env, pool, row); err != nil {
 		return cty.NilVal, err
@@ -229,6 +222,30 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if err := writePredictions(filepath.Join(env.OutDir, "predictions.csv"), pred, row); err != nil {
 		return cty.NilVal, err
 	}
+	return placementValue(env, rep)
+}
+
+// predictFromTier predicts the pool's columns from the measured row's
+// tier columns with EEVEE's meta-model (those not measured left out,
+// with a warning).
+func (n *Node) predictFromTier(env *nodes.Env, p *eevee.Problem, row []float64) (*eevee.Prediction, error) {
+	tier, err := p.Combo(n.tier)
+	if err != nil {
+		return nil, fmt.Errorf("tier: %w", err)
+	}
+	pred, err := p.Predict(tier, row)
+	if err != nil {
+		return nil, err
+	}
+	if len(pred.Unmeasured) > 0 {
+		env.Log.Warn().Strs("columns", pred.Unmeasured).Msgf("%d tier columns were not measured; the prediction goes without them", len(pred.Unmeasured))
+	}
+	return pred, nil
+}
+
+// placementValue writes prediction.json and returns the block's value.
+func placementValue(env *nodes.Env, rep Report) (cty.Value, error) {
+	name := rep.Model
 	js, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(filepath.Join(env.OutDir, "prediction.json"), js, 0o644); err != nil {
 		return cty.NilVal, err
