@@ -36,74 +36,99 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe cache:", err)
 		return exitRunFailure
 	}
+	code := exitOK
 	switch sub {
 	case "ls":
-		entries, err := cc.List()
-		if err != nil {
-			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
-			return exitRunFailure
-		}
-		// Oldest first, as runs lists the applies that made them.
-		slices.Reverse(entries)
-		made := madeBy(cc)
-		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ACTION\tOUTPUT\tFILES\tSIZE\tCREATED\tNODE\tPIPELINE")
-		for _, e := range entries {
-			m, ok := made[e.Action.String()]
-			if !ok {
-				m = maker{"-", "-"}
-			}
-			if e.Part != "" {
-				m.addr = e.Part // a part of a node's work: one seed of a training
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Action.Short(), e.Output.Short(), e.Files, humanBytes(e.Size), e.Time.Format(time.DateTime), m.addr, m.pipeline)
-		}
-		tw.Flush()
-		fmt.Fprintf(c.stdout, "%d entries in %s\n", len(entries), cc.Dir())
+		err = c.cacheList(cc)
 	case "du":
-		u, err := cc.DiskUsage()
-		if err != nil {
-			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
-			return exitRunFailure
-		}
-		tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-		for _, row := range []struct {
-			name string
-			n    int64
-		}{{"outputs", u.Objects}, {"downloads", u.Blobs}, {"partial downloads", u.Partial}, {"training checkpoints", u.Resume}, {"work dirs", u.Tmp}, {"run records", u.Runs}, {"total", u.Total}} {
-			fmt.Fprintf(tw, "%s\t%s\n", row.name, humanBytes(row.n))
-		}
-		tw.Flush()
+		err = c.cacheUsage(cc)
 	case "verify":
-		problems, err := cc.Verify(*repair)
-		if err != nil {
-			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
-			return exitRunFailure
-		}
-		for _, p := range problems {
-			fmt.Fprintf(c.stdout, "damaged: %s: %v\n", p.What, p.Err)
-		}
-		if len(problems) > 0 {
-			if *repair {
-				fmt.Fprintf(c.stdout, "%d damaged entries removed; the next apply recomputes them.\n", len(problems))
-				return exitOK
-			}
-			fmt.Fprintf(c.stdout, "%d damaged entries (they are cache misses; -repair removes them).\n", len(problems))
-			return exitRunFailure
-		}
-		fmt.Fprintln(c.stdout, "The cache is intact.")
+		code, err = c.cacheVerify(cc, *repair)
 	case "gc":
-		st, err := cc.GC(ctx, *olderThan)
-		if err != nil {
-			fmt.Fprintln(c.stderr, "gatepipe cache:", err)
-			return exitRunFailure
-		}
-		fmt.Fprintf(c.stdout, "Removed %d entries, %d outputs, %d downloads and %d leftovers (%s).\n", st.Actions, st.Objects, st.Blobs, st.Other, humanBytes(st.Bytes))
+		err = c.cacheGC(ctx, cc, *olderThan)
 	default:
 		fmt.Fprintf(c.stderr, "gatepipe cache: unknown subcommand %q.%s Use ls, du, verify or gc.\n", sub, didYouMean(sub, []string{"ls", "du", "verify", "gc"}))
 		return exitConfigError
 	}
-	return exitOK
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe cache:", err)
+		return exitRunFailure
+	}
+	return code
+}
+
+// cacheList prints the cached outputs, oldest first (as runs lists the
+// applies that made them), with the node and pipeline that made each.
+func (c *cli) cacheList(cc *cache.Cache) error {
+	entries, err := cc.List()
+	if err != nil {
+		return err
+	}
+	slices.Reverse(entries)
+	made := madeBy(cc)
+	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tOUTPUT\tFILES\tSIZE\tCREATED\tNODE\tPIPELINE")
+	for _, e := range entries {
+		m, ok := made[e.Action.String()]
+		if !ok {
+			m = maker{"-", "-"}
+		}
+		if e.Part != "" {
+			m.addr = e.Part // a part of a node's work: one seed of a training
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Action.Short(), e.Output.Short(), e.Files, humanBytes(e.Size), e.Time.Format(time.DateTime), m.addr, m.pipeline)
+	}
+	tw.Flush()
+	fmt.Fprintf(c.stdout, "%d entries in %s\n", len(entries), cc.Dir())
+	return nil
+}
+
+// cacheUsage prints the disk usage of each area.
+func (c *cli) cacheUsage(cc *cache.Cache) error {
+	u, err := cc.DiskUsage()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	for _, row := range []struct {
+		name string
+		n    int64
+	}{{"outputs", u.Objects}, {"downloads", u.Blobs}, {"partial downloads", u.Partial}, {"training checkpoints", u.Resume}, {"work dirs", u.Tmp}, {"run records", u.Runs}, {"total", u.Total}} {
+		fmt.Fprintf(tw, "%s\t%s\n", row.name, humanBytes(row.n))
+	}
+	return tw.Flush()
+}
+
+// cacheVerify re-hashes every output and download and prints the damaged
+// ones (removed with repair); damage left in place is a failure.
+func (c *cli) cacheVerify(cc *cache.Cache, repair bool) (int, error) {
+	problems, err := cc.Verify(repair)
+	if err != nil {
+		return exitRunFailure, err
+	}
+	for _, p := range problems {
+		fmt.Fprintf(c.stdout, "damaged: %s: %v\n", p.What, p.Err)
+	}
+	if len(problems) == 0 {
+		fmt.Fprintln(c.stdout, "The cache is intact.")
+		return exitOK, nil
+	}
+	if repair {
+		fmt.Fprintf(c.stdout, "%d damaged entries removed; the next apply recomputes them.\n", len(problems))
+		return exitOK, nil
+	}
+	fmt.Fprintf(c.stdout, "%d damaged entries (they are cache misses; -repair removes them).\n", len(problems))
+	return exitRunFailure, nil
+}
+
+// cacheGC removes what GC removes and says how much.
+func (c *cli) cacheGC(ctx context.Context, cc *cache.Cache, olderThan time.Duration) error {
+	st, err := cc.GC(ctx, olderThan)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "Removed %d entries, %d outputs, %d downloads and %d leftovers (%s).\n", st.Actions, st.Objects, st.Blobs, st.Other, humanBytes(st.Bytes))
+	return nil
 }
 
 // maker is the node and pipeline a cache entry was last seen for.
