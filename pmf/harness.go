@@ -72,23 +72,42 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 			return nil, fmt.Errorf("test ratio %v is not between 0 and 1", r)
 		}
 	}
-	units := Units(d)
-	type job struct{ ratio, seed, method int }
-	type result struct {
-		rmse, mae, r2, corr, coverage float64
-		in90, in95                    float64
-	}
-	results := make([][][]result, len(o.Ratios))
-	var jobs []job
+	results := make([][][]evalScore, len(o.Ratios))
+	var jobs []evalJob
 	for r := range o.Ratios {
-		results[r] = make([][]result, o.Seeds)
+		results[r] = make([][]evalScore, o.Seeds)
 		for s := 0; s < o.Seeds; s++ {
-			results[r][s] = make([]result, len(methods))
+			results[r][s] = make([]evalScore, len(methods))
 			for m := range methods {
-				jobs = append(jobs, job{r, s, m})
+				jobs = append(jobs, evalJob{r, s, m})
 			}
 		}
 	}
+	if err := runEvalJobs(ctx, d, methods, o, jobs, results, progress); err != nil {
+		return nil, err
+	}
+	var rows []EvalRow
+	for r, ratio := range o.Ratios {
+		for m, method := range methods {
+			rows = append(rows, summarise(method.Name(), ratio, results[r], m))
+		}
+	}
+	return rows, nil
+}
+
+// evalJob is one fit: a method on the mask of a ratio and seed.
+type evalJob struct{ ratio, seed, method int }
+
+// evalScore is how one fit did on the hidden cells.
+type evalScore struct {
+	rmse, mae, r2, corr, coverage float64
+	in90, in95                    float64
+}
+
+// runEvalJobs fits and scores the jobs on o.Workers goroutines into
+// results[ratio][seed][method]; the first error stops the others.
+func runEvalJobs(ctx context.Context, d *Data, methods []Method, o EvalOptions, jobs []evalJob, results [][][]evalScore, progress func(done, total int)) error {
+	units := Units(d)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -97,7 +116,7 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	next := make(chan job)
+	next := make(chan evalJob)
 	for w := 0; w < max(o.Workers, 1); w++ {
 		wg.Add(1)
 		go func() {
@@ -112,7 +131,7 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 					cancel()
 				}
 				if err == nil {
-					var res result
+					var res evalScore
 					res.rmse, res.mae, res.r2, res.corr, res.coverage = score(c, d, hidden, units)
 					res.in90, res.in95 = intervalCoverage(c, d, hidden, 0.9), intervalCoverage(c, d, hidden, 0.95)
 					results[j.ratio][j.seed][j.method] = res
@@ -134,30 +153,27 @@ func Evaluate(ctx context.Context, d *Data, methods []Method, o EvalOptions, pro
 	close(next)
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var rows []EvalRow
-	for r, ratio := range o.Ratios {
-		for m, method := range methods {
-			var rm, ma, r2, co, cv, in90, in95 []float64
-			for s := 0; s < o.Seeds; s++ {
-				res := results[r][s][m]
-				rm, ma, r2, cv = append(rm, res.rmse), append(ma, res.mae), append(r2, res.r2), append(cv, res.coverage)
-				if !math.IsNaN(res.corr) {
-					co = append(co, res.corr)
-				}
-				if !math.IsNaN(res.in90) {
-					in90, in95 = append(in90, res.in90), append(in95, res.in95)
-				}
-			}
-			rows = append(rows, EvalRow{Method: method.Name(), Ratio: ratio, RMSE: statOf(rm), MAE: statOf(ma), R2: statOf(r2), StdErrCorr: statOf(co), Coverage: statOf(cv),
-				Cover90: statOf(in90), Cover95: statOf(in95)})
+	return ctx.Err()
+}
+
+// summarise is one method's row at one ratio: each score's statistics
+// over the seeds (bySeed[seed][method]).
+func summarise(method string, ratio float64, bySeed [][]evalScore, m int) EvalRow {
+	var rm, ma, r2, co, cv, in90, in95 []float64
+	for _, seed := range bySeed {
+		res := seed[m]
+		rm, ma, r2, cv = append(rm, res.rmse), append(ma, res.mae), append(r2, res.r2), append(cv, res.coverage)
+		if !math.IsNaN(res.corr) {
+			co = append(co, res.corr)
+		}
+		if !math.IsNaN(res.in90) {
+			in90, in95 = append(in90, res.in90), append(in95, res.in95)
 		}
 	}
-	return rows, nil
+	return EvalRow{Method: method, Ratio: ratio, RMSE: statOf(rm), MAE: statOf(ma), R2: statOf(r2), StdErrCorr: statOf(co), Coverage: statOf(cv),
+		Cover90: statOf(in90), Cover95: statOf(in95)}
 }
 
 // maskShare hides round(share x observed) of d's observed cells, chosen
