@@ -92,16 +92,9 @@ func LoadCSV(r io.Reader, name string) (*Matrix, error) {
 		}
 		line, _ = cr.FieldPos(0)
 		get := func(k string) string { return strings.TrimSpace(rec[idx[k]]) }
-		c := Column{Category: get("category"), Benchmark: get("benchmark"), Metric: get("metric")}
-		switch strings.ToLower(get("higher_is_better")) {
-		case "true", "1", "yes":
-			c.HigherIsBetter = true
-		case "false", "0", "no":
-		default:
-			return nil, fmt.Errorf("%s:%d: higher_is_better is %q, want true or false", name, line, get("higher_is_better"))
-		}
-		if c.Benchmark == "" || c.Metric == "" || get("model") == "" {
-			return nil, fmt.Errorf("%s:%d: benchmark, metric and model must not be empty", name, line)
+		c, err := parseColumn(get)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		ci, ok := colIdx[c.Name()]
 		if !ok {
@@ -117,15 +110,9 @@ func LoadCSV(r io.Reader, name string) (*Matrix, error) {
 			modelIdx[get("model")] = mi
 			m.Models = append(m.Models, get("model"))
 		}
-		v := math.NaN()
-		if s := get("value"); s != "" && s != "-" && !strings.EqualFold(s, "nan") {
-			v, err = strconv.ParseFloat(s, 64)
-			if err != nil && !errors.Is(err, strconv.ErrRange) {
-				return nil, fmt.Errorf("%s:%d: value %q is not a number", name, line, s)
-			}
-			if math.IsInf(v, 0) || math.Abs(v) > MaxValue {
-				return nil, fmt.Errorf("%s:%d: value %q is not a finite number of at most %g in magnitude", name, line, s, MaxValue)
-			}
+		v, err := parseValue(get("value"))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		cells = append(cells, cell{mi, ci, v})
 	}
@@ -148,6 +135,39 @@ func LoadCSV(r io.Reader, name string) (*Matrix, error) {
 		m.Values[c.model][c.col] = c.v
 	}
 	return m, nil
+}
+
+// parseColumn reads a row's column (get returns a field by header name)
+// and checks the row names its model.
+func parseColumn(get func(string) string) (Column, error) {
+	c := Column{Category: get("category"), Benchmark: get("benchmark"), Metric: get("metric")}
+	switch strings.ToLower(get("higher_is_better")) {
+	case "true", "1", "yes":
+		c.HigherIsBetter = true
+	case "false", "0", "no":
+	default:
+		return c, fmt.Errorf("higher_is_better is %q, want true or false", get("higher_is_better"))
+	}
+	if c.Benchmark == "" || c.Metric == "" || get("model") == "" {
+		return c, errors.New("benchmark, metric and model must not be empty")
+	}
+	return c, nil
+}
+
+// parseValue reads a cell's value: NaN for an empty one, "-" or "NaN",
+// else a finite number of at most MaxValue in magnitude.
+func parseValue(s string) (float64, error) {
+	if s == "" || s == "-" || strings.EqualFold(s, "nan") {
+		return math.NaN(), nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("value %q is not a number", s)
+	}
+	if math.IsInf(v, 0) || math.Abs(v) > MaxValue {
+		return 0, fmt.Errorf("value %q is not a finite number of at most %g in magnitude", s, MaxValue)
+	}
+	return v, nil
 }
 
 // Benchmarks returns the benchmark IDs in column order.
