@@ -38,48 +38,83 @@ func Write(datasets []Dataset) ([]byte, error) {
 	}
 	ds := append([]Dataset(nil), datasets...)
 	sort.Slice(ds, func(a, b int) bool { return ds[a].Name < ds[b].Name })
+	l, err := planLayout(ds)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	l.writeSuperblock(&b)
+	l.writeGroup(&b, len(ds))
+	for _, h := range l.headers {
+		b.Write(h)
+	}
+	for _, d := range ds {
+		b.Write(payload(d))
+	}
+	if b.Len() != l.end {
+		return nil, fmt.Errorf("h5fixture: wrote %d bytes, planned %d (internal error)", b.Len(), l.end)
+	}
+	return b.Bytes(), nil
+}
+
+// layout is where everything goes in the file: the superblock (96 bytes),
+// the root group's object header, B-tree, local heap and symbol table
+// node, then each dataset's object header, then their data.
+type layout struct {
+	heap                              []byte // the local heap's data
+	nameOff                           []int  // each name's offset in heap
+	rootHdr, btree, btreeSize         int
+	heapHdr, heapData, snod, snodSize int
+	headers                           [][]byte // the datasets' object headers
+	hdrAt                             []int    // and where they go
+	end                               int
+}
+
+func planLayout(ds []Dataset) (*layout, error) {
+	l := &layout{heap: make([]byte, 8), nameOff: make([]int, len(ds))}
 	// The local heap's data: "" at 0, then each name, 8-byte aligned.
-	heap := make([]byte, 8)
-	nameOff := make([]int, len(ds))
 	for i, d := range ds {
-		nameOff[i] = len(heap)
-		heap = append(heap, d.Name...)
-		heap = append(heap, 0)
-		for len(heap)%8 != 0 {
-			heap = append(heap, 0)
+		l.nameOff[i] = len(l.heap)
+		l.heap = append(l.heap, d.Name...)
+		l.heap = append(l.heap, 0)
+		for len(l.heap)%8 != 0 {
+			l.heap = append(l.heap, 0)
 		}
 	}
-	// Where everything goes.
 	const super = 96
-	rootHdr := super
+	l.rootHdr = super
 	rootHdrSize := 16 + 8 + 16
-	btree := rootHdr + rootHdrSize
-	btreeSize := 4 + 4 + 16 + (2*internalK+1)*8 + 2*internalK*8
-	heapHdr := btree + btreeSize
-	heapData := heapHdr + 32
-	snod := heapData + len(heap)
-	snodSize := 8 + 2*leafK*entrySize
-	next := snod + snodSize
-	headers := make([][]byte, len(ds))
-	hdrAt := make([]int, len(ds))
+	l.btree = l.rootHdr + rootHdrSize
+	l.btreeSize = 4 + 4 + 16 + (2*internalK+1)*8 + 2*internalK*8
+	l.heapHdr = l.btree + l.btreeSize
+	l.heapData = l.heapHdr + 32
+	l.snod = l.heapData + len(l.heap)
+	l.snodSize = 8 + 2*leafK*entrySize
+	next := l.snod + l.snodSize
+	l.headers = make([][]byte, len(ds))
+	l.hdrAt = make([]int, len(ds))
 	for i, d := range ds {
-		hdrAt[i] = next
+		l.hdrAt[i] = next
 		h, err := datasetHeader(d, 0) // sized first, addressed below
 		if err != nil {
 			return nil, err
 		}
 		next += len(h)
-		headers[i] = h
+		l.headers[i] = h
 	}
 	for i, d := range ds {
 		h, _ := datasetHeader(d, uint64(next))
-		headers[i] = h
+		l.headers[i] = h
 		next += len(payload(d))
 	}
+	l.end = next
+	return l, nil
+}
 
-	var b bytes.Buffer
-	le := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
-	// Superblock, version 0.
+// writeSuperblock writes the version 0 superblock and the root group's
+// object header (one symbol table message).
+func (l *layout) writeSuperblock(b *bytes.Buffer) {
+	le := func(v any) { binary.Write(b, binary.LittleEndian, v) }
 	b.WriteString("\x89HDF\r\n\x1a\n")
 	b.Write([]byte{0, 0, 0, 0, 0, 8, 8, 0})
 	le(uint16(leafK))
@@ -87,15 +122,14 @@ func Write(datasets []Dataset) ([]byte, error) {
 	le(uint32(0))
 	le(uint64(0)) // base address
 	b.Write(undefined)
-	le(uint64(next)) // end of file
+	le(uint64(l.end)) // end of file
 	b.Write(undefined)
 	le(uint64(0)) // root entry: link name offset
-	le(uint64(rootHdr))
+	le(uint64(l.rootHdr))
 	le(uint32(1)) // cache type: the scratch pad holds the symbol table
 	le(uint32(0))
-	le(uint64(btree))
-	le(uint64(heapHdr))
-	// Root group object header: one symbol table message.
+	le(uint64(l.btree))
+	le(uint64(l.heapHdr))
 	le(uint8(1))
 	le(uint8(0))
 	le(uint16(1))
@@ -105,9 +139,14 @@ func Write(datasets []Dataset) ([]byte, error) {
 	le(uint16(0x11))
 	le(uint16(16))
 	le(uint32(0))
-	le(uint64(btree))
-	le(uint64(heapHdr))
-	// The group's B-tree: one leaf pointing at one symbol node.
+	le(uint64(l.btree))
+	le(uint64(l.heapHdr))
+}
+
+// writeGroup writes the root group's B-tree (one leaf pointing at one
+// symbol node), local heap and symbol table node of n datasets.
+func (l *layout) writeGroup(b *bytes.Buffer, n int) {
+	le := func(v any) { binary.Write(b, binary.LittleEndian, v) }
 	start := b.Len()
 	b.WriteString("TREE")
 	b.Write([]byte{0, 0})
@@ -115,39 +154,27 @@ func Write(datasets []Dataset) ([]byte, error) {
 	b.Write(undefined)
 	b.Write(undefined)
 	le(uint64(0))
-	le(uint64(snod))
-	le(uint64(nameOff[len(ds)-1]))
-	b.Write(make([]byte, btreeSize-(b.Len()-start)))
-	// Local heap.
+	le(uint64(l.snod))
+	le(uint64(l.nameOff[n-1]))
+	b.Write(make([]byte, l.btreeSize-(b.Len()-start)))
 	b.WriteString("HEAP")
 	b.Write([]byte{0, 0, 0, 0})
-	le(uint64(len(heap)))
+	le(uint64(len(l.heap)))
 	le(uint64(1)) // no free block (H5HL_FREE_NULL)
-	le(uint64(heapData))
-	b.Write(heap)
-	// Symbol table node.
+	le(uint64(l.heapData))
+	b.Write(l.heap)
 	start = b.Len()
 	b.WriteString("SNOD")
 	b.Write([]byte{1, 0})
-	le(uint16(len(ds)))
-	for i := range ds {
-		le(uint64(nameOff[i]))
-		le(uint64(hdrAt[i]))
+	le(uint16(n))
+	for i := 0; i < n; i++ {
+		le(uint64(l.nameOff[i]))
+		le(uint64(l.hdrAt[i]))
 		le(uint32(0))
 		le(uint32(0))
 		b.Write(make([]byte, 16))
 	}
-	b.Write(make([]byte, snodSize-(b.Len()-start)))
-	for _, h := range headers {
-		b.Write(h)
-	}
-	for _, d := range ds {
-		b.Write(payload(d))
-	}
-	if b.Len() != next {
-		return nil, fmt.Errorf("h5fixture: wrote %d bytes, planned %d (internal error)", b.Len(), next)
-	}
-	return b.Bytes(), nil
+	b.Write(make([]byte, l.snodSize-(b.Len()-start)))
 }
 
 // datasetHeader is a dataset's version 1 object header: dataspace,
