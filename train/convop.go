@@ -9,8 +9,6 @@ import (
 
 	"github.com/chewxy/hm"
 	"github.com/gatepipe/gatepipe/internal/vec"
-	"github.com/gatepipe/gatepipe/train/cblas"
-	"gonum.org/v1/gonum/blas"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -264,85 +262,14 @@ func (op *convOp) Do(inputs ...G.Value) (G.Value, error) {
 		out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.out.get(shape.TotalSize())))
 	}
 	res := out.Data().([]float32)
-	rows, cols := op.cin*op.k*op.k, op.outH*op.outW // im2col matrix
-	inSize, outSize := op.cin*op.h*op.w, op.cout*cols
-	off, stride := op.colLayout() // of the input-gradient's im2col matrices
-	scratch := rows * cols
-	if op.kind == convGradInput {
-		scratch = rows * stride
-	}
-	workers := op.workers(scratch)
-	impl := cblas.Serial()
-	// A group's weight rows, im2col rows and output channels.
-	og, rg := op.cout/op.groups, rows/op.groups
+	d := op.dims()
 	switch op.kind {
-	case convForward: // y_i [Cout, HoWo] = w [Cout, rows] x col_i (+ bias), per group
-		if op.keepCols && len(op.cols) != op.batch*rows*cols {
-			op.cols = make([]float32, op.batch*rows*cols)
-		}
-		forImages(op.batch, workers, func(wk, i int) {
-			col := op.scratch[wk]
-			switch {
-			case op.keepCols:
-				col = op.cols[i*rows*cols:][:rows*cols]
-				op.im2col(a[i*inSize:(i+1)*inSize], col)
-			case op.pointwise():
-				col = a[i*inSize : (i+1)*inSize] // the image is its own im2col matrix
-			default:
-				op.im2col(a[i*inSize:(i+1)*inSize], col)
-			}
-			y := res[i*outSize : (i+1)*outSize]
-			for g := range op.groups {
-				impl.Sgemm(blas.NoTrans, blas.NoTrans, og, cols, rg, 1, bv[g*og*rg:], rg, col[g*rg*cols:], cols, 0, y[g*og*cols:], cols)
-			}
-			switch {
-			case op.relu && bias != nil:
-				for c, bc := range bias {
-					vec.AddConstReLU(y[c*cols:(c+1)*cols], bc)
-				}
-			case op.relu:
-				vec.AddConstReLU(y, 0)
-			default:
-				for c, bc := range bias {
-					vec.AddConst(y[c*cols:(c+1)*cols], bc)
-				}
-			}
-		})
-	case convGradInput: // dcol_i = w^T [rows, Cout] x dy_i, then col2im
-		forImages(op.batch, workers, func(wk, i int) {
-			col, dy := op.scratch[wk], a[i*outSize:(i+1)*outSize]
-			for g := range op.groups {
-				impl.Sgemm(blas.Trans, blas.NoTrans, rg, cols, og, 1, bv[g*og*rg:], rg, dy[g*og*cols:], cols, 0, col[g*rg*stride+off:], stride)
-			}
-			op.col2im(col, res[i*inSize:(i+1)*inSize]) // overwrites last pass's values
-		})
-	case convGradWeights: // dw [Cout, rows] += dy_i x col_i^T
-		kept := op.fwd != nil && len(op.fwd.cols) == op.batch*rows*cols
-		// Each worker sums its images into its own buffer (worker 0
-		// into the result), added up at the end.
-		partial := make([][]float32, workers)
-		partial[0] = res
-		for wk := 1; wk < workers; wk++ {
-			partial[wk] = make([]float32, len(res))
-		}
-		forImages(op.batch, workers, func(wk, i int) {
-			var col []float32
-			if kept {
-				col = op.fwd.cols[i*rows*cols:][:rows*cols]
-			} else {
-				col = op.scratch[wk]
-				op.im2col(a[i*inSize:(i+1)*inSize], col)
-			}
-			dy := bv[i*outSize : (i+1)*outSize]
-			for g := range op.groups {
-				impl.Sgemm(blas.NoTrans, blas.Trans, og, rg, cols, 1, dy[g*og*cols:], cols, col[g*rg*cols:], cols, 1, partial[wk][g*og*rg:], rg)
-			}
-		})
-		for _, p := range partial[1:] {
-			for j, v := range p {
-				res[j] += v
-			}
-		}
+	case convForward:
+		op.forward(d, a, bv, bias, res)
+	case convGradInput:
+		op.gradInput(d, a, bv, res)
+	case convGradWeights:
+		op.gradWeights(d, a, bv, res)
 	}
 	return out, nil
 }
