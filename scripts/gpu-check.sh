@@ -179,12 +179,12 @@ fi
 # (they measure no time, and the budget is short), one by one on CPU torch.
 checks() {
 	local pids=()
-	# started STEP...: runs a step in the background (waits for it
-	# unless bg is ":"), its PID kept for the wait below.
+	# started STEP...: runs a step in the background, its PID kept for
+	# the wait below; one at a time (waiting for it) unless bg is ":".
 	started() {
 		"$@" &
 		pids+=($!)
-		$bg
+		if [ "$bg" = wait ]; then wait "$!"; fi
 	}
 	started gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
 	if [ "$gpus" != 0 ]; then
