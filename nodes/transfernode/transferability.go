@@ -228,32 +228,9 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		res.Models = append(res.Models, m.name)
 		res.Accuracy = append(res.Accuracy, m.accuracy)
 	}
-	scores := make([][]float64, len(n.metrics))
-	errs := make([]string, len(n.metrics))
-	for k := range scores {
-		scores[k] = make([]float64, len(n.models))
-	}
-	for i, m := range n.models {
-		env.Progress.Update(int64(i), int64(len(n.models)), "models")
-		f, theta, z, err := n.load(m)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("model %s: %w", m.name, err)
-		}
-		res.Examples = f.N
-		for k, mt := range n.metrics {
-			if err := ctx.Err(); err != nil {
-				return cty.NilVal, err
-			}
-			s, err := transfer.Score(mt, f, theta, z, n.seed)
-			if err != nil {
-				// A metric that fails (a singular fit, too few examples for
-				// N-LEEP's mixture) is reported, not fatal for the others.
-				errs[k] = fmt.Sprintf("%s: %v", m.name, err)
-				s = math.NaN()
-			}
-			scores[k][i] = s
-			env.Log.Info().Str("model", m.name).Str("metric", mt).Float64("score", s).Msg("transferability")
-		}
+	scores, errs, err := n.scoreAll(ctx, env, &res)
+	if err != nil {
+		return cty.NilVal, err
 	}
 	var static, meanRank *Row
 	if len(n.static) > 0 {
@@ -303,6 +280,38 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "weighted_tau": mapOrEmpty(taus), "best": cty.StringVal(best),
 	}), nil
+}
+
+// scoreAll scores every model with every metric: scores[metric][model],
+// and each metric's failure (a singular fit, too few examples for
+// N-LEEP's mixture: reported, not fatal for the others) in errs.
+func (n *Node) scoreAll(ctx context.Context, env *nodes.Env, res *Result) (scores [][]float64, errs []string, err error) {
+	scores = make([][]float64, len(n.metrics))
+	errs = make([]string, len(n.metrics))
+	for k := range scores {
+		scores[k] = make([]float64, len(n.models))
+	}
+	for i, m := range n.models {
+		env.Progress.Update(int64(i), int64(len(n.models)), "models")
+		f, theta, z, err := n.load(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model %s: %w", m.name, err)
+		}
+		res.Examples = f.N
+		for k, mt := range n.metrics {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			s, err := transfer.Score(mt, f, theta, z, n.seed)
+			if err != nil {
+				errs[k] = fmt.Sprintf("%s: %v", m.name, err)
+				s = math.NaN()
+			}
+			scores[k][i] = s
+			env.Log.Info().Str("model", m.name).Str("metric", mt).Float64("score", s).Msg("transferability")
+		}
+	}
+	return scores, errs, nil
 }
 
 func mapOrEmpty(m map[string]cty.Value) cty.Value {
