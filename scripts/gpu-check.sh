@@ -23,6 +23,8 @@
 #              a GPU (2,048 timed a bf16 ResNet-50 pass of 0.24 s, too short
 #              for the utilisation to mean much), 96 on CPU
 #   families   nine task families trained on both runtimes agree
+#   library    the families on torchvision:resnet18 (and timm:resnet18 where
+#              timm is installed), and the torchvision ResNet as the preset
 #   resume     kill -9 during training, then resume, on the GPU
 #   tier       the small tier at test scale, trainer = "torch", gpus = 1
 #   transform  the evaluation transform on both runtimes
@@ -101,7 +103,7 @@ table() {
 }
 # Each step leaves its row in $rowdir/NAME (steps may run at once); the
 # table lists them in this order.
-order=(worker features bench families resume tier transform probe episodes two-gpus)
+order=(worker features bench families library resume tier transform probe episodes two-gpus)
 rowdir=$out/.rows
 rm -rf "$rowdir" && mkdir -p "$rowdir"
 budget=${GPU_CHECK_BUDGET_S:-840}
@@ -186,7 +188,8 @@ checks() {
 		pids+=($!)
 		if [ "$bg" = wait ]; then wait "$!"; fi
 	}
-	started gotest families 540 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime|TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
+	started gotest families 420 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime'
+	started gotest library 420 cmd/gatepipe cmd_gatepipe 'TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
 	if [ "$gpus" != 0 ]; then
 		started gotest resume 240 cmd/gatepipe cmd_gatepipe 'TestKilledTrainOnTorchRuntimeResumes'
 	else
