@@ -219,7 +219,7 @@ func (n *Node) writeSplit(env *nodes.Env, w train.Weights, meta *examplestore.Me
 	}
 	defer unmap()
 	count := src.Len()
-	out := &featureSplit{dir: env.OutDir, name: name, src: src, count: count, dim: -1}
+	out := &featureSplit{dir: env.OutDir, name: name, src: src, dim: -1}
 	ok := false
 	defer func() {
 		if !ok && out.w != nil {
@@ -261,8 +261,9 @@ func (n *Node) computeSplit(env *nodes.Env, w train.Weights, meta *examplestore.
 	defer pm.Close()
 	group := max(meta.Group, 1)
 	batch := max(group, cmp.Or(n.batchBytes, defaultBatchBytes)/max(size, 1)/group*group)
-	for first := 0; first < out.count; first += batch {
-		k := min(batch, out.count-first)
+	count := out.src.Len()
+	for first := 0; first < count; first += batch {
+		k := min(batch, count-first)
 		part := out.src.Slice(first, k)
 		d, _, err := train.SplitDataFor(part, out.name, meta, task, n.preprocess)
 		// The batch's mapped pages leave the process's resident
@@ -281,7 +282,7 @@ func (n *Node) computeSplit(env *nodes.Env, w train.Weights, meta *examplestore.
 		if err := out.put(first, feats, f); err != nil {
 			return err
 		}
-		env.Progress.Update(int64(first+k), int64(out.count), "features of the "+out.name+" split")
+		env.Progress.Update(int64(first+k), int64(count), "features of the "+out.name+" split")
 	}
 	return nil
 }
@@ -292,7 +293,6 @@ func (n *Node) computeSplit(env *nodes.Env, w train.Weights, meta *examplestore.
 type featureSplit struct {
 	dir, name string
 	src       *examplestore.Split
-	count     int
 	dim       int // -1 until the first rows
 	w         *examplestore.SplitWriter
 }
@@ -306,11 +306,12 @@ func (s *featureSplit) start(f int) error {
 	if src.Q.Data != nil {
 		qLen = src.Q.Shape[1]
 	}
+	count := src.Len()
 	var err error
-	if s.w, err = examplestore.CreateSplit(s.dir, s.name, s.count, safetensors.Spec{DType: safetensors.F32, Shape: []int{f}}, ySpec, qLen); err != nil {
+	if s.w, err = examplestore.CreateSplit(s.dir, s.name, count, safetensors.Spec{DType: safetensors.F32, Shape: []int{f}}, ySpec, qLen); err != nil {
 		return err
 	}
-	if err := s.w.Write("index", 0, safetensors.I64Tensor("index", []int{s.count}, src.Index).Data); err != nil {
+	if err := s.w.Write("index", 0, safetensors.I64Tensor("index", []int{count}, src.Index).Data); err != nil {
 		return err
 	}
 	if err := s.w.Write("y", 0, src.Y.Data); err != nil {
@@ -332,8 +333,8 @@ func (s *featureSplit) put(first int, feats []float32, f int) error {
 		return fmt.Errorf("features of width %d after %d (internal error)", f, s.dim)
 	}
 	rows := len(feats) / max(f, 1)
-	if first+rows > s.count || (f > 0 && len(feats) != rows*f) {
-		return fmt.Errorf("%d values of features of width %d at row %d for %d examples", len(feats), f, first, s.count)
+	if count := s.src.Len(); first+rows > count || (f > 0 && len(feats) != rows*f) {
+		return fmt.Errorf("%d values of features of width %d at row %d for %d examples", len(feats), f, first, count)
 	}
 	return s.w.Write("x", first, safetensors.F32Tensor("x", []int{rows, f}, feats).Data)
 }
