@@ -120,29 +120,7 @@ func RankingHeatmap(m *eevee.Matrix, reference, dir string) (Figure, error) {
 			ref = b
 		}
 	}
-	corr := make([]float64, len(benches))
-	for b := range benches {
-		if ref >= 0 {
-			corr[b] = spearmanOf(br[b], br[ref])
-		}
-	}
-	colOrder := make([]int, len(benches))
-	for i := range colOrder {
-		colOrder[i] = i
-	}
-	sort.SliceStable(colOrder, func(a, b int) bool { return corr[colOrder[a]] > corr[colOrder[b]] })
-	meanRank := make([]float64, len(m.Models))
-	for i := range m.Models {
-		for b := range benches {
-			meanRank[i] += br[b][i] / float64(len(benches))
-		}
-	}
-	rowOrder := make([]int, len(m.Models))
-	for i := range rowOrder {
-		rowOrder[i] = i
-	}
-	// Best model last, so it is drawn at the top (y grows upwards).
-	sort.SliceStable(rowOrder, func(a, b int) bool { return meanRank[rowOrder[a]] > meanRank[rowOrder[b]] })
+	colOrder, rowOrder := rankingOrder(m, br, ref)
 	g := grid{rows: len(m.Models), cols: len(benches)}
 	for _, i := range rowOrder {
 		row := make([]float64, len(benches))
@@ -183,20 +161,55 @@ func RankingHeatmap(m *eevee.Matrix, reference, dir string) (Figure, error) {
 	p.X.Min, p.X.Max = -0.5, float64(len(benches))-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(len(m.Models))-0.5
 
-	// The colour bar: ranks, 1 at the top.
+	bar := rankBar(cm, int(n))
+	w := vg.Length(len(benches))*0.32*vg.Inch + 3.4*vg.Inch
+	h := vg.Length(len(m.Models))*0.25*vg.Inch + 2.6*vg.Inch
+	return saveBeside(p, bar, 0.9*vg.Inch, dir, "ranking_heatmap", w, h)
+}
+
+// rankingOrder orders the heatmap's columns (benchmarks) by their rank
+// correlation with benchmark ref (where ref >= 0) and its rows (models)
+// by mean rank, the best model last, so it is drawn at the top (y grows
+// upwards). br holds each benchmark's ranks of the models.
+func rankingOrder(m *eevee.Matrix, br [][]float64, ref int) (colOrder, rowOrder []int) {
+	corr := make([]float64, len(br))
+	for b := range br {
+		if ref >= 0 {
+			corr[b] = spearmanOf(br[b], br[ref])
+		}
+	}
+	colOrder = make([]int, len(br))
+	for i := range colOrder {
+		colOrder[i] = i
+	}
+	sort.SliceStable(colOrder, func(a, b int) bool { return corr[colOrder[a]] > corr[colOrder[b]] })
+	meanRank := make([]float64, len(m.Models))
+	for i := range m.Models {
+		for b := range br {
+			meanRank[i] += br[b][i] / float64(len(br))
+		}
+	}
+	rowOrder = make([]int, len(m.Models))
+	for i := range rowOrder {
+		rowOrder[i] = i
+	}
+	sort.SliceStable(rowOrder, func(a, b int) bool { return meanRank[rowOrder[a]] > meanRank[rowOrder[b]] })
+	return colOrder, rowOrder
+}
+
+// rankBar is the heatmap's colour bar: ranks 1 to n, 1 at the top.
+func rankBar(cm gonumpalette.ColorMap, n int) *plot.Plot {
 	bar := plot.New()
 	bar.Title.Text = "rank"
 	bar.HideX()
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 	var bt []plot.Tick
-	step := max(1, int(n)/8)
-	for r := 1; r <= int(n); r += step {
+	step := max(1, n/8)
+	for r := 1; r <= n; r += step {
 		bt = append(bt, plot.Tick{Value: -float64(r), Label: fmt.Sprint(r)})
 	}
 	bar.Y.Tick.Marker = plot.ConstantTicks(bt)
-	w := vg.Length(len(benches))*0.32*vg.Inch + 3.4*vg.Inch
-	h := vg.Length(len(m.Models))*0.25*vg.Inch + 2.6*vg.Inch
-	return saveBeside(p, bar, 0.9*vg.Inch, dir, "ranking_heatmap", w, h)
+	return bar
 }
 
 // cropped is a colour map that uses only the first upTo of its

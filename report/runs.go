@@ -144,38 +144,8 @@ var valMetrics = []struct {
 // learning rate. A quantity the log does not hold gets no panel: nothing
 // is drawn as a flat line at zero.
 func Curves(r Run, dir string) (Figure, error) {
-	var loss, vloss, vmetric, lr plotter.XYs
-	metric := -1
-	for _, l := range r.Log {
-		if metric < 0 && l.Val != nil {
-			for k, m := range valMetrics {
-				if _, ok := l.Val[m.key]; ok {
-					metric = k
-					break
-				}
-			}
-		}
-	}
-	for _, l := range r.Log {
-		x := float64(l.Iteration)
-		if l.Loss > 0 {
-			loss = append(loss, plotter.XY{X: x, Y: l.Loss})
-		}
-		if l.LR > 0 {
-			lr = append(lr, plotter.XY{X: x, Y: l.LR})
-		}
-		if l.Val == nil {
-			continue
-		}
-		if v, ok := l.Val["loss"]; ok {
-			vloss = append(vloss, plotter.XY{X: x, Y: v})
-		}
-		if metric >= 0 {
-			if v, ok := l.Val[valMetrics[metric].key]; ok {
-				vmetric = append(vmetric, plotter.XY{X: x, Y: v})
-			}
-		}
-	}
+	c := logCurves(r.Log)
+	loss, vloss, vmetric, lr, metric := c.loss, c.vloss, c.vmetric, c.lr, c.metric
 	title := fmt.Sprintf("Training of %s on %s", r.Model, r.Benchmark)
 	var panels []*plot.Plot
 	panel := func(ylabel string, series ...curveSeries) error {
@@ -227,6 +197,50 @@ func Curves(r Run, dir string) (Figure, error) {
 	panels[0].Title.Text = title
 	panels[len(panels)-1].X.Label.Text = "iteration"
 	return saveStacked(panels, dir, "curves_"+r.id(), 6.5*vg.Inch, vg.Length(1.4+1.6*float64(len(panels)))*vg.Inch)
+}
+
+// runCurves are a run log's series: train and validation loss, the
+// first validation metric of valMetrics the log has (metric is its
+// index, -1 for none) and the learning rate, over iterations.
+type runCurves struct {
+	loss, vloss, vmetric, lr plotter.XYs
+	metric                   int
+}
+
+// logCurves reads the series to draw from a run's log.
+func logCurves(log []RunLog) runCurves {
+	c := runCurves{metric: -1}
+	for _, l := range log {
+		if c.metric < 0 && l.Val != nil {
+			for k, m := range valMetrics {
+				if _, ok := l.Val[m.key]; ok {
+					c.metric = k
+					break
+				}
+			}
+		}
+	}
+	for _, l := range log {
+		x := float64(l.Iteration)
+		if l.Loss > 0 {
+			c.loss = append(c.loss, plotter.XY{X: x, Y: l.Loss})
+		}
+		if l.LR > 0 {
+			c.lr = append(c.lr, plotter.XY{X: x, Y: l.LR})
+		}
+		if l.Val == nil {
+			continue
+		}
+		if v, ok := l.Val["loss"]; ok {
+			c.vloss = append(c.vloss, plotter.XY{X: x, Y: v})
+		}
+		if c.metric >= 0 {
+			if v, ok := l.Val[valMetrics[c.metric].key]; ok {
+				c.vmetric = append(c.vmetric, plotter.XY{X: x, Y: v})
+			}
+		}
+	}
+	return c
 }
 
 // hasCurves reports whether the run's log holds anything Curves draws.

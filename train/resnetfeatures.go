@@ -78,99 +78,28 @@ func canRunResNetDirect(enc EncoderSpec, shape []int) bool {
 // else the initialisation of ps) for images of shape [C, H, W] (square
 // or not) and plans its steps.
 func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*resnetForward, error) {
-	byName := map[string]*param{}
+	b := &resnetBuilder{
+		f:  &resnetForward{c: shape[0], size: shape[1] * shape[2], gemm: cblas.Serial()},
+		pv: paramValues{arch: "resnet", byName: map[string]*param{}, w: w}, h: shape[1], wd: shape[2],
+	}
 	for _, p := range ps {
-		byName[p.name] = p
+		b.pv.byName[p.name] = p
 	}
-	f := &resnetForward{c: shape[0], size: shape[1] * shape[2], gemm: cblas.Serial()}
-	var err error
-	value := func(name string, n int) []float32 {
-		p, ok := byName[name]
-		v := []float32(nil)
-		if ok {
-			v = p.init
-			if wv, ok := w[name]; ok {
-				v = wv
-			}
-		}
-		if len(v) != n && err == nil {
-			err = fmt.Errorf("resnet: parameter %s has %d values, the layer needs %d", name, len(v), n)
-		}
-		return v
-	}
-	h, wd := shape[1], shape[2]
-	f.act = shape[0] * h * wd
-	conv := func(conv, bn string, in, out, k, stride, pad, groups int, relu bool, from, to int) {
-		op := newConvOp(convForward, 1, in, h, wd, out, k, stride, pad, groups)
-		wt := value(conv+".weight", out*(in/groups)*k*k)
-		g, bt := value(bn+".weight", out), value(bn+".bias", out)
-		mean, variance := value(bn+".running_mean", out), value(bn+".running_var", out)
-		if err != nil {
-			return
-		}
-		fw, fb := foldBN(wt, g, bt, mean, variance, out)
-		f.layers = append(f.layers, resnetStep{op: op, w: fw, b: fb, relu: relu, in: from, out: to})
-		f.act = max(f.act, out*op.outH*op.outW)
-		if !op.pointwise() {
-			cols := op.outH * op.outW
-			f.col = max(f.col, in*k*k*cols*imagesPerProduct(resnetBatch, cols))
-		}
-	}
-	// Buffer 0 holds the block's input (and output), 1-3 the branch, 4
-	// the downsampled shortcut.
+	f := b.f
+	f.act = shape[0] * b.h * b.wd
+	b.stem(enc, shape[0])
 	c := enc.Channels[0]
-	if enc.Stem == "imagenet" {
-		conv("encoder.conv1", "encoder.bn1", shape[0], c, 7, 2, 3, 1, true, 0, 1)
-		h, wd = f.layers[0].op.outH, f.layers[0].op.outW
-		pool := newConvOp(convForward, 1, c, h, wd, c, 3, 2, 1, 1)
-		f.layers = append(f.layers, resnetStep{op: pool, pool: true, in: 1, out: 0})
-		h, wd = pool.outH, pool.outW
-	} else {
-		conv("encoder.conv1", "encoder.bn1", shape[0], c, 3, 1, 1, 1, true, 0, 1)
-		f.layers = append(f.layers, resnetStep{op: nil, in: 1, out: 0}) // a copy
-		h, wd = f.layers[0].op.outH, f.layers[0].op.outW
-	}
 	for s, planes := range enc.Channels {
-		for j := 0; j < enc.Blocks[s]; j++ {
-			if err != nil {
-				return nil, err
-			}
+		for j := 0; j < enc.Blocks[s] && b.pv.err == nil; j++ {
 			stride := 1
 			if s > 0 && j == 0 {
 				stride = 2
 			}
-			p := fmt.Sprintf("encoder.layer%d.%d", s+1, j)
-			inH, inW := h, wd
-			var width int
-			if enc.Block == "bottleneck" {
-				mid := enc.bottleneckWidth(planes)
-				width = planes * bottleneckExpansion
-				conv(p+".conv1", p+".bn1", c, mid, 1, 1, 0, 1, true, 0, 1)
-				conv(p+".conv2", p+".bn2", mid, mid, 3, stride, 1, max(enc.Groups, 1), true, 1, 2)
-				h, wd = f.layers[len(f.layers)-1].op.outH, f.layers[len(f.layers)-1].op.outW
-				conv(p+".conv3", p+".bn3", mid, width, 1, 1, 0, 1, false, 2, 3)
-			} else {
-				width = planes
-				conv(p+".conv1", p+".bn1", c, width, 3, stride, 1, 1, true, 0, 1)
-				h, wd = f.layers[len(f.layers)-1].op.outH, f.layers[len(f.layers)-1].op.outW
-				conv(p+".conv2", p+".bn2", width, width, 3, 1, 1, 1, false, 1, 3)
-			}
-			short := 0
-			if stride != 1 || c != width {
-				oh, ow := h, wd
-				h, wd = inH, inW
-				conv(p+".downsample.0", p+".downsample.1", c, width, 1, stride, 0, 1, false, 0, 4)
-				h, wd = oh, ow
-				short = 4
-			}
-			// The block's output goes straight to buffer 0, the next
-			// block's input: nothing reads this block's input any more.
-			f.layers = append(f.layers, resnetStep{residue: true, branch: 3, in: short, out: 0})
-			c = width
+			c = b.block(enc, fmt.Sprintf("encoder.layer%d.%d", s+1, j), c, planes, stride)
 		}
 	}
-	if err != nil {
-		return nil, err
+	if b.pv.err != nil {
+		return nil, b.pv.err
 	}
 	f.outDim = c
 	f.work.New = func() any {
@@ -181,6 +110,87 @@ func newResNetForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*re
 		return wk
 	}
 	return f, nil
+}
+
+// resnetBuilder plans a resnetForward's steps layer by layer from the
+// parameters in pv: h and wd are the current activation's height and
+// width.
+type resnetBuilder struct {
+	f     *resnetForward
+	pv    paramValues
+	h, wd int
+}
+
+// conv adds a convolution with its batch norm folded in, from buffer
+// from to buffer to, on the current h x wd, and moves h x wd to its
+// output.
+func (b *resnetBuilder) conv(conv, bn string, in, out, k, stride, pad, groups int, relu bool, from, to int) {
+	op := newConvOp(convForward, 1, in, b.h, b.wd, out, k, stride, pad, groups)
+	wt := b.pv.value(conv+".weight", out*(in/groups)*k*k)
+	g, bt := b.pv.value(bn+".weight", out), b.pv.value(bn+".bias", out)
+	mean, variance := b.pv.value(bn+".running_mean", out), b.pv.value(bn+".running_var", out)
+	if b.pv.err != nil {
+		return
+	}
+	fw, fb := foldBN(wt, g, bt, mean, variance, out)
+	f := b.f
+	f.layers = append(f.layers, resnetStep{op: op, w: fw, b: fb, relu: relu, in: from, out: to})
+	f.act = max(f.act, out*op.outH*op.outW)
+	if !op.pointwise() {
+		cols := op.outH * op.outW
+		f.col = max(f.col, in*k*k*cols*imagesPerProduct(resnetBatch, cols))
+	}
+	b.h, b.wd = op.outH, op.outW
+}
+
+// stem adds the first convolution (7x7 stride 2 and a max pool for the
+// ImageNet stem, else 3x3 and a copy), leaving its output in buffer 0.
+// Buffer 0 holds each block's input (and output), 1-3 the branch, 4 the
+// downsampled shortcut.
+func (b *resnetBuilder) stem(enc EncoderSpec, channels int) {
+	c := enc.Channels[0]
+	if enc.Stem != "imagenet" {
+		b.conv("encoder.conv1", "encoder.bn1", channels, c, 3, 1, 1, 1, true, 0, 1)
+		b.f.layers = append(b.f.layers, resnetStep{op: nil, in: 1, out: 0}) // a copy
+		return
+	}
+	b.conv("encoder.conv1", "encoder.bn1", channels, c, 7, 2, 3, 1, true, 0, 1)
+	if b.pv.err != nil {
+		return
+	}
+	pool := newConvOp(convForward, 1, c, b.h, b.wd, c, 3, 2, 1, 1)
+	b.f.layers = append(b.f.layers, resnetStep{op: pool, pool: true, in: 1, out: 0})
+	b.h, b.wd = pool.outH, pool.outW
+}
+
+// block adds residual block p (basic or bottleneck) from c channels,
+// with its shortcut, and returns its output's channels.
+func (b *resnetBuilder) block(enc EncoderSpec, p string, c, planes, stride int) int {
+	inH, inW := b.h, b.wd
+	var width int
+	if enc.Block == "bottleneck" {
+		mid := enc.bottleneckWidth(planes)
+		width = planes * bottleneckExpansion
+		b.conv(p+".conv1", p+".bn1", c, mid, 1, 1, 0, 1, true, 0, 1)
+		b.conv(p+".conv2", p+".bn2", mid, mid, 3, stride, 1, max(enc.Groups, 1), true, 1, 2)
+		b.conv(p+".conv3", p+".bn3", mid, width, 1, 1, 0, 1, false, 2, 3)
+	} else {
+		width = planes
+		b.conv(p+".conv1", p+".bn1", c, width, 3, stride, 1, 1, true, 0, 1)
+		b.conv(p+".conv2", p+".bn2", width, width, 3, 1, 1, 1, false, 1, 3)
+	}
+	short := 0
+	if stride != 1 || c != width {
+		oh, ow := b.h, b.wd
+		b.h, b.wd = inH, inW
+		b.conv(p+".downsample.0", p+".downsample.1", c, width, 1, stride, 0, 1, false, 0, 4)
+		b.h, b.wd = oh, ow
+		short = 4
+	}
+	// The block's output goes straight to buffer 0, the next block's
+	// input: nothing reads this block's input any more.
+	b.f.layers = append(b.f.layers, resnetStep{residue: true, branch: 3, in: short, out: 0})
+	return width
 }
 
 // foldBN folds an evaluation-mode batch norm into the convolution before

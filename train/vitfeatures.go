@@ -66,28 +66,11 @@ func canRunViTDirect(enc EncoderSpec, shape []int) bool {
 // newViTForward reads the ViT's parameters (w where it names one, else
 // the initialisation of ps) for images of shape [C, S, S].
 func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitForward, error) {
-	byName := map[string]*param{}
+	pv := &paramValues{arch: "vit", byName: map[string]*param{}, w: w}
 	for _, p := range ps {
-		byName[p.name] = p
+		pv.byName[p.name] = p
 	}
-	var missing error
-	val := func(name string, n int) []float32 {
-		p, ok := byName[name]
-		if !ok {
-			if missing == nil {
-				missing = fmt.Errorf("vit: parameter %s is not declared", name)
-			}
-			return make([]float32, n)
-		}
-		v := p.init
-		if wv, ok := w[name]; ok {
-			v = wv
-		}
-		if len(v) != n && missing == nil {
-			missing = fmt.Errorf("vit: parameter %s has %d values, the layer needs %d", name, len(v), n)
-		}
-		return v
-	}
+	val := pv.value
 	ratio := enc.MLPRatio
 	if ratio <= 0 {
 		ratio = 4
@@ -110,22 +93,8 @@ func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitFo
 	if enc.NormPre {
 		f.preW, f.preB = val("encoder.norm_pre.weight", d), val("encoder.norm_pre.bias", d)
 	}
-	ls := func(name string) []float32 {
-		if !enc.LayerScale {
-			return nil
-		}
-		return val(name, d)
-	}
 	for i := range enc.Depth {
-		p := fmt.Sprintf("encoder.blocks.%d", i)
-		f.blocks = append(f.blocks, vitLayer{
-			n1w: val(p+".norm1.weight", d), n1b: val(p+".norm1.bias", d),
-			qkvW: val(p+".attn.qkv.weight", 3*d*d), qkvB: val(p+".attn.qkv.bias", 3*d),
-			projW: val(p+".attn.proj.weight", d*d), projB: val(p+".attn.proj.bias", d), ls1: ls(p + ".ls1.gamma"),
-			n2w: val(p+".norm2.weight", d), n2b: val(p+".norm2.bias", d),
-			fc1W: val(p+".mlp.fc1.weight", f.mlp*d), fc1B: val(p+".mlp.fc1.bias", f.mlp),
-			fc2W: val(p+".mlp.fc2.weight", d*f.mlp), fc2B: val(p+".mlp.fc2.bias", d), ls2: ls(p + ".ls2.gamma"),
-		})
+		f.blocks = append(f.blocks, pv.vitBlock(enc, fmt.Sprintf("encoder.blocks.%d", i), d, f.mlp))
 	}
 	norm := "encoder.norm"
 	if enc.Pool == "avg" {
@@ -133,28 +102,84 @@ func newViTForward(enc EncoderSpec, ps []*param, w Weights, shape []int) (*vitFo
 	}
 	f.normW, f.normB = val(norm+".weight", d), val(norm+".bias", d)
 	f.outDim = d
-	widest := d
+	f.widest = d
 	for i, out := range enc.Hidden {
-		widest = max(widest, out)
+		f.widest = max(f.widest, out)
 		name := fmt.Sprintf("encoder.fcs.%d", i)
 		f.hidden = append(f.hidden, denseLayer{w: val(name+".weight", out*f.outDim), b: val(name+".bias", out), in: f.outDim, out: out})
 		f.outDim = out
 	}
-	switch enc.Act {
-	case GELUErf, "":
-		f.activation = vec.GELUInPlace
-	case GELUTanh:
-		f.activation = geluTanhInPlace
-	case QuickGELU:
-		f.activation = quickGELUInPlace
-	default:
-		return nil, fmt.Errorf("vit: activation %q is not one of %v", enc.Act, Activations)
+	var err error
+	if f.activation, err = vitActivation(enc.Act); err != nil {
+		return nil, err
 	}
-	if missing != nil {
-		return nil, missing
+	if pv.err != nil {
+		return nil, pv.err
 	}
-	f.widest = widest
 	return f, nil
+}
+
+// paramValues looks up a network's parameters by name: w's values where
+// it names one, else the initialisation. err is the first that is not
+// declared or has the wrong size.
+type paramValues struct {
+	arch   string
+	byName map[string]*param
+	w      Weights
+	err    error
+}
+
+// value is parameter name's values, which must be n long (zeros, and an
+// error kept, where it is not declared).
+func (pv *paramValues) value(name string, n int) []float32 {
+	p, ok := pv.byName[name]
+	if !ok {
+		if pv.err == nil {
+			pv.err = fmt.Errorf("%s: parameter %s is not declared", pv.arch, name)
+		}
+		return make([]float32, n)
+	}
+	v := p.init
+	if wv, ok := pv.w[name]; ok {
+		v = wv
+	}
+	if len(v) != n && pv.err == nil {
+		pv.err = fmt.Errorf("%s: parameter %s has %d values, the layer needs %d", pv.arch, name, len(v), n)
+	}
+	return v
+}
+
+// vitBlock reads transformer block p's parameters (width d, MLP width
+// mlp; layer scales where enc has them).
+func (pv *paramValues) vitBlock(enc EncoderSpec, p string, d, mlp int) vitLayer {
+	val := pv.value
+	ls := func(name string) []float32 {
+		if !enc.LayerScale {
+			return nil
+		}
+		return val(name, d)
+	}
+	return vitLayer{
+		n1w: val(p+".norm1.weight", d), n1b: val(p+".norm1.bias", d),
+		qkvW: val(p+".attn.qkv.weight", 3*d*d), qkvB: val(p+".attn.qkv.bias", 3*d),
+		projW: val(p+".attn.proj.weight", d*d), projB: val(p+".attn.proj.bias", d), ls1: ls(p + ".ls1.gamma"),
+		n2w: val(p+".norm2.weight", d), n2b: val(p+".norm2.bias", d),
+		fc1W: val(p+".mlp.fc1.weight", mlp*d), fc1B: val(p+".mlp.fc1.bias", mlp),
+		fc2W: val(p+".mlp.fc2.weight", d*mlp), fc2B: val(p+".mlp.fc2.bias", d), ls2: ls(p + ".ls2.gamma"),
+	}
+}
+
+// vitActivation is the MLP's activation, applied in place.
+func vitActivation(act string) (func([]float32), error) {
+	switch act {
+	case GELUErf, "":
+		return vec.GELUInPlace, nil
+	case GELUTanh:
+		return geluTanhInPlace, nil
+	case QuickGELU:
+		return quickGELUInPlace, nil
+	}
+	return nil, fmt.Errorf("vit: activation %q is not one of %v", act, Activations)
 }
 
 // vitGroup is the most images a worker takes through each layer

@@ -92,88 +92,103 @@ func appendTarget(d *Data, a arrow.Array, i int, o Options, names *[]string) err
 	if a == nil || a.IsNull(i) {
 		return fmt.Errorf("null label")
 	}
-	setTask := func(t string) error {
-		if d.Task == "" {
-			d.Task = t
-		} else if d.Task != t {
-			return fmt.Errorf("labels change kind from %s to %s", d.Task, t)
-		}
-		return nil
-	}
 	if b, ok := encodedBytes(a, i); ok { // a segmentation mask stored as an image
-		img, _, err := image.Decode(bytes.NewReader(b))
-		if err != nil {
-			return fmt.Errorf("cannot decode mask: %w", err)
-		}
-		h, w := o.Height, o.Width
-		if h <= 0 {
-			h, w = img.Bounds().Dy(), img.Bounds().Dx()
-		}
-		if err := setTask(Segmentation); err != nil {
-			return err
-		}
-		d.YShape = []int{h, w}
-		b := img.Bounds()
-		for y := 0; y < h; y++ {
-			for x := 0; x < w; x++ {
-				sx, sy := b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h
-				d.Y = append(d.Y, int64(maskValue(img.At(sx, sy))))
-			}
-		}
-		return nil
+		return appendMaskImage(d, b, o)
 	}
 	switch v := a.(type) {
 	case *array.String:
 		*names = append(*names, v.Value(i))
-		return setTask(Classification)
+		return d.setTask(Classification)
 	case *array.LargeString:
 		*names = append(*names, v.Value(i))
-		return setTask(Classification)
+		return d.setTask(Classification)
 	case array.ListLike:
-		vals, shape, err := floats(a, i)
-		if err != nil {
-			return err
-		}
-		if len(shape) >= 2 { // a mask as nested lists
-			if err := setTask(Segmentation); err != nil {
-				return err
-			}
-			d.YShape = shape
-			for _, x := range vals {
-				d.Y = append(d.Y, int64(x))
-			}
-			return nil
-		}
-		if err := setTask(MultiLabel); err != nil {
-			return err
-		}
-		n := len(d.Classes)
-		if n == 0 {
-			return fmt.Errorf("multi-label lists need class names (a ClassLabel sequence in the file's metadata, or class_names)")
-		}
-		row := make([]float32, n)
-		for _, x := range vals {
-			if int(x) < 0 || int(x) >= n {
-				return fmt.Errorf("label %v outside 0..%d", x, n-1)
-			}
-			row[int(x)] = 1
-		}
-		d.YF = append(d.YF, row...)
-		d.Targets = n
-		return nil
+		return appendListTarget(d, a, i)
 	}
 	if k, ok := integer(a, i); ok {
 		if k < 0 {
 			return fmt.Errorf("negative class %d", k)
 		}
 		d.Y = append(d.Y, k)
-		return setTask(Classification)
+		return d.setTask(Classification)
 	}
 	if x, ok := float(a, i); ok {
 		d.YF = append(d.YF, float32(x))
-		return setTask(Regression)
+		return d.setTask(Regression)
 	}
 	return fmt.Errorf("unsupported label type %s", a.DataType())
+}
+
+// setTask sets the data's task from its first label; a later label of
+// another kind is an error.
+func (d *Data) setTask(t string) error {
+	if d.Task == "" {
+		d.Task = t
+	} else if d.Task != t {
+		return fmt.Errorf("labels change kind from %s to %s", d.Task, t)
+	}
+	return nil
+}
+
+// appendMaskImage appends a segmentation mask stored as an encoded
+// image, sampled to o's size where it has one.
+func appendMaskImage(d *Data, encoded []byte, o Options) error {
+	img, _, err := image.Decode(bytes.NewReader(encoded))
+	if err != nil {
+		return fmt.Errorf("cannot decode mask: %w", err)
+	}
+	h, w := o.Height, o.Width
+	if h <= 0 {
+		h, w = img.Bounds().Dy(), img.Bounds().Dx()
+	}
+	if err := d.setTask(Segmentation); err != nil {
+		return err
+	}
+	d.YShape = []int{h, w}
+	b := img.Bounds()
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			sx, sy := b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h
+			d.Y = append(d.Y, int64(maskValue(img.At(sx, sy))))
+		}
+	}
+	return nil
+}
+
+// appendListTarget appends a list label: a mask as nested lists, or a
+// multi-label example's class indices (as a row of 0/1 targets).
+func appendListTarget(d *Data, a arrow.Array, i int) error {
+	vals, shape, err := floats(a, i)
+	if err != nil {
+		return err
+	}
+	if len(shape) >= 2 { // a mask as nested lists
+		if err := d.setTask(Segmentation); err != nil {
+			return err
+		}
+		d.YShape = shape
+		for _, x := range vals {
+			d.Y = append(d.Y, int64(x))
+		}
+		return nil
+	}
+	if err := d.setTask(MultiLabel); err != nil {
+		return err
+	}
+	n := len(d.Classes)
+	if n == 0 {
+		return fmt.Errorf("multi-label lists need class names (a ClassLabel sequence in the file's metadata, or class_names)")
+	}
+	row := make([]float32, n)
+	for _, x := range vals {
+		if int(x) < 0 || int(x) >= n {
+			return fmt.Errorf("label %v outside 0..%d", x, n-1)
+		}
+		row[int(x)] = 1
+	}
+	d.YF = append(d.YF, row...)
+	d.Targets = n
+	return nil
 }
 
 // nullImageBytes explains an image struct whose bytes are null: the

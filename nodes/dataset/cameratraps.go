@@ -62,31 +62,9 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("annotations: %w", err)
 	}
-	seqs, counts := map[string][]cameratrap.Frame{}, map[string]float64{}
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if strings.HasSuffix(p, ".csv") {
-			var c map[string]float64
-			if c, err = cameratrap.ReadCounts(f, p); err == nil {
-				for k, v := range c {
-					counts[k] = v
-				}
-			}
-		} else {
-			var s map[string][]cameratrap.Frame
-			if s, err = cameratrap.ReadSequences(f, p); err == nil {
-				for k, v := range s {
-					seqs[k] = append(seqs[k], v...)
-				}
-			}
-		}
-		f.Close()
-		if err != nil {
-			return nil, nil, nil, err
-		}
+	seqs, counts, err := readCameraTrapAnnotations(paths)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	index, err := n.imageIndex(rawDir)
 	if err != nil {
@@ -140,6 +118,38 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 		return nil, nil, nil, fmt.Errorf("the training list names no sequence")
 	}
 	return split["train"], split["val"], split["test"], nil
+}
+
+// readCameraTrapAnnotations reads the annotation files: each sequence's
+// frames (JSON) and each sequence's count (CSV).
+func readCameraTrapAnnotations(paths []string) (seqs map[string][]cameratrap.Frame, counts map[string]float64, err error) {
+	seqs, counts = map[string][]cameratrap.Frame{}, map[string]float64{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if strings.HasSuffix(p, ".csv") {
+			var c map[string]float64
+			if c, err = cameratrap.ReadCounts(f, p); err == nil {
+				for k, v := range c {
+					counts[k] = v
+				}
+			}
+		} else {
+			var s map[string][]cameratrap.Frame
+			if s, err = cameratrap.ReadSequences(f, p); err == nil {
+				for k, v := range s {
+					seqs[k] = append(seqs[k], v...)
+				}
+			}
+		}
+		f.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return seqs, counts, nil
 }
 
 // sequenceImages decodes sequences' frames when a split takes them, each

@@ -343,25 +343,34 @@ func decodeSource(sc sourceConfig, dir string) (*source, error) {
 	if s.scheme == "http" || s.scheme == "https" {
 		s.ref.URL, s.ref.Name, s.ref.SHA256 = s.URL, s.name, s.SHA256
 	}
+	if err := s.decodeLimits(sc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decodeLimits reads the source's limits on what its archive may
+// extract (max_extract_bytes, _ratio, _entries).
+func (s *source) decodeLimits(sc sourceConfig) error {
 	if sc.MaxExtractBytes != nil {
 		if *sc.MaxExtractBytes < 1 {
-			return nil, &sourceError{"max_extract_bytes", fmt.Errorf("max_extract_bytes must be positive")}
+			return &sourceError{"max_extract_bytes", fmt.Errorf("max_extract_bytes must be positive")}
 		}
 		s.limits.MaxBytes = *sc.MaxExtractBytes
 	}
 	if sc.MaxExtractRatio != nil {
 		if *sc.MaxExtractRatio < 1 {
-			return nil, &sourceError{"max_extract_ratio", fmt.Errorf("max_extract_ratio must be at least 1")}
+			return &sourceError{"max_extract_ratio", fmt.Errorf("max_extract_ratio must be at least 1")}
 		}
 		s.limits.MaxRatio = *sc.MaxExtractRatio
 	}
 	if sc.MaxExtractEntries != nil {
 		if *sc.MaxExtractEntries < 1 {
-			return nil, &sourceError{"max_extract_entries", fmt.Errorf("max_extract_entries must be positive")}
+			return &sourceError{"max_extract_entries", fmt.Errorf("max_extract_entries must be positive")}
 		}
 		s.limits.MaxEntries = *sc.MaxExtractEntries
 	}
-	return s, nil
+	return nil
 }
 
 // decodeHFSource reads a Hugging Face dataset repository source.

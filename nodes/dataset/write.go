@@ -88,44 +88,13 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	per := max(1, batchBytes/max(size*e.dtype.Size(), 1))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chunks := make(chan decodedChunk, 1)
-	go func() {
-		defer close(chunks)
-		for first := 0; first < len(p.idx); first += per {
-			idx := p.idx[first:min(first+per, len(p.idx))]
-			x, err := e.inputs(idx)
-			select {
-			case chunks <- decodedChunk{first: first, x: x, err: err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for c := range chunks {
+	for c := range decodeChunks(ctx, e, p.idx, per) {
 		if c.err != nil {
 			return c.err
 		}
 		idx := p.idx[c.first:min(c.first+per, len(p.idx))]
-		if len(c.x) != len(idx)*size*e.dtype.Size() {
-			return fmt.Errorf("%d input bytes for %d examples of shape %v (internal error)", len(c.x), len(idx), e.shape)
-		}
-		if err := w.Write("x", c.first, c.x); err != nil {
+		if err := writeChunk(w, e, c, idx); err != nil {
 			return err
-		}
-		y, err := e.targetBytes(idx)
-		if err != nil {
-			return err
-		}
-		if err := w.Write("y", c.first, y); err != nil {
-			return err
-		}
-		if e.q != nil {
-			if err := w.Write("q", c.first, i64Bytes(gather(e.q, idx, e.qLen))); err != nil {
-				return err
-			}
 		}
 		stats.add(c.x, e.dtype, size)
 		done := c.first + len(idx)
@@ -138,6 +107,50 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 		return err
 	}
 	ok = true
+	return nil
+}
+
+// decodeChunks decodes the inputs of examples idx, per at a time, on a
+// goroutine of their own, a chunk ahead of the writer; it stops at the
+// first error (sent as a chunk) or when ctx ends.
+func decodeChunks(ctx context.Context, e *examples, idx []int, per int) <-chan decodedChunk {
+	chunks := make(chan decodedChunk, 1)
+	go func() {
+		defer close(chunks)
+		for first := 0; first < len(idx); first += per {
+			x, err := e.inputs(idx[first:min(first+per, len(idx))])
+			select {
+			case chunks <- decodedChunk{first: first, x: x, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return chunks
+}
+
+// writeChunk writes chunk c of examples idx into the split: inputs,
+// targets and (for question-answer data) questions.
+func writeChunk(w *examplestore.SplitWriter, e *examples, c decodedChunk, idx []int) error {
+	if len(c.x) != len(idx)*e.exampleSize()*e.dtype.Size() {
+		return fmt.Errorf("%d input bytes for %d examples of shape %v (internal error)", len(c.x), len(idx), e.shape)
+	}
+	if err := w.Write("x", c.first, c.x); err != nil {
+		return err
+	}
+	y, err := e.targetBytes(idx)
+	if err != nil {
+		return err
+	}
+	if err := w.Write("y", c.first, y); err != nil {
+		return err
+	}
+	if e.q != nil {
+		return w.Write("q", c.first, i64Bytes(gather(e.q, idx, e.qLen)))
+	}
 	return nil
 }
 

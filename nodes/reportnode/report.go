@@ -222,37 +222,8 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 		in.Tiers[k] = n.tiers[k]
 	}
 	for _, dir := range n.preds {
-		var meta struct {
-			Model      string `json:"model"`
-			Method     string `json:"method"`
-			Completion *struct {
-				MaskedRatio []pmf.EvalRow `json:"masked_ratio"`
-				Active      []pmf.Curve   `json:"active"`
-			} `json:"completion"`
-			LeaveOneOut []eevee.LOMORow `json:"leave_one_model_out"`
-		}
-		data, err := os.ReadFile(filepath.Join(dir, "prediction.json"))
-		if err == nil {
-			err = json.Unmarshal(data, &meta)
-		}
-		if err != nil {
-			return in, nil, fmt.Errorf("predictions %s: %w", dir, err)
-		}
-		f, err := os.Open(filepath.Join(dir, "predictions.csv"))
-		if err != nil {
+		if err := addPredictions(&in, dir); err != nil {
 			return in, nil, err
-		}
-		err = in.AddPredicted(meta.Model, f)
-		f.Close()
-		if err != nil {
-			return in, nil, fmt.Errorf("predictions %s: %w", dir, err)
-		}
-		switch {
-		case meta.Completion != nil:
-			in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method,
-				MaskedRatio: meta.Completion.MaskedRatio, Active: meta.Completion.Active})
-		case len(meta.LeaveOneOut) > 0:
-			in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method, LeaveOneOut: meta.LeaveOneOut})
 		}
 	}
 	var search *report.Search
@@ -267,6 +238,45 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 		}
 	}
 	return in, search, nil
+}
+
+// addPredictions adds a predict node's output in dir to in: its
+// predicted scores (predictions.csv) and, from prediction.json, the
+// predictor's completion or leave-one-model-out results.
+func addPredictions(in *report.Input, dir string) error {
+	var meta struct {
+		Model      string `json:"model"`
+		Method     string `json:"method"`
+		Completion *struct {
+			MaskedRatio []pmf.EvalRow `json:"masked_ratio"`
+			Active      []pmf.Curve   `json:"active"`
+		} `json:"completion"`
+		LeaveOneOut []eevee.LOMORow `json:"leave_one_model_out"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "prediction.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &meta)
+	}
+	if err != nil {
+		return fmt.Errorf("predictions %s: %w", dir, err)
+	}
+	f, err := os.Open(filepath.Join(dir, "predictions.csv"))
+	if err != nil {
+		return err
+	}
+	err = in.AddPredicted(meta.Model, f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("predictions %s: %w", dir, err)
+	}
+	switch {
+	case meta.Completion != nil:
+		in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method,
+			MaskedRatio: meta.Completion.MaskedRatio, Active: meta.Completion.Active})
+	case len(meta.LeaveOneOut) > 0:
+		in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method, LeaveOneOut: meta.LeaveOneOut})
+	}
+	return nil
 }
 
 // Run writes the report.

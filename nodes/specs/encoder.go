@@ -85,40 +85,71 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	if diags = append(diags, wDiags...); wDiags.HasErrors() {
 		return diags
 	}
-	fromConfig := fromTable
-	if cfgPath != "" && v["preprocess"].IsNull() {
-		decl.Reads.Add(cfgPath)
-		if _, err := os.Stat(cfgPath); err == nil {
-			p, arch, err := imageops.TimmConfig(cfgPath)
-			if err != nil {
-				msg := err.Error()
-				if w := v["weights"].AsString(); IsHubWeights(w) {
-					msg = strings.ReplaceAll(msg, cfgPath, "the config.json of "+w)
-				}
-				diags = append(diags, decl.Errorf("weights", "Invalid model config", "%s.", msg))
-			} else {
-				fromConfig = &p
-				if v["preset"].AsString() == "" && v["arch"].AsString() == "" && arch != "" {
-					if _, ok := train.Presets[arch]; !ok {
-						return append(diags, decl.Errorf("weights", "Unknown architecture",
-							"%s names the architecture %q, which gatepipe has no preset for (the closest: %s). Set preset to one whose sizes the weights have, or arch and its sizes; SPEC.md lists the presets.",
-							cfgPath, arch, strings.Join(train.ClosestPresets(arch, 6), ", ")))
-					}
-					v["preset"] = cty.StringVal(arch)
-				}
-			}
-		}
+	fromConfig, stop, cfgDiags := readWeightsConfig(v, decl, cfgPath, fromTable)
+	if diags = append(diags, cfgDiags...); stop {
+		return diags
 	}
 	if IsHubWeights(v["weights"].AsString()) && cfgPath == "" && v["preset"].AsString() == "" && v["arch"].AsString() == "" {
 		return append(diags, decl.Errorf("weights", "Architecture unknown until the weights are pinned",
 			"%s is not pinned yet, so its config.json, which names the architecture, cannot be read: run `gatepipe fetch` (or apply), or set preset.", v["weights"].AsString()))
 	}
-	preset, arch := v["preset"].AsString(), v["arch"].AsString()
+	preset, arch, archDiags := encoderArch(v, decl)
+	if diags = append(diags, archDiags...); arch == "" {
+		return diags
+	}
+	diags = append(diags, checkEncoderSizes(v, decl, preset, arch)...)
+	if v["hidden"].IsNull() {
+		v["hidden"] = list()
+		if arch == "mlp" || arch == "convnet" {
+			v["hidden"] = list(128)
+		}
+	}
+	pp, ppDiags := preprocessValue(v["preprocess"], fromConfig, decl)
+	v["preprocess"] = pp
+	return append(diags, ppDiags...)
+}
+
+// readWeightsConfig reads the weights' config.json at cfgPath (where
+// preprocess is not set): its transform, returned (else fromTable), and
+// the architecture it names, which becomes the preset where neither
+// preset nor arch is set. stop: that architecture has no preset, and no
+// check after this one can run.
+func readWeightsConfig(v map[string]cty.Value, decl nodes.Decl, cfgPath string, fromTable *imageops.Preprocess) (pre *imageops.Preprocess, stop bool, diags hcl.Diagnostics) {
+	if cfgPath == "" || !v["preprocess"].IsNull() {
+		return fromTable, false, nil
+	}
+	decl.Reads.Add(cfgPath)
+	if _, err := os.Stat(cfgPath); err != nil {
+		return fromTable, false, nil
+	}
+	p, arch, err := imageops.TimmConfig(cfgPath)
+	if err != nil {
+		msg := err.Error()
+		if w := v["weights"].AsString(); IsHubWeights(w) {
+			msg = strings.ReplaceAll(msg, cfgPath, "the config.json of "+w)
+		}
+		return fromTable, false, hcl.Diagnostics{decl.Errorf("weights", "Invalid model config", "%s.", msg)}
+	}
+	if v["preset"].AsString() == "" && v["arch"].AsString() == "" && arch != "" {
+		if _, ok := train.Presets[arch]; !ok {
+			return &p, true, hcl.Diagnostics{decl.Errorf("weights", "Unknown architecture",
+				"%s names the architecture %q, which gatepipe has no preset for (the closest: %s). Set preset to one whose sizes the weights have, or arch and its sizes; SPEC.md lists the presets.",
+				cfgPath, arch, strings.Join(train.ClosestPresets(arch, 6), ", "))}
+		}
+		v["preset"] = cty.StringVal(arch)
+	}
+	return &p, false, nil
+}
+
+// encoderArch resolves the encoder's preset and architecture (setting
+// arch from the preset); arch is "" when the checks after it cannot run.
+func encoderArch(v map[string]cty.Value, decl nodes.Decl) (preset, arch string, diags hcl.Diagnostics) {
+	preset, arch = v["preset"].AsString(), v["arch"].AsString()
 	switch {
 	case preset != "":
 		p, err := train.Preset(preset)
 		if err != nil {
-			return append(diags, decl.Errorf("preset", "Unknown preset", "%s.", err))
+			return preset, "", hcl.Diagnostics{decl.Errorf("preset", "Unknown preset", "%s.", err)}
 		}
 		if arch != "" && arch != p.Arch {
 			diags = append(diags, decl.Errorf("arch", "Invalid value", "preset %q is a %s, not a %s.", preset, p.Arch, arch))
@@ -126,15 +157,22 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		v["arch"] = cty.StringVal(p.Arch)
 		arch = p.Arch
 	case arch == "":
-		return append(diags, decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME or torchvision:NAME on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs))
+		return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME or torchvision:NAME on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs)}
 	case train.IsLibrary(arch):
 		// A timm or torchvision model by name: the torch runtime builds it.
 	default:
 		if slices.Contains(train.LibraryPrefixes, arch) {
-			return append(diags, decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME or torchvision:NAME, as in timm:resnet50.", arch))
+			return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME or torchvision:NAME, as in timm:resnet50.", arch)}
 		}
 		diags = append(diags, oneOf(decl, "arch", arch, train.Archs...)...)
 	}
+	return preset, arch, diags
+}
+
+// checkEncoderSizes checks the encoder's shape and size attributes and
+// its named choices.
+func checkEncoderSizes(v map[string]cty.Value, decl nodes.Decl, preset, arch string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	if n := v["input_shape"].LengthInt(); n != 0 && n != 1 && n != 3 {
 		diags = append(diags, decl.Errorf("input_shape", "Invalid value", "input_shape must be [C, H, W] or [F], not %d numbers.", n))
 	}
@@ -157,15 +195,7 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 			diags = append(diags, decl.Errorf("heads", "Invalid value", "dim (%d) must be a multiple of heads (%d).", d, h))
 		}
 	}
-	if v["hidden"].IsNull() {
-		v["hidden"] = list()
-		if arch == "mlp" || arch == "convnet" {
-			v["hidden"] = list(128)
-		}
-	}
-	pp, ppDiags := preprocessValue(v["preprocess"], fromConfig, decl)
-	v["preprocess"] = pp
-	return append(diags, ppDiags...)
+	return diags
 }
 
 // preprocessValue checks the preprocess attribute and fills its defaults
