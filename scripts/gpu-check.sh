@@ -12,9 +12,12 @@
 # gpu-check` builds them. Without CUDA it runs the same steps on CPU torch,
 # says "no GPU: CUDA parts skipped", and skips what needs a GPU.
 #
-# Steps, most telling first (each with a time limit, and all within
-# GPU_CHECK_BUDGET_S, default 840 s: a step that would pass the budget gets
-# what is left, and one with under 40 s left is skipped as "out of time"):
+# Steps (each with a time limit, and all within GPU_CHECK_BUDGET_S, default
+# 840 s: a step that would pass the budget gets what is left, and one with
+# under 40 s left is skipped as "out of time"). On a GPU machine the
+# checks of agreement (all but bench) run at once, then the benchmarks
+# alone; on CPU torch one after another, in this order but for bench,
+# which comes last:
 #   worker     the worker package's own unit tests (python -m unittest)
 #   features   Go and torch features agree (TestTorchRuntimeMatchesGo)
 #   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, tf32, bf16)
@@ -170,15 +173,9 @@ if [ "$gpus" != 0 ] && command -v nvidia-smi >/dev/null; then
 	trap 'kill $smi 2>/dev/null' EXIT
 fi
 
-step worker 120 "$top/nodes/torchrt/py" "$py" -m unittest discover -s tests -t .
-gotest features 240 nodes/features nodes_features 'Torch|Library'
-if [ "$gpus" != 0 ]; then
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
-else
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
-fi
-# The checks of agreement after the benchmark: at once on a GPU machine
-# (they measure no time, and the budget is short), one by one on CPU torch.
+# The checks of agreement first: at once on a GPU machine (they measure
+# no time, and the budget is short), one by one on CPU torch. Then the
+# benchmarks, alone on the machine.
 checks() {
 	local pids=()
 	# started STEP...: runs a step in the background, its PID kept for
@@ -188,6 +185,8 @@ checks() {
 		pids+=($!)
 		if [ "$bg" = wait ]; then wait "$!"; fi
 	}
+	started step worker 120 "$top/nodes/torchrt/py" "$py" -m unittest discover -s tests -t .
+	started gotest features 240 nodes/features nodes_features 'Torch|Library'
 	started gotest families 420 cmd/gatepipe cmd_gatepipe 'TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime'
 	started gotest library 420 cmd/gatepipe cmd_gatepipe 'TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset'
 	if [ "$gpus" != 0 ]; then
@@ -215,6 +214,11 @@ if [ "$gpus" -ge 2 ] 2>/dev/null; then
 	GATEPIPE_TEST_CUDA=2 gotest two-gpus 240 cmd/gatepipe cmd_gatepipe 'TestTorchNodesOnTwoGPUs'
 else
 	skip two-gpus "$gpus GPU(s)"
+fi
+if [ "$gpus" != 0 ]; then
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
+else
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 fi
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
 

@@ -140,6 +140,28 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 	if a, b := read(filepath.Join(dirs.Episodes["small"], "episode_indices.json")), read(filepath.Join(dirs.Episodes["deep"], "episode_indices.json")); a != b {
 		t.Error("episodes differ between encoders")
 	}
+	checkProbeJSON(t, read(filepath.Join(dirs.Probe["deep"], "probe.json")))
+	checkTransferabilityRows(t, read(filepath.Join(dirs.Transfer, "transferability.json")))
+	page := read(dirs.Report)
+	for _, want := range []string{`id="transferability"`, `id="probes"`, `id="episodes"`, "against training examples per class", "Group means over sources"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(page, "static ranking") || !(strings.Contains(page, "Not better than the static ranking") || strings.Contains(page, "Every metric beats the static ranking")) {
+		t.Error("report does not say which metrics beat the static ranking")
+	}
+	r = gp(t, cache, "apply", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing ran") {
+		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// checkProbeJSON checks a probe node's probe.json: three subsets (the
+// last VTAB-1k), two seeds each, each seed's learning rate searched over
+// the grid.
+func checkProbeJSON(t *testing.T, data string) {
+	t.Helper()
 	var probe struct {
 		Subsets []struct {
 			Name  string
@@ -150,7 +172,7 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 		}
 		Parameters int `json:"trainable_parameters"`
 	}
-	if err := json.Unmarshal([]byte(read(filepath.Join(dirs.Probe["deep"], "probe.json"))), &probe); err != nil {
+	if err := json.Unmarshal([]byte(data), &probe); err != nil {
 		t.Fatal(err)
 	}
 	if len(probe.Subsets) != 3 || probe.Subsets[2].Name != "vtab1k" || len(probe.Subsets[0].Seeds) != 2 || probe.Parameters == 0 {
@@ -161,6 +183,12 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 			t.Fatalf("seed searched lr %g with %d trials", s.LR, len(s.Trials))
 		}
 	}
+}
+
+// checkTransferabilityRows checks that transferability.json has a row per
+// metric and baseline, each metric judged against both baselines.
+func checkTransferabilityRows(t *testing.T, data string) {
+	t.Helper()
 	var tr struct {
 		Rows []struct {
 			Name        string
@@ -170,7 +198,7 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 			Error       string
 		}
 	}
-	if err := json.Unmarshal([]byte(read(filepath.Join(dirs.Transfer, "transferability.json"))), &tr); err != nil {
+	if err := json.Unmarshal([]byte(data), &tr); err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
@@ -184,19 +212,6 @@ func TestEvaluationBlocksEndToEnd(t *testing.T) {
 		if !names[want] {
 			t.Errorf("transferability has no %s row: %v", want, names)
 		}
-	}
-	page := read(dirs.Report)
-	for _, want := range []string{`id="transferability"`, `id="probes"`, `id="episodes"`, "against training examples per class", "Group means over sources"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
-	if !strings.Contains(page, "static ranking") || !(strings.Contains(page, "Not better than the static ranking") || strings.Contains(page, "Every metric beats the static ranking")) {
-		t.Error("report does not say which metrics beat the static ranking")
-	}
-	r = gp(t, cache, "apply", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "nothing ran") {
-		t.Fatalf("second apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

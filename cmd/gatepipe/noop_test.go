@@ -79,28 +79,7 @@ func TestNoopApplyAnsweredFromStamps(t *testing.T) {
 	if !strings.Contains(fast.stderr, answered) {
 		t.Fatalf("second apply planned:\n%s", fast.stderr)
 	}
-	// The same lines as a planned no-op, but for the timing and run ID.
-	norm := regexp.MustCompile(`\(\S+\)\.|runs/\S+\.json`)
-	slow := gp(t, cache, "apply", "-var", "greeting=hi", dir) // another key: planned
-	if got, want := norm.ReplaceAllString(fast.stdout, "X"), norm.ReplaceAllString(slow.stdout, "X"); got != want {
-		t.Fatalf("answered apply printed\n%s\nplanned apply printed\n%s", got, want)
-	}
-	m := regexp.MustCompile(`Run record: (\S+)`).FindStringSubmatch(fast.stdout)
-	data, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatalf("run record of the answered apply: %v", err)
-	}
-	var rec struct {
-		Counts map[string]int
-		Nodes  []struct {
-			Addr     string
-			ActionID string `json:"action_id"`
-		}
-	}
-	json.Unmarshal(data, &rec)
-	if rec.Counts["cached"] != 2 || len(rec.Nodes) != 2 || rec.Nodes[0].ActionID == "" {
-		t.Fatalf("run record %s", data)
-	}
+	answeredAsPlanned(t, cache, dir, fast)
 
 	// Bad flags are refused as a planned apply refuses them.
 	if r := gp(t, cache, "apply", "-devices", "cpu:x", dir); r.code != exitConfigError || !strings.Contains(r.stderr, "cpu:N") {
@@ -140,5 +119,37 @@ func TestNoopApplyAnsweredFromStamps(t *testing.T) {
 	r := apply()
 	if strings.Contains(r.stderr, answered) || !strings.Contains(r.stdout, "1 ran") {
 		t.Fatalf("a tampered output was not re-made:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// answeredAsPlanned checks that an apply answered from the no-op record
+// (fast) printed what a planned apply prints, and left a run record with
+// both nodes cached.
+func answeredAsPlanned(t *testing.T, cache, dir string, fast result) {
+	t.Helper()
+	// The same lines as a planned no-op, but for the timing and run ID.
+	norm := regexp.MustCompile(`\(\S+\)\.|runs/\S+\.json`)
+	slow := gp(t, cache, "apply", "-var", "greeting=hi", dir) // another key: planned
+	if got, want := norm.ReplaceAllString(fast.stdout, "X"), norm.ReplaceAllString(slow.stdout, "X"); got != want {
+		t.Fatalf("answered apply printed\n%s\nplanned apply printed\n%s", got, want)
+	}
+	m := regexp.MustCompile(`Run record: (\S+)`).FindStringSubmatch(fast.stdout)
+	if m == nil {
+		t.Fatalf("the answered apply named no run record:\n%s", fast.stdout)
+	}
+	data, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatalf("run record of the answered apply: %v", err)
+	}
+	var rec struct {
+		Counts map[string]int
+		Nodes  []struct {
+			Addr     string
+			ActionID string `json:"action_id"`
+		}
+	}
+	json.Unmarshal(data, &rec)
+	if rec.Counts["cached"] != 2 || len(rec.Nodes) != 2 || rec.Nodes[0].ActionID == "" {
+		t.Fatalf("run record %s", data)
 	}
 }

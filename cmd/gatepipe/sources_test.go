@@ -198,10 +198,18 @@ func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
 		t.Fatalf("second apply: code %d, %d bytes downloaded\n%s%s", r.code, hub.bytes.Load()-before, r.stdout, r.stderr)
 	}
 
+	fetchThenApplyOffline(t, dir, home, creds)
+	changedUpstreamNeedsLock(t, hub, dir, creds)
+}
+
+// fetchThenApplyOffline checks that an offline apply on an empty cache
+// says to fetch, and runs once `gatepipe fetch` has filled the cache.
+func fetchThenApplyOffline(t *testing.T, dir, home string, creds []string) {
+	t.Helper()
 	// fetch into a fresh cache, then apply -offline with the server gone.
 	cache2 := filepath.Join(t.TempDir(), "c2")
 	offline := []string{"GATEPIPE_MIRROR=http://127.0.0.1:1", "HOME=" + home}
-	r = gpEnv(t, cache2, offline, "apply", "-offline", dir)
+	r := gpEnv(t, cache2, offline, "apply", "-offline", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "gatepipe fetch") || !strings.Contains(r.stderr, "data/train-00000-of-00002.parquet") {
 		t.Fatalf("offline apply on an empty cache: code %d\n%s", r.code, r.stderr)
 	}
@@ -213,7 +221,12 @@ func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("offline apply after fetch: %d\n%s", r.code, r.stderr)
 	}
+}
 
+// changedUpstreamNeedsLock checks that a pinned file changed upstream is
+// refused naming both hashes, and that `gatepipe lock` pins the new one.
+func changedUpstreamNeedsLock(t *testing.T, hub *fakeHub, dir string, creds []string) {
+	t.Helper()
 	// Upstream changes a pinned file: a fresh download is refused naming
 	// both hashes; `gatepipe lock` pins the new one on purpose.
 	hub.mu.Lock()
@@ -222,7 +235,7 @@ func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
 	hub.mu.Unlock()
 	oldSum, newSum := sha256.Sum256(oldZip), sha256.Sum256(hub.kaggle)
 	cache3 := filepath.Join(t.TempDir(), "c3")
-	r = gpEnv(t, cache3, creds, "apply", dir)
+	r := gpEnv(t, cache3, creds, "apply", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, hex.EncodeToString(oldSum[:])) || !strings.Contains(r.stderr, hex.EncodeToString(newSum[:])) {
 		t.Fatalf("changed upstream file: code %d\n%s", r.code, r.stderr)
 	}
