@@ -36,7 +36,8 @@
 #   two-gpus   two torch nodes at once on two GPUs (only with two)
 # GPU_CHECK_STEPS="resume tier ..." runs only the steps it names (a rerun
 # of those that failed, when device time is short).
-# Logs: OUTDIR/STEP.log, and the logs of the gatepipe runs inside each
+# Logs: OUTDIR/STEP.log, the samples of GPU and CPU use (nvidia-smi.csv,
+# cpu-busy.txt), and the logs of the gatepipe runs inside each
 # step's tests in OUTDIR/STEP.runs.tgz; table: OUTDIR/gpu-check.md, rewritten after every
 # step, so a check cut off by its caller still leaves the rows it has.
 set -uo pipefail
@@ -102,6 +103,10 @@ table() {
 			echo
 			awk -F', ' '{gsub(/ %/, "", $3); s += $3; n++; if ($3 > m) m = $3} END {if (n) printf "GPU utilisation over the whole check (nvidia-smi every 0.5 s): mean %.0f%%, max %d%%, %d samples.\n", s/n, m, n}' "$utilfile"
 		fi
+		if [ -s "$cpufile" ]; then
+			[ -s "$utilfile" ] || echo
+			awk -v cpus="$(nproc)" '{s += $1; n++; if ($1 > m) m = $1; if ($1 >= 95) f++} END {if (n) printf "CPUs busy over the whole check (/proc/stat every 1 s, %d CPUs): mean %.0f%%, max %d%%, at 95%% or more in %d of %d samples.\n", cpus, s/n, m, f, n}' "$cpufile"
+		fi
 	} >"$out/.gpu-check.md.$BASHPID" && mv "$out/.gpu-check.md.$BASHPID" "$out/gpu-check.md"
 }
 # Each step leaves its row in $rowdir/NAME (steps may run at once); the
@@ -165,12 +170,31 @@ gotest() { # gotest NAME LIMIT PKG_DIR BINARY REGEXP [extra args]
 	step "$name" "$limit" "$top/$dir" "$b" -test.run "$re" -test.v -test.count=1 -test.timeout "$((limit - 5))s" "$@"
 }
 
-utilfile=$out/nvidia-smi.csv
-rm -f "$utilfile" # an earlier check's samples, in a reused OUTDIR
+utilfile=$out/nvidia-smi.csv cpufile=$out/cpu-busy.txt
+rm -f "$utilfile" "$cpufile" # an earlier check's samples, in a reused OUTDIR
+samplers=()
+trap 'kill ${samplers[@]+"${samplers[@]}"} 2>/dev/null' EXIT
 if [ "$gpus" != 0 ] && command -v nvidia-smi >/dev/null; then
 	nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader -lms 500 >"$utilfile" 2>/dev/null &
-	smi=$!
-	trap 'kill $smi 2>/dev/null' EXIT
+	samplers+=($!)
+fi
+# cpubusy prints the share of the machine's CPU time that was busy, in
+# percent, every second (/proc/stat): the checks run at once on a GPU
+# machine, and a slow step there is CPU-bound or not.
+cpubusy() {
+	local u n s i w q sq st rest idle total pidle="" ptotal=""
+	while read -r _ u n s i w q sq st rest </proc/stat; do
+		idle=$((i + w)) total=$((u + n + s + i + w + q + sq + st))
+		if [ -n "$ptotal" ] && [ "$total" -gt "$ptotal" ]; then
+			echo $((100 * ((total - ptotal) - (idle - pidle)) / (total - ptotal)))
+		fi
+		pidle=$idle ptotal=$total
+		sleep 1
+	done
+}
+if [ -r /proc/stat ]; then
+	cpubusy >"$cpufile" &
+	samplers+=($!)
 fi
 
 # The checks of agreement first: at once on a GPU machine (they measure
@@ -198,8 +222,9 @@ checks() {
 	started gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes'
 	started gotest probe 120 nodes/probenode nodes_probenode 'Torch'
 	started gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch'
-	# Only the steps: a bare wait would also wait for nvidia-smi's sampler,
-	# which runs until the end (the first H100 check hung there).
+	# Only the steps: a bare wait would also wait for the samplers (of
+	# nvidia-smi and the CPUs), which run until the end (the first H100
+	# check hung there).
 	[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
 }
 # The checks' torch nodes share each GPU eight at a time (GATEPIPE_GPU_SHARE):
@@ -220,7 +245,7 @@ if [ "$gpus" != 0 ]; then
 else
 	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
 fi
-[ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
+[ ${#samplers[@]} -eq 0 ] || kill "${samplers[@]}" 2>/dev/null
 
 table
 echo

@@ -214,7 +214,7 @@ func TestGPUCheckOnAGPU(t *testing.T) {
 	if !strings.Contains(row(table, "two-gpus"), "skipped: 1 GPU(s)") {
 		t.Errorf("row two-gpus: %q", row(table, "two-gpus"))
 	}
-	for _, want := range []string{"Machine: Fake GPU, 1000 MiB, 1.0 x 1", "GPU utilisation over the whole check", "- features resnet50 224px fp32: torch runtime"} {
+	for _, want := range []string{"Machine: Fake GPU, 1000 MiB, 1.0 x 1", "GPU utilisation over the whole check", "CPUs busy over the whole check", "- features resnet50 224px fp32: torch runtime"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -262,6 +262,9 @@ func TestGPUCheckOnCPU(t *testing.T) {
 	}
 	if !strings.Contains(row(table, "resume"), "skipped: no GPU") {
 		t.Errorf("row resume: %q", row(table, "resume"))
+	}
+	if !strings.Contains(table, "CPUs busy over the whole check") || strings.Contains(table, "GPU utilisation") {
+		t.Errorf("want the CPUs' use and no GPU's in the table:\n%s", table)
 	}
 }
 
