@@ -2,6 +2,8 @@ package train
 
 import (
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -83,5 +85,39 @@ func TestMaxPoolPlanes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDirectPassesNameAMissingParameter: a parameter the network needs
+// but the declared ones lack is an error naming it, from the first layer
+// on (a ResNet whose stem lacked one indexed a layer it had not planned).
+func TestDirectPassesNameAMissingParameter(t *testing.T) {
+	cases := map[string]struct {
+		enc     EncoderSpec
+		shape   []int
+		missing string
+	}{
+		"resnet stem":     {EncoderSpec{Arch: "resnet", Channels: []int{4}, Blocks: []int{1}}, []int{3, 8, 8}, "encoder.bn1.weight"},
+		"resnet imagenet": {EncoderSpec{Arch: "resnet", Channels: []int{4}, Blocks: []int{1}, Stem: "imagenet"}, []int{3, 16, 16}, "encoder.conv1.weight"},
+		"resnet shortcut": {EncoderSpec{Arch: "resnet", Channels: []int{4, 8}, Blocks: []int{1, 1}}, []int{3, 8, 8}, "encoder.layer2.0.downsample.0.weight"},
+		"vit block":       {EncoderSpec{Arch: "vit", Patch: 4, Dim: 8, Depth: 2, Heads: 2}, []int{3, 8, 8}, "encoder.blocks.1.mlp.fc1.bias"},
+		"vit class token": {EncoderSpec{Arch: "vit", Patch: 4, Dim: 8, Depth: 1, Heads: 2}, []int{3, 8, 8}, "encoder.cls_token"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ps, err := newParams(tc.enc, Classification, tc.shape, 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = slices.DeleteFunc(ps, func(p *param) bool { return p.name == tc.missing })
+			if tc.enc.Arch == "vit" {
+				_, err = newViTForward(tc.enc, ps, Weights{}, tc.shape)
+			} else {
+				_, err = newResNetForward(tc.enc, ps, Weights{}, tc.shape)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.missing) {
+				t.Fatalf("without %s: %v", tc.missing, err)
+			}
+		})
 	}
 }
