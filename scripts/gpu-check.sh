@@ -44,6 +44,10 @@ set -uo pipefail
 out=${1:?usage: gpu-check.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
+# A relative GATEPIPE_TEST_BIN is the caller's: the steps run elsewhere.
+if [ -n "${GATEPIPE_TEST_BIN:-}" ] && [ -d "$GATEPIPE_TEST_BIN" ]; then
+	GATEPIPE_TEST_BIN=$(cd "$GATEPIPE_TEST_BIN" && pwd)
+fi
 cd "$top"
 
 py=""

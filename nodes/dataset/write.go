@@ -45,9 +45,11 @@ func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestor
 	return examplestore.WriteMeta(env.OutDir, meta, counts)
 }
 
-// decodedChunk is one batch of a split: its examples' inputs, in order.
+// decodedChunk is one batch of a split: its examples (idx, the first at
+// position first in the split) and their inputs, in order.
 type decodedChunk struct {
 	first int
+	idx   []int
 	x     []byte // the split file's bytes: U8 pixels or little-endian F32
 	err   error
 }
@@ -92,12 +94,11 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 		if c.err != nil {
 			return c.err
 		}
-		idx := p.idx[c.first:min(c.first+per, len(p.idx))]
-		if err := writeChunk(w, e, c, idx); err != nil {
+		if err := writeChunk(w, e, c); err != nil {
 			return err
 		}
 		stats.add(c.x, e.dtype, size)
-		done := c.first + len(idx)
+		done := c.first + len(c.idx)
 		env.Progress.Update(int64(done), int64(len(p.idx)), "writing the "+p.name+" split")
 	}
 	if err := ctx.Err(); err != nil {
@@ -118,9 +119,10 @@ func decodeChunks(ctx context.Context, e *examples, idx []int, per int) <-chan d
 	go func() {
 		defer close(chunks)
 		for first := 0; first < len(idx); first += per {
-			x, err := e.inputs(idx[first:min(first+per, len(idx))])
+			part := idx[first:min(first+per, len(idx))]
+			x, err := e.inputs(part)
 			select {
-			case chunks <- decodedChunk{first: first, x: x, err: err}:
+			case chunks <- decodedChunk{first: first, idx: part, x: x, err: err}:
 			case <-ctx.Done():
 				return
 			}
@@ -132,9 +134,10 @@ func decodeChunks(ctx context.Context, e *examples, idx []int, per int) <-chan d
 	return chunks
 }
 
-// writeChunk writes chunk c of examples idx into the split: inputs,
+// writeChunk writes chunk c into the split: its examples' inputs,
 // targets and (for question-answer data) questions.
-func writeChunk(w *examplestore.SplitWriter, e *examples, c decodedChunk, idx []int) error {
+func writeChunk(w *examplestore.SplitWriter, e *examples, c decodedChunk) error {
+	idx := c.idx
 	if len(c.x) != len(idx)*e.exampleSize()*e.dtype.Size() {
 		return fmt.Errorf("%d input bytes for %d examples of shape %v (internal error)", len(c.x), len(idx), e.shape)
 	}
