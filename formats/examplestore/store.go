@@ -46,6 +46,9 @@ type Meta struct {
 	// GATE's results matrix gives them for this benchmark ("Img2Txt
 	// Acc@1" is "Img2Txt" in NYCC's and Winoground's columns).
 	MetricNames map[string]string `json:"metric_names,omitempty"`
+	// Skipped lists the examples left out because their media could not
+	// be decoded (on_bad_example = "skip"); none under the default.
+	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
 // Normalization is the per-channel affine transform applied at load.
@@ -237,4 +240,69 @@ func WriteMeta(dir string, meta *Meta, counts map[string]int) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "meta.json"), data, 0o666)
+}
+
+// Skipped is an example a dataset left out because its media could not or
+// might not be decoded (on_bad_example = "skip"), recorded in meta.json.
+type Skipped struct {
+	Split string `json:"split"`
+	// Index is the example's position in the source data.
+	Index int64  `json:"index"`
+	Error string `json:"error"`
+}
+
+// DropRows rewrites dir/name.safetensors without the examples at the
+// positions drop (ascending), copying every tensor's other rows a batch at
+// a time; the file is replaced only once the new one is complete.
+func DropRows(dir, name string, drop []int) error {
+	p := filepath.Join(dir, name+".safetensors")
+	f, unmap, err := safetensors.MapFile(p)
+	if err != nil {
+		return err
+	}
+	defer unmap()
+	n := 0
+	if idx := f.Tensors["index"]; idx != nil && len(idx.Shape) > 0 {
+		n = idx.Shape[0]
+	}
+	keep := make([]int, 0, n)
+	for i, d := 0, 0; i < n; i++ {
+		if d < len(drop) && drop[d] == i {
+			d++
+			continue
+		}
+		keep = append(keep, i)
+	}
+	var specs []safetensors.Spec
+	for tn, t := range f.Tensors {
+		if len(t.Shape) == 0 || t.Shape[0] != n {
+			return fmt.Errorf("%s: tensor %q has no row per example", p, tn)
+		}
+		specs = append(specs, safetensors.Spec{Name: tn, DType: t.DType, Shape: append([]int{len(keep)}, t.Shape[1:]...)})
+	}
+	tmp := p + ".compact"
+	w, err := safetensors.Create(tmp, specs, f.Metadata)
+	if err != nil {
+		return err
+	}
+	for tn, t := range f.Tensors {
+		row := len(t.Data) / max(n, 1)
+		buf := make([]byte, 0, min(len(keep)*row, 16<<20))
+		first := 0
+		for k, i := range keep {
+			buf = append(buf, t.Data[i*row:(i+1)*row]...)
+			if len(buf)+row > cap(buf) || k == len(keep)-1 {
+				if err := w.WriteRows(tn, first, buf); err != nil {
+					w.Abort()
+					return err
+				}
+				first = k + 1
+				buf = buf[:0]
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }

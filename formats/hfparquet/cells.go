@@ -5,9 +5,7 @@ package hfparquet
 // text.
 
 import (
-	"bytes"
 	"fmt"
-	"image"
 	"image/color"
 	"slices"
 
@@ -64,6 +62,7 @@ func appendInput(d *Data, a arrow.Array, i int, o Options) error {
 		}
 		if d.dec == nil {
 			d.dec = imagedec.New()
+			d.dec.MaxPixels = o.MaxPixels
 		}
 		if d.U8 == nil && len(o.Rows) > 0 {
 			// A batch of known rows: its pixels are allocated once.
@@ -133,7 +132,7 @@ func (d *Data) setTask(t string) error {
 // appendMaskImage appends a segmentation mask stored as an encoded
 // image, sampled to o's size where it has one.
 func appendMaskImage(d *Data, encoded []byte, o Options) error {
-	img, _, err := image.Decode(bytes.NewReader(encoded))
+	img, err := imagedec.DecodeLimited(encoded, o.MaxPixels)
 	if err != nil {
 		return fmt.Errorf("cannot decode mask: %w", err)
 	}

@@ -60,6 +60,10 @@ type Options struct {
 	// examples are a group (Winoground's two images and two captions);
 	// LabelsOnly and Rows then count examples too.
 	Pairs []Pair
+	// MaxPixels bounds the pixels an encoded image or mask may declare
+	// (0: imagedec.DefaultMaxPixels); a larger one is refused before it
+	// is decoded.
+	MaxPixels int64
 }
 
 // Pair names an image column and the text column that describes it.

@@ -16,7 +16,9 @@ import (
 // [len(paths), channels, height, width] bytes in the order given. Files are
 // decoded on all CPUs; the first error (naming the file) stops the work.
 // progress, when not nil, hears how many files were handed out so far.
-func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, width int, progress func(done int)) ([]byte, error) {
+// An image declaring more than maxPixels pixels (0: the default bound) is
+// refused before it is decoded.
+func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, width int, maxPixels int64, progress func(done int)) ([]byte, error) {
 	if channels != 1 && channels != 3 {
 		return nil, fmt.Errorf("channels must be 1 or 3, not %d", channels)
 	}
@@ -39,6 +41,7 @@ func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, w
 		go func() {
 			defer wg.Done()
 			dec := imagedec.New()
+			dec.MaxPixels = maxPixels
 			buf := make([]byte, 0, size)
 			for i := range next {
 				var err error

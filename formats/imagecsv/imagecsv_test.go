@@ -108,7 +108,7 @@ func TestIndexAndDecode(t *testing.T) {
 	p1, _ := ix.Find("ISIC_1")
 	p2, _ := ix.Find("ISIC_2")
 	var last int
-	px, err := Decode(context.Background(), nil, []string{p2, p1, p2}, 3, 2, 3, func(done int) { last = done })
+	px, err := Decode(context.Background(), nil, []string{p2, p1, p2}, 3, 2, 3, 0, func(done int) { last = done })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,18 +125,18 @@ func TestIndexAndDecode(t *testing.T) {
 			t.Errorf("image %d: R=%d B=%d, want about %d and %d", i, img[0], img[12], want.r, want.b)
 		}
 	}
-	grey, err := Decode(context.Background(), nil, []string{p1}, 1, 2, 2, nil)
+	grey, err := Decode(context.Background(), nil, []string{p1}, 1, 2, 2, 0, nil)
 	if err != nil || len(grey) != 4 {
 		t.Fatalf("grey decode: %d bytes, %v", len(grey), err)
 	}
 	bad := filepath.Join(root, "bad.png")
 	os.WriteFile(bad, []byte("\x89PNG broken"), 0o666)
-	if _, err := Decode(context.Background(), nil, []string{p1, bad}, 3, 2, 2, nil); err == nil || !strings.Contains(err.Error(), "bad.png") {
+	if _, err := Decode(context.Background(), nil, []string{p1, bad}, 3, 2, 2, 0, nil); err == nil || !strings.Contains(err.Error(), "bad.png") {
 		t.Errorf("a broken image must be named: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Decode(ctx, nil, []string{p1, p2}, 3, 2, 2, nil); err == nil {
+	if _, err := Decode(ctx, nil, []string{p1, p2}, 3, 2, 2, 0, nil); err == nil {
 		t.Error("a cancelled context must stop decoding")
 	}
 }

@@ -18,7 +18,6 @@
 package imagedec
 
 import (
-	"bytes"
 	"fmt"
 	"image"
 	"image/color"
@@ -31,10 +30,13 @@ import (
 // resize's buffers and weights, and a libjpeg-turbo handle. It is not
 // safe for concurrent use; make one per worker.
 type Decoder struct {
-	pix   []byte // decoded, interleaved
-	small []byte // resized, interleaved
-	rs    resizer
-	turbo turbo
+	// MaxPixels bounds the pixels an image may declare (0:
+	// DefaultMaxPixels); a larger one is refused before it is decoded.
+	MaxPixels int64
+	pix       []byte // decoded, interleaved
+	small     []byte // resized, interleaved
+	rs        resizer
+	turbo     turbo
 }
 
 // New returns a decoder.
@@ -50,7 +52,8 @@ func ResizeBackend() string { return resizeBackend }
 
 // AppendCHW decodes the encoded image data, converts it to channels
 // (1: PIL's "L", 3: "RGB"), resizes it to h x w and appends it to out
-// channel-major ([C, H, W]).
+// channel-major ([C, H, W]). An image that cannot be decoded, or that
+// declares more than MaxPixels pixels, is a BadImageError (ErrBadImage).
 func (d *Decoder) AppendCHW(out, data []byte, channels, h, w int) ([]byte, error) {
 	if channels != 1 && channels != 3 {
 		return out, fmt.Errorf("channels must be 1 or 3, not %d", channels)
@@ -59,12 +62,19 @@ func (d *Decoder) AppendCHW(out, data []byte, channels, h, w int) ([]byte, error
 		return out, fmt.Errorf("image size must be positive, not %dx%d", h, w)
 	}
 	if isJPEG(data) {
-		if pix, bands, iw, ih, ok := d.turbo.decode(d.pix[:0], data, w, h); ok {
-			d.pix = pix
-			return d.appendPacked(out, pix, bands, iw, ih, channels, h, w), nil
+		// libjpeg-turbo reads headers Go's parser refuses (arithmetic
+		// coding), so its own header decides the size here.
+		if iw, ih, ok := d.turbo.header(data); ok {
+			if err := CheckSize(iw, ih, d.MaxPixels); err != nil {
+				return out, err
+			}
+			if pix, bands, iw, ih, ok := d.turbo.decode(d.pix[:0], data, w, h); ok {
+				d.pix = pix
+				return d.appendPacked(out, pix, bands, iw, ih, channels, h, w), nil
+			}
 		}
 	}
-	img, _, err := image.Decode(bytes.NewReader(data))
+	img, err := DecodeLimited(data, d.MaxPixels)
 	if err != nil {
 		return out, err
 	}

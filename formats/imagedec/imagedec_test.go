@@ -130,20 +130,6 @@ func TestRejectsBadInput(t *testing.T) {
 	}
 }
 
-// FuzzDecode feeds arbitrary bytes: an error or exactly C*H*W bytes,
-// never a panic.
-func FuzzDecode(f *testing.F) {
-	f.Add([]byte{0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F'})
-	f.Add([]byte("\x89PNG\r\n\x1a\n"))
-	d := New()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		out, err := d.AppendCHW(nil, data, 3, 5, 7)
-		if err == nil && len(out) != 3*5*7 {
-			t.Fatalf("%d bytes", len(out))
-		}
-	})
-}
-
 // TestNativeResizeEqualsGo resizes random images of assorted geometries
 // (shrinking, enlarging, one axis only, one and three bands, a source
 // that ends at its last pixel) with the native passes and with Go's, and

@@ -23,18 +23,41 @@ type turbo struct {
 
 type handle struct{ tj C.tjhandle }
 
+// header returns a JPEG's declared size, or ok false when libjpeg-turbo
+// cannot read its header.
+func (t *turbo) header(data []byte) (w, h int, ok bool) {
+	if !t.init() {
+		return 0, 0, false
+	}
+	var width, height, subsamp, colorspace C.int
+	src := (*C.uchar)(unsafe.Pointer(&data[0]))
+	if C.tjDecompressHeader3(t.h.tj, src, C.ulong(len(data)), &width, &height, &subsamp, &colorspace) != 0 {
+		return 0, 0, false
+	}
+	runtime.KeepAlive(data)
+	return int(width), int(height), true
+}
+
+// init makes the handle on first use; false when libjpeg-turbo cannot.
+func (t *turbo) init() bool {
+	if t.h == nil {
+		tj := C.tjInitDecompress()
+		if tj == nil {
+			return false
+		}
+		t.h = &handle{tj: tj}
+		runtime.AddCleanup(t.h, func(tj C.tjhandle) { C.tjDestroy(tj) }, tj)
+	}
+	return true
+}
+
 // decode decodes a JPEG into buf as interleaved RGB (grey JPEGs as one
 // band), at the draft scale for a w x h result. ok is false when
 // libjpeg-turbo cannot or will not decode it (CMYK, damage, even a
 // warning): Go's decoder then decides.
 func (t *turbo) decode(buf, data []byte, w, h int) (out []byte, bands, iw, ih int, ok bool) {
-	if t.h == nil {
-		tj := C.tjInitDecompress()
-		if tj == nil {
-			return buf, 0, 0, 0, false
-		}
-		t.h = &handle{tj: tj}
-		runtime.AddCleanup(t.h, func(tj C.tjhandle) { C.tjDestroy(tj) }, tj)
+	if !t.init() {
+		return buf, 0, 0, 0, false
 	}
 	var width, height, subsamp, colorspace C.int
 	src := (*C.uchar)(unsafe.Pointer(&data[0]))

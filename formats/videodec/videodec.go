@@ -24,6 +24,26 @@ import (
 // ErrNoFFmpeg is returned when no ffmpeg can be run.
 var ErrNoFFmpeg = errors.New("decoding video needs ffmpeg: install it (apt-get install ffmpeg) or put it on PATH")
 
+// ErrBadVideo marks a video ffmpeg cannot decode, that stalls past the
+// limit, or that is shorter than its list says: a dataset node refuses
+// it with its name, or skips and counts it (on_bad_example = "skip").
+var ErrBadVideo = errors.New("bad video")
+
+// BadVideoError is a video that cannot be decoded.
+type BadVideoError struct{ Err error }
+
+func (e *BadVideoError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the cause.
+func (e *BadVideoError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrBadVideo) true.
+func (e *BadVideoError) Is(target error) bool { return target == ErrBadVideo }
+
+func badVideo(format string, args ...any) error {
+	return &BadVideoError{Err: fmt.Errorf(format, args...)}
+}
+
 // DefaultTimeout bounds one video's decoding: a clip of a few hundred
 // frames takes seconds, so an ffmpeg still running after this is stuck
 // (on a damaged file, or a pipe nobody reads) and is killed.
@@ -42,17 +62,24 @@ type Decoder struct {
 // of indices. A video with fewer frames than an index asks for is an
 // error naming the file and how many frames it has.
 func (d Decoder) Frames(ctx context.Context, path string, indices []int, h, w int) ([]byte, error) {
+	return d.FramesNamed(ctx, path, path, indices, h, w)
+}
+
+// FramesNamed is Frames for a video read from path but known to the user
+// as name (its name in the source archive): errors, and ffmpeg's own
+// messages, say name.
+func (d Decoder) FramesNamed(ctx context.Context, path, name string, indices []int, h, w int) ([]byte, error) {
 	if len(indices) == 0 {
 		return nil, nil
 	}
 	if h <= 0 || w <= 0 || h > 8192 || w > 8192 {
-		return nil, fmt.Errorf("%s: frame size %dx%d", path, h, w)
+		return nil, fmt.Errorf("%s: frame size %dx%d", name, h, w)
 	}
 	unique := slices.Clone(indices)
 	slices.Sort(unique)
 	unique = slices.Compact(unique)
 	if unique[0] < 0 {
-		return nil, fmt.Errorf("%s: frame %d", path, unique[0])
+		return nil, fmt.Errorf("%s: frame %d", name, unique[0])
 	}
 	terms := make([]string, len(unique))
 	for i, f := range unique {
@@ -87,25 +114,25 @@ func (d Decoder) Frames(ctx context.Context, path string, indices []int, h, w in
 	stdout := &limitedBuffer{buf: bytes.NewBuffer(make([]byte, 0, want)), max: want + 1}
 	cmd.Stdout = stdout
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: starting ffmpeg: %w", path, err)
+		return nil, fmt.Errorf("%s: starting ffmpeg: %w", name, err)
 	}
 	waitErr := cmd.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if clipCtx.Err() != nil {
-		return nil, fmt.Errorf("%s: ffmpeg did not finish within %s (stuck on a damaged file?); killed", path, timeout)
+		return nil, badVideo("%s: ffmpeg did not finish within %s (stuck on a damaged file?); killed (ffmpeg_timeout raises the limit)", name, timeout)
 	}
 	got := stdout.buf.Bytes()
-	msg := strings.TrimSpace(stderr.String())
+	msg := strings.ReplaceAll(strings.TrimSpace(stderr.String()), path, name)
 	switch {
 	case waitErr != nil && len(got) < want:
-		return nil, fmt.Errorf("%s: ffmpeg cannot decode it: %s", path, firstLine(msg, waitErr))
+		return nil, badVideo("%s: ffmpeg cannot decode it: %s", name, firstLine(msg, waitErr))
 	case len(got) < want:
 		have := len(got) / frame
-		return nil, fmt.Errorf("%s: the video ends before frame %d (%d of the %d frames asked for were there): truncated, or shorter than its split list says", path, unique[have], have, len(unique))
+		return nil, badVideo("%s: the video ends before frame %d (%d of the %d frames asked for were there): truncated, or shorter than its split list says", name, unique[have], have, len(unique))
 	case len(got) > want:
-		return nil, fmt.Errorf("%s: ffmpeg returned more than the %d frames asked for", path, len(unique))
+		return nil, badVideo("%s: ffmpeg returned more than the %d frames asked for", name, len(unique))
 	}
 	out := make([]byte, 0, len(indices)*frame)
 	for _, f := range indices {

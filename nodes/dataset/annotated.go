@@ -105,6 +105,8 @@ type lazyImages struct {
 	paths    []string
 	channels int
 	h, w     int
+	// maxPixels bounds what an image may declare (max_image_pixels).
+	maxPixels int64
 }
 
 func (l *lazyImages) decode(idx []int) ([]byte, error) {
@@ -113,7 +115,7 @@ func (l *lazyImages) decode(idx []int) ([]byte, error) {
 		paths[k] = l.paths[i]
 	}
 	// The split writer reports progress, batch by batch.
-	return imagecsv.Decode(l.ctx, l.fsys, paths, l.channels, l.h, l.w, nil)
+	return imagecsv.Decode(l.ctx, l.fsys, paths, l.channels, l.h, l.w, l.maxPixels, nil)
 }
 
 // annotatedRows is the annotation table with its rows assigned to splits.
@@ -160,7 +162,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 			channels = *n.cfg.Channels
 		}
 		h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
-		lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w}
+		lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w, maxPixels: n.media.maxPixels}
 		ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, lazy: lazy}
 		values := make([]string, len(idx))
 		for k, r := range idx {

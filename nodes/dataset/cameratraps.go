@@ -80,7 +80,7 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 		}
 		ex := split[name]
 		if ex == nil {
-			lazy := &sequenceImages{ctx: ctx, clip: frames, channels: channels, h: h, w: w, progress: env.Progress}
+			lazy := &sequenceImages{ctx: ctx, clip: frames, channels: channels, h: h, w: w, progress: env.Progress, maxPixels: n.media.maxPixels}
 			ex = &examples{dtype: safetensors.U8, shape: []int{frames, channels, h, w}, lazy: lazy, task: "video_regression"}
 			split[name] = ex
 		}
@@ -160,6 +160,7 @@ type sequenceImages struct {
 	seqs           [][]string // frame paths per sequence
 	channels, h, w int
 	progress       nodes.Progress
+	maxPixels      int64 // max_image_pixels
 }
 
 func (s *sequenceImages) decode(idx []int) ([]byte, error) {
@@ -167,7 +168,7 @@ func (s *sequenceImages) decode(idx []int) ([]byte, error) {
 	for _, i := range idx {
 		paths = append(paths, s.seqs[i]...)
 	}
-	pixels, err := imagecsv.Decode(s.ctx, nil, paths, s.channels, s.h, s.w, func(done int) {
+	pixels, err := imagecsv.Decode(s.ctx, nil, paths, s.channels, s.h, s.w, s.maxPixels, func(done int) {
 		s.progress.Update(int64(done), int64(len(paths)), "decoding frames")
 	})
 	if err != nil {

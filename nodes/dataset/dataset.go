@@ -105,6 +105,11 @@ var spec = hcldec.ObjectSpec{
 	"image_columns":   &hcldec.AttrSpec{Name: "image_columns", Type: cty.List(cty.String)},
 	"caption_columns": &hcldec.AttrSpec{Name: "caption_columns", Type: cty.List(cty.String)},
 	"metric_names":    &hcldec.AttrSpec{Name: "metric_names", Type: cty.Map(cty.String)},
+	// Hostile media (media.go): what a file that cannot or may not be
+	// decoded does, the pixels an image may declare, ffmpeg's limit.
+	"on_bad_example":   &hcldec.AttrSpec{Name: "on_bad_example", Type: cty.String},
+	"max_image_pixels": &hcldec.AttrSpec{Name: "max_image_pixels", Type: cty.Number},
+	"ffmpeg_timeout":   &hcldec.AttrSpec{Name: "ffmpeg_timeout", Type: cty.String},
 }
 
 // Spec returns the block schema.
@@ -186,6 +191,10 @@ type config struct {
 	ImageColumns   []string          `cty:"image_columns"`
 	CaptionColumns []string          `cty:"caption_columns"`
 	MetricNames    map[string]string `cty:"metric_names"`
+
+	OnBadExample   *string `cty:"on_bad_example"`
+	MaxImagePixels *int64  `cty:"max_image_pixels"`
+	FFmpegTimeout  *string `cty:"ffmpeg_timeout"`
 	// Examples are the source's published example counts per split
 	// (train, val, test), for plan's estimate of the store's size.
 	Examples map[string]int64 `cty:"examples"`
@@ -238,6 +247,11 @@ type Node struct {
 	// Run stores them (and refuses a file that changed since) without
 	// hashing it again.
 	fingerprinted sync.Map
+	// media is how hostile or damaged media are met (media.go).
+	media mediaPolicy
+	// resolver, when set, verifies local sources with a declared sha256
+	// against their stamps (Fingerprint).
+	resolver *sources.Resolver
 }
 
 // decodeSources decodes a source block: one source, or one per entry of

@@ -88,7 +88,7 @@ func (n *Node) parseGulp(ctx context.Context, env *nodes.Env, rawDir string) (tr
 	split := map[string]*examples{}
 	err = n.eachListedClip(rawDir, func(name, p string, c gulp.Clip) error {
 		ex := clipSplit(split, name, []int{frames, channels, h, w}, func() pixelSource {
-			return &gulpFrames{ctx: ctx, channels: channels, h: h, w: w, progress: env.Progress}
+			return &gulpFrames{ctx: ctx, channels: channels, h: h, w: w, progress: env.Progress, maxPixels: n.media.maxPixels}
 		})
 		lazy := ex.lazy.(*gulpFrames)
 		v, ok := videos[c.Key]
@@ -188,6 +188,7 @@ type gulpFrames struct {
 	clips          [][]gulpFrame
 	channels, h, w int
 	progress       nodes.Progress
+	maxPixels      int64 // max_image_pixels
 }
 
 func (g *gulpFrames) decode(idx []int) ([]byte, error) {
@@ -198,6 +199,7 @@ func (g *gulpFrames) decode(idx []int) ([]byte, error) {
 		}
 	}()
 	dec := imagedec.New()
+	dec.MaxPixels = g.maxPixels
 	var out []byte
 	var buf []byte
 	for k, i := range idx {
@@ -221,11 +223,11 @@ func (g *gulpFrames) decode(idx []int) ([]byte, error) {
 				return nil, fmt.Errorf("%s at byte %d: %w", fr.data, fr.frame.Offset, err)
 			}
 			if len(buf) < 2 || buf[0] != 0xff || buf[1] != 0xd8 {
-				return nil, fmt.Errorf("%s at byte %d: a frame that is not a JPEG", fr.data, fr.frame.Offset)
+				return nil, &imagedec.BadImageError{Err: fmt.Errorf("%s at byte %d: a frame that is not a JPEG", fr.data, fr.frame.Offset)}
 			}
 			var err error
 			if out, err = dec.AppendCHW(out, buf, g.channels, g.h, g.w); err != nil {
-				return nil, fmt.Errorf("%s at byte %d: a frame that is not a JPEG: %w", fr.data, fr.frame.Offset, err)
+				return nil, fmt.Errorf("%s at byte %d: a frame that cannot be decoded: %w", fr.data, fr.frame.Offset, err)
 			}
 		}
 		if k%16 == 0 {

@@ -15,7 +15,7 @@ import (
 
 // parseParquet reads Hugging Face Parquet shards row group by row group.
 func (n *Node) parseParquet(paths []string, classes, vocab []string) (*examples, error) {
-	o := hfparquet.Options{Classes: classes, Channels: 3}
+	o := hfparquet.Options{Classes: classes, Channels: 3, MaxPixels: n.media.maxPixels}
 	if n.cfg.QuestionColumn != nil {
 		o.TextColumn = *n.cfg.QuestionColumn
 	}

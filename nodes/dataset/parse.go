@@ -526,7 +526,7 @@ func (n *Node) parseImageFolder(ctx context.Context, tree *rawTree, names []stri
 	h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
 	// The folders are listed now; the images are decoded when a split
 	// takes them, a batch at a time.
-	lazy := &lazyImages{ctx: ctx, fsys: tree, channels: channels, h: h, w: w}
+	lazy := &lazyImages{ctx: ctx, fsys: tree, channels: channels, h: h, w: w, maxPixels: n.media.maxPixels}
 	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, lazy: lazy}
 	for _, p := range names {
 		l, err := imagefolder.List(tree, p, classes)

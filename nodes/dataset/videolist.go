@@ -110,7 +110,8 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 	missing := map[string]int{}
 	err = n.eachListedClip(rawDir, func(name, _ string, c gulp.Clip) error {
 		ex := clipSplit(split, name, []int{frames, channels, h, w}, func() pixelSource {
-			return &videoClips{ctx: ctx, frames: frames, channels: channels, h: h, w: w, progress: env.Progress}
+			return &videoClips{ctx: ctx, frames: frames, channels: channels, h: h, w: w, progress: env.Progress,
+				dec: videodec.Decoder{Timeout: n.media.ffmpegTimeout}}
 		})
 		lazy := ex.lazy.(*videoClips)
 		path, ok := videos[filepath.Base(filepath.FromSlash(c.Key))]
@@ -122,7 +123,7 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 		for _, i := range gulp.SparseIndices(c.End-c.Start+1, frames) {
 			idx = append(idx, c.Start+i)
 		}
-		lazy.clips = append(lazy.clips, videoClip{path: path, frames: idx})
+		lazy.clips = append(lazy.clips, videoClip{path: path, name: sourceName(rawDir, path), frames: idx})
 		ex.y = append(ex.y, int64(c.Label))
 		return nil
 	})
@@ -145,6 +146,7 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 // videoClip is one clip: its file and the frames sampled from it.
 type videoClip struct {
 	path   string
+	name   string // as the source names it (relative to the raw directory)
 	frames []int
 }
 
@@ -163,7 +165,7 @@ func (v *videoClips) decode(idx []int) ([]byte, error) {
 	out := make([]byte, len(idx)*size)
 	err := decodeEach(v.ctx, len(idx), v.progress, "decoding videos", func(ctx context.Context, k int) error {
 		c := v.clips[idx[k]]
-		rgb, err := v.dec.Frames(ctx, c.path, c.frames, v.h, v.w)
+		rgb, err := v.dec.FramesNamed(ctx, c.path, c.name, c.frames, v.h, v.w)
 		if err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func (n *Node) parseVOCMat(ctx context.Context, env *nodes.Env, rawDir string) (
 	sort.Strings(maps)
 	_, channels, h, w := n.clipGeometry(0)
 	classes := len(n.cfg.ClassNames)
-	lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w}
+	lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w, maxPixels: n.media.maxPixels}
 	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, yShape: []int{h, w}, classes: n.cfg.ClassNames, lazy: lazy, task: "segmentation"}
 	for i, p := range maps {
 		if i%64 == 0 {

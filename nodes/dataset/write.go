@@ -31,17 +31,22 @@ const defaultBatchBytes = 16 << 20
 func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestore.Meta, train *examples, parts []splitPart) error {
 	stats := n.newChannelStats(train)
 	counts := map[string]int{}
+	var skipped []skippedExample
 	for _, p := range parts {
 		var s *channelStats
 		if p.name == "train" {
 			s = stats
 		}
-		if err := writeSplit(ctx, env, p, s, n.batchBytes); err != nil {
+		bad, err := writeSplit(ctx, env, p, s, writeOptions{batchBytes: n.batchBytes, skipBad: n.media.skipBad})
+		if err != nil {
 			return fmt.Errorf("%s split: %w", p.name, err)
 		}
-		counts[p.name] = len(p.idx)
+		counts[p.name] = len(p.idx) - len(bad)
+		skipped = append(skipped, bad...)
 	}
 	meta.Normalize = stats.normalization()
+	meta.Skipped = skipped
+	reportSkipped(env, skipped)
 	return examplestore.WriteMeta(env.OutDir, meta, counts)
 }
 
@@ -51,12 +56,29 @@ type decodedChunk struct {
 	first int
 	idx   []int
 	x     []byte // the split file's bytes: U8 pixels or little-endian F32
-	err   error
+	// bad holds the positions in idx of examples whose media could not
+	// be decoded (on_bad_example = "skip"; their x is zero), with why.
+	bad []badPosition
+	err error
+}
+
+type badPosition struct {
+	at  int
+	err error
+}
+
+// writeOptions are how a split is written.
+type writeOptions struct {
+	// batchBytes bounds one batch's inputs.
+	batchBytes int
+	// skipBad skips examples whose media cannot be decoded.
+	skipBad bool
 }
 
 // writeSplit writes one split file. Its inputs are decoded a batch ahead
-// of the one being written.
-func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channelStats, batchBytes int) error {
+// of the one being written. Under skipBad, examples whose media cannot be
+// decoded are left out (the file is compacted once written) and returned.
+func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channelStats, o writeOptions) ([]skippedExample, error) {
 	e := p.from
 	size := e.exampleSize()
 	ySpec := safetensors.Spec{DType: safetensors.I64, Shape: e.yShape}
@@ -72,7 +94,7 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	}
 	w, err := examplestore.CreateSplit(env.OutDir, p.name, len(p.idx), safetensors.Spec{DType: e.dtype, Shape: e.shape}, ySpec, qLen)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -85,44 +107,80 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 		index[k] = int64(i)
 	}
 	if err := w.Write("index", 0, i64Bytes(index)); err != nil {
-		return err
+		return nil, err
 	}
-	per := max(1, batchBytes/max(size*e.dtype.Size(), 1))
+	per := max(1, o.batchBytes/max(size*e.dtype.Size(), 1))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for c := range decodeChunks(ctx, e, p.idx, per) {
+	var skipped []skippedExample
+	var drop []int
+	for c := range decodeChunks(ctx, e, p.idx, per, o.skipBad) {
 		if c.err != nil {
-			return c.err
+			return nil, c.err
 		}
 		if err := writeChunk(w, e, c); err != nil {
-			return err
+			return nil, err
 		}
-		stats.add(c.x, e.dtype, size)
+		stats.add(withoutRows(c.x, c.bad, size*e.dtype.Size()), e.dtype, size)
+		for _, b := range c.bad {
+			drop = append(drop, c.first+b.at)
+			skipped = append(skipped, skippedExample{Split: p.name, Index: index[c.first+b.at], Error: b.err.Error()})
+		}
 		done := c.first + len(c.idx)
 		env.Progress.Update(int64(done), int64(len(p.idx)), "writing the "+p.name+" split")
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := w.Close(); err != nil {
-		return err
+		return nil, err
 	}
 	ok = true
-	return nil
+	if len(drop) == 0 {
+		return nil, nil
+	}
+	if len(drop) == len(p.idx) {
+		return nil, fmt.Errorf("none of its %d examples could be decoded (the first: %s)", len(p.idx), skipped[0].Error)
+	}
+	if err := examplestore.DropRows(env.OutDir, p.name, drop); err != nil {
+		return nil, err
+	}
+	return skipped, nil
+}
+
+// withoutRows returns x without the rows (row bytes each) at bad's
+// positions: what the normalisation statistics see.
+func withoutRows(x []byte, bad []badPosition, row int) []byte {
+	if len(bad) == 0 {
+		return x
+	}
+	out := make([]byte, 0, len(x))
+	prev := 0
+	for _, b := range bad {
+		out = append(out, x[prev*row:b.at*row]...)
+		prev = b.at + 1
+	}
+	return append(out, x[prev*row:]...)
 }
 
 // decodeChunks decodes the inputs of examples idx, per at a time, on a
 // goroutine of their own, a chunk ahead of the writer; it stops at the
-// first error (sent as a chunk) or when ctx ends.
-func decodeChunks(ctx context.Context, e *examples, idx []int, per int) <-chan decodedChunk {
+// first error (sent as a chunk) or when ctx ends. With skipBad, a chunk
+// that holds an example whose media cannot be decoded is decoded again
+// one example at a time, and those examples are marked bad.
+func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad bool) <-chan decodedChunk {
 	chunks := make(chan decodedChunk, 1)
 	go func() {
 		defer close(chunks)
 		for first := 0; first < len(idx); first += per {
 			part := idx[first:min(first+per, len(idx))]
 			x, err := e.inputs(part)
+			var bad []badPosition
+			if err != nil && skipBad && isBadExample(err) && ctx.Err() == nil {
+				x, bad, err = e.inputsOneByOne(part)
+			}
 			select {
-			case chunks <- decodedChunk{first: first, idx: part, x: x, err: err}:
+			case chunks <- decodedChunk{first: first, idx: part, x: x, bad: bad, err: err}:
 			case <-ctx.Done():
 				return
 			}
@@ -168,6 +226,26 @@ func (e *examples) inputs(idx []int) ([]byte, error) {
 		return gather(e.u8, idx, size), nil
 	}
 	return f32Bytes(gather(e.f32, idx, size)), nil
+}
+
+// inputsOneByOne decodes the examples idx one at a time: those whose
+// media cannot be decoded are returned as bad, their inputs left zero.
+func (e *examples) inputsOneByOne(idx []int) ([]byte, []badPosition, error) {
+	row := e.exampleSize() * e.dtype.Size()
+	out := make([]byte, len(idx)*row)
+	var bad []badPosition
+	for k, i := range idx {
+		x, err := e.inputs([]int{i})
+		switch {
+		case err != nil && isBadExample(err):
+			bad = append(bad, badPosition{at: k, err: err})
+		case err != nil:
+			return nil, nil, err
+		default:
+			copy(out[k*row:], x)
+		}
+	}
+	return out, bad, nil
 }
 
 // targetBytes returns the targets of the examples idx as the split file
