@@ -373,6 +373,11 @@ type ExternalVerifier interface {
 	VerifyExternal(path, sha256hex string) error
 }
 
+// VerifyLocal reports whether the local file at p still has SHA-256 sum
+// (a source whose checksum the pipeline declares), hashing it only when
+// its stamp changed since it last matched.
+func (r *Resolver) VerifyLocal(p, sum string) error { return r.verifyExternal(p, sum) }
+
 func (r *Resolver) verifyExternal(p, sum string) error {
 	if v, ok := r.blobs.(ExternalVerifier); ok {
 		return v.VerifyExternal(p, sum)

@@ -199,6 +199,10 @@ func (x *extractor) closeDir() {
 	}
 }
 
+// maxNameBytes is the longest file name component Linux file systems
+// hold (NAME_MAX).
+const maxNameBytes = 255
+
 // cleanName returns an entry name relative to the root, or explains why
 // it escapes.
 func (x *extractor) cleanName(entry string) (string, error) {
@@ -215,6 +219,13 @@ func (x *extractor) cleanName(entry string) (string, error) {
 	clean := path.Clean(e)
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("%s: entry %q escapes the target directory with \"..\"; refusing to extract", x.name, entry)
+	}
+	// One check for both ways of reading an archive: a name that could
+	// not be extracted is not read in place either.
+	for part := range strings.SplitSeq(clean, "/") {
+		if len(part) > maxNameBytes {
+			return "", fmt.Errorf("%s: entry %q: a name component of %d bytes, longer than the %d a file system holds", x.name, entry, len(part), maxNameBytes)
+		}
 	}
 	return clean, nil
 }

@@ -92,6 +92,9 @@ func TestTarFSRefusesWhatExtractionRefuses(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"dot-dot":  tarBytes([]entry{{name: "../evil", body: "x"}}),
 		"absolute": tarBytes([]entry{{name: "/etc/evil", body: "x"}}),
+		// A 300-byte name component: read in place it used to be stored,
+		// extracted it failed (ENAMETOOLONG); now one check refuses both.
+		"long name": tarBytes([]entry{{name: "imgs/cat/" + strings.Repeat("n", 300) + ".png", body: "x"}}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := openTarFS(t, data, Limits{})

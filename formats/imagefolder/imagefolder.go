@@ -30,7 +30,10 @@ type Listing struct {
 }
 
 // List finds root/<class>/<image> (PNG and JPEG) in fsys without
-// decoding them. classes, when non-nil, fixes the class order (so train
+// decoding them. As torchvision's ImageFolder does, images in
+// sub-directories of a class belong to it (root/cat/sub/n.png is a cat),
+// listed directory by directory in the sorted order of their paths, each
+// directory's files sorted. classes, when non-nil, fixes the class order (so train
 // and test folders agree); otherwise the sorted sub-directory names are
 // used.
 func List(fsys fs.FS, root string, classes []string) (*Listing, error) {
@@ -51,17 +54,13 @@ func List(fsys fs.FS, root string, classes []string) (*Listing, error) {
 	}
 	out := &Listing{Classes: classes}
 	for ci, class := range classes {
-		entries, err := fs.ReadDir(fsys, path.Join(root, class))
+		files, err := classFiles(fsys, root, class)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
-		for _, e := range entries {
-			ext := strings.ToLower(path.Ext(e.Name()))
-			if e.IsDir() || (ext != ".png" && ext != ".jpg" && ext != ".jpeg") {
-				continue
-			}
+		for _, f := range files {
 			out.Labels = append(out.Labels, int64(ci))
-			out.Files = append(out.Files, class+"/"+e.Name())
+			out.Files = append(out.Files, f)
 		}
 	}
 	if len(out.Labels) == 0 {
@@ -111,6 +110,53 @@ func AppendFile(out []byte, fsys fs.FS, p string, d *imagedec.Decoder, channels,
 	out, err = d.AppendCHW(out, data, channels, height, width)
 	if err != nil {
 		return out, fmt.Errorf("%s: cannot decode image: %w", p, err)
+	}
+	return out, nil
+}
+
+// classFiles lists the PNG and JPEG files under root/class, at any depth,
+// as paths relative to root, in torchvision's order: directories sorted
+// by path (a directory's files before its sub-directories'), then files
+// by name.
+func classFiles(fsys fs.FS, root, class string) ([]string, error) {
+	byDir := map[string][]string{}
+	top := path.Join(root, class)
+	err := fs.WalkDir(fsys, top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		switch strings.ToLower(path.Ext(d.Name())) {
+		case ".png", ".jpg", ".jpeg":
+			rel := strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
+			dir := path.Dir(rel)
+			byDir[dir] = append(byDir[dir], class+"/"+rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	dirs := make([]string, 0, len(byDir))
+	for d := range byDir {
+		dirs = append(dirs, d)
+	}
+	// torchvision sorts os.walk's (root, dirs, files) tuples: by the
+	// directory's whole path, so "a" < "a-b" < "a/b".
+	full := func(d string) string {
+		if d == "." {
+			return class
+		}
+		return class + "/" + d
+	}
+	sort.Slice(dirs, func(i, j int) bool { return full(dirs[i]) < full(dirs[j]) })
+	var out []string
+	for _, d := range dirs {
+		files := byDir[d]
+		sort.Strings(files)
+		out = append(out, files...)
 	}
 	return out, nil
 }

@@ -73,3 +73,29 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestListNestedAsTorchvision: images in sub-directories of a class
+// belong to it, in the order torchvision's ImageFolder lists them
+// (sorted(os.walk(class_dir)), each directory's files sorted): a
+// directory's own files first, then "sub" before "sub-x" before
+// "sub/deep", whatever the depth.
+func TestListNestedAsTorchvision(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{
+		"cat/z.png", "cat/a.jpg", "cat/sub/n.png", "cat/sub/deep/m.png", "cat/sub-x/b.png",
+		"cat/sub/notes.txt", "dog/d.png", "dog/.hidden/e.png",
+	} {
+		writePNG(t, filepath.Join(root, filepath.FromSlash(p)), color.RGBA{1, 2, 3, 255}, 2, 2)
+	}
+	l, err := List(os.DirFS(root), ".", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"cat/a.jpg", "cat/z.png", "cat/sub/n.png", "cat/sub-x/b.png", "cat/sub/deep/m.png", "dog/d.png", "dog/.hidden/e.png"}
+	if strings.Join(l.Files, " ") != strings.Join(want, " ") {
+		t.Fatalf("files\n%v\nwant\n%v", l.Files, want)
+	}
+	if got := l.Labels; len(got) != 7 || got[4] != 0 || got[5] != 1 {
+		t.Fatalf("labels %v", got)
+	}
+}

@@ -39,7 +39,9 @@ func (Kind) Name() string { return "dataset" }
 // 2: images are decoded and resized as PIL does (formats/imagedec) and
 // splits are written as they are decoded. 3: U8 normalisation statistics
 // from exact byte counts (the last digits of mean and std may change).
-func (Kind) Version() string { return "3" }
+// 4: image_folder reads images in sub-directories of a class, as
+// torchvision's ImageFolder does; a bad example may be skipped.
+func (Kind) Version() string { return "4" }
 
 // Formats lists the accepted format values.
 var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "hdf5", "video_list", "raw", "generated"}
@@ -437,10 +439,13 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 		if _, err := os.Stat(s.localPath); err != nil {
 			return missingSource(s, err)
 		}
+		readset.Add(ctx, s.localPath)
 		if s.SHA256 != "" {
+			if err := n.verifyDeclared(s); err != nil {
+				return err
+			}
 			continue
 		}
-		readset.Add(ctx, s.localPath)
 		sum, size, err := cache.FileSHA256(s.localPath)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", s.URL, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/nodes"
@@ -15,9 +16,13 @@ import (
 // through the engine's sources.Resolver).
 type fetcher struct {
 	blobs nodes.BlobStore
+	// verifyDeclared checks a local source against its declared sha256.
+	verifyDeclared func(*source) error
 }
 
-func newFetcher(env *nodes.Env) *fetcher { return &fetcher{blobs: env.Blobs} }
+func (n *Node) newFetcher(env *nodes.Env) *fetcher {
+	return &fetcher{blobs: env.Blobs, verifyDeclared: n.verifyDeclared}
+}
 
 // lock takes the blob lock for key and, once held, looks for the blob
 // again: another node or process may have stored it meanwhile.
@@ -57,6 +62,12 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned string) (st
 	}
 	defer unlock()
 	if p != "" {
+		if s.SHA256 != "" {
+			// The blob is the declared bytes; the file may not be any more.
+			if err := f.verifyDeclared(s); err != nil {
+				return "", "", err
+			}
+		}
 		return p, want, nil
 	}
 	part, err := f.blobs.PartialPath(key)
@@ -78,6 +89,35 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned string) (st
 		return "", "", checksumError(s, ce.Got)
 	}
 	return p, want, err
+}
+
+// verifyDeclared checks a local source with a declared sha256 against it
+// before its blob (or a store made from it) is used: an edited file fails
+// with the checksum mismatch a fresh cache gives, instead of the cached
+// copy being used without a word. The file is hashed only when its stamp
+// changed since it last matched (the cache's stamps), so an unchanged
+// file is read once.
+func (n *Node) verifyDeclared(s *source) error {
+	var err error
+	if n.resolver != nil {
+		err = n.resolver.VerifyLocal(s.localPath, s.SHA256)
+	} else {
+		var sum cache.ID
+		if sum, _, err = cache.FileSHA256(s.localPath); err == nil && sum.String() != strings.ToLower(s.SHA256) {
+			return checksumError(s, sum.String())
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	sum, _, herr := cache.FileSHA256(s.localPath)
+	if herr != nil {
+		return fmt.Errorf("source %s: %w", s.URL, herr)
+	}
+	if sum.String() == strings.ToLower(s.SHA256) {
+		return nil // it changed back while we looked
+	}
+	return checksumError(s, sum.String())
 }
 
 func checksumError(s *source, got string) error {

@@ -94,7 +94,7 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 // source may give several files), local ones checked against the
 // fingerprint the plan took.
 func (n *Node) fetchAll(ctx context.Context, env *nodes.Env) ([]fetched, error) {
-	f := newFetcher(env)
+	f := n.newFetcher(env)
 	var got []fetched
 	for _, s := range n.sources {
 		if s.scheme != "file" {
