@@ -17,14 +17,16 @@ const calibrationShare = 0.1
 // uncalibrated predictive std.
 const minCalibrationCells = 10
 
+// heldOut is one held-out cell of a calibration fold: its residual and
+// its fold fit's predictive std, in the column's normalised units.
+type heldOut struct{ resid, sd float64 }
+
 // calibrate fits the sampler again on o.CalibrationFolds disjoint folds of
 // d, each with calibrationShare of the observed cells held out (a column
-// always keeps one observation), and returns the held-out cells' absolute
-// residuals in units of each fold fit's predictive std, sorted. These are
-// split-conformal scores: a quantile q of them, times a cell's predictive
-// std, is an interval that covers about q of cells hidden like them. nil
-// when too few cells can be held out.
-func (s *Sampler) calibrate(ctx context.Context, d *Data, seed uint64) ([]float64, error) {
+// always keeps one observation), and returns the held-out cells'
+// residuals and predictive stds (normalised units). nil when too few
+// cells can be held out. See conformalScores for what is made of them.
+func (s *Sampler) calibrate(ctx context.Context, d *Data, seed uint64) ([]heldOut, error) {
 	folds := heldOutFolds(d, s.Opts.CalibrationFolds, seed)
 	total := 0
 	for _, f := range folds {
@@ -35,7 +37,7 @@ func (s *Sampler) calibrate(ctx context.Context, d *Data, seed uint64) ([]float6
 	}
 	inner := &Sampler{Opts: s.Opts}
 	inner.Opts.CalibrationFolds, inner.Opts.KeepDraws = 0, false
-	scores := make([][]float64, len(folds))
+	scores := make([][]heldOut, len(folds))
 	errs := make([]error, len(folds))
 	var wg sync.WaitGroup
 	for k, cells := range folds {
@@ -50,14 +52,14 @@ func (s *Sampler) calibrate(ctx context.Context, d *Data, seed uint64) ([]float6
 			}
 			for _, ij := range cells {
 				i, j := ij[0], ij[1]
-				if sd := c.Std[i][j]; sd > 0 {
-					scores[k] = append(scores[k], math.Abs(d.Values[i][j]-c.Mean[i][j])/sd)
+				if sd, unit := c.Std[i][j], c.Scale.Std[j]; sd > 0 && unit > 0 {
+					scores[k] = append(scores[k], heldOut{resid: math.Abs(d.Values[i][j]-c.Mean[i][j]) / unit, sd: sd / unit})
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	var out []float64
+	var out []heldOut
 	for k := range folds {
 		if errs[k] != nil {
 			return nil, errs[k]
@@ -67,8 +69,18 @@ func (s *Sampler) calibrate(ctx context.Context, d *Data, seed uint64) ([]float6
 	if len(out) < minCalibrationCells {
 		return nil, nil
 	}
-	sort.Float64s(out)
 	return out, nil
+}
+
+// conformalScores turns held-out cells into split-conformal scores,
+// sorted: each absolute residual over its fold fit's predictive std.
+func conformalScores(cells []heldOut) []float64 {
+	out := make([]float64, len(cells))
+	for k, c := range cells {
+		out[k] = c.resid / c.sd
+	}
+	sort.Float64s(out)
+	return out
 }
 
 // heldOutFolds picks n disjoint sets of observed cells, each about
@@ -119,21 +131,20 @@ func withHidden(d *Data, cells [][2]int) *Data {
 	return &out
 }
 
-// quantile is the linearly interpolated q-quantile of sorted values.
-func quantile(sorted []float64, q float64) float64 {
-	x := q * float64(len(sorted)-1)
-	k := int(x)
-	if k+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[k] + (x-float64(k))*(sorted[k+1]-sorted[k])
+// conformalQuantile is split conformal prediction's quantile of the
+// sorted scores at level: the ceil((n+1) level)-th smallest of the n
+// scores, the finite-sample bound that makes the interval cover at least
+// level of exchangeable cells (the largest score past it).
+func conformalQuantile(sorted []float64, level float64) float64 {
+	k := int(math.Ceil(float64(len(sorted)+1)*level)) - 1
+	return sorted[max(0, min(k, len(sorted)-1))]
 }
 
 // Interval returns the central interval of cell (i, j) at level (0.9 for a
 // 90% interval) in the column's units: the mean plus or minus the level's
-// quantile of the calibration scores times the cell's predictive std, or,
-// without a calibration, the Gaussian quantile times it. A baseline's
-// interval is its point prediction (its std is zero).
+// conformal quantile of the calibration scores times the cell's
+// predictive std, or, without a calibration, the Gaussian quantile times
+// it. A baseline's interval is its point prediction (its std is zero).
 func (c *Completion) Interval(i, j int, level float64) (lo, hi float64) {
 	half := c.Std[i][j] * c.halfWidth(level)
 	return c.Mean[i][j] - half, c.Mean[i][j] + half
@@ -144,15 +155,21 @@ func (c *Completion) halfWidth(level float64) float64 {
 	if c.Calibration == nil {
 		return math.Sqrt2 * math.Erfinv(level)
 	}
-	return quantile(c.Calibration, level) / c.calibrationRMS()
+	return conformalQuantile(c.Calibration, level) / c.calibrationScale()
 }
 
-// calibrationRMS is the root mean square of the calibration scores: the
-// factor that turned the predictive std into Std.
-func (c *Completion) calibrationRMS() float64 {
-	var ss float64
-	for _, r := range c.Calibration {
-		ss += r * r
+// z90 is the standard normal's 95th percentile: a Gaussian's central
+// 90% interval is the mean plus or minus z90 sd.
+var z90 = math.Sqrt2 * math.Erfinv(0.9)
+
+// calibrationScale is the factor that turns the predictive std into Std:
+// the calibrated 90% half-width over z90, so that the printed spread reads
+// as a Gaussian sd would (mean ± 1.645 Std is the calibrated 90%
+// interval). A quantile, not the scores' RMS, which one outlying held-out
+// cell can swamp (it made spreads of 5-15 column sds).
+func (c *Completion) calibrationScale() float64 {
+	if s := conformalQuantile(c.Calibration, 0.9) / z90; s > 0 {
+		return s
 	}
-	return math.Sqrt(ss / float64(len(c.Calibration)))
+	return 1
 }

@@ -235,10 +235,12 @@ type Completion struct {
 	// alone (what revealing the cell would remove; the acquisition rules
 	// rank it), in the column's units; nil for the baselines.
 	LatentStd [][]float64
-	// Calibration holds the sorted absolute residuals of held-out cells in
-	// units of their fold fit's predictive std (split-conformal scores);
-	// Std is the predictive std times their root mean square, and Interval
-	// takes its quantiles from them. nil without a calibration.
+	// Calibration holds the sorted split-conformal scores of held-out
+	// cells: each absolute residual over its fold fit's predictive std.
+	// Std is the predictive std times the scores' conformal 90% quantile
+	// over z90 (so mean ± 1.645 Std is the calibrated 90% interval, and
+	// one outlying score cannot swamp it as it did the scores' RMS), and
+	// Interval takes its quantiles from them. nil without a calibration.
 	Calibration []float64
 	// Noise is the posterior mean of the noise standard deviation in
 	// normalised units (NaN for the baselines).

@@ -121,14 +121,16 @@ func (s *Sampler) Complete(ctx context.Context, d *Data, seed uint64) (*Completi
 	if err != nil || s.Opts.CalibrationFolds == 0 {
 		return out, err
 	}
-	if out.Calibration, err = s.calibrate(ctx, d, seed); err != nil {
+	cells, err := s.calibrate(ctx, d, seed)
+	if err != nil {
 		return nil, fmt.Errorf("calibrating the intervals: %w", err)
 	}
-	if out.Calibration != nil {
-		rms := out.calibrationRMS()
+	if cells != nil {
+		out.Calibration = conformalScores(cells)
+		scale := out.calibrationScale()
 		for i := range out.Std {
 			for j := range out.Std[i] {
-				out.Std[i][j] *= rms
+				out.Std[i][j] *= scale
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path"
 	"strings"
@@ -205,7 +206,9 @@ func (c *checkpoint) persistent(pid any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("storage %s is not in the archive", key)
 	}
-	if uint64(numel)*uint64(typ.size) != f.UncompressedSize64 {
+	// The byte count in overflow-safe arithmetic: 2^62 floats would wrap
+	// to 0 bytes and pass for an empty storage.
+	if hi, n := bits.Mul64(uint64(numel), uint64(typ.size)); hi != 0 || n != f.UncompressedSize64 {
 		return nil, fmt.Errorf("storage %s: %d elements of %d bytes, the archive holds %d bytes", key, numel, typ.size, f.UncompressedSize64)
 	}
 	data, err := c.read(f, c.size*1000+1<<20)

@@ -199,6 +199,20 @@ func TestRebuildTensorRefusesOverflow(t *testing.T) {
 	}
 }
 
+// TestStorageElementCountCannotWrap: a storage declaring 2^62 floats
+// over an empty entry used to load as a tensor of shape [0] (2^62 x 4
+// wraps to 0 bytes); the count is now checked without overflow.
+func TestStorageElementCountCannotWrap(t *testing.T) {
+	for _, numel := range []int64{1 << 62, 1<<62 + 1, 1 << 63 / 2} {
+		c := &checkpoint{dir: "m", size: 100, storages: map[string]*storage{},
+			entries: map[string]*zip.File{"m/data/0": {FileHeader: zip.FileHeader{Name: "m/data/0", UncompressedSize64: 0}}}}
+		_, err := c.persistent(pickle.Tuple{"storage", storageTypes["FloatStorage"], "0", "cpu", numel})
+		if err == nil || !strings.Contains(err.Error(), "elements of 4 bytes") {
+			t.Fatalf("numel %d: %v", numel, err)
+		}
+	}
+}
+
 // TestLegacyCheckpointIsNamed: a file in the format of PyTorch < 1.6 is
 // told apart from a damaged safetensors file.
 func TestLegacyCheckpointIsNamed(t *testing.T) {
