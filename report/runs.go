@@ -179,6 +179,9 @@ func Curves(r Run, dir string) (Figure, error) {
 	}
 	if err == nil && len(lr) > 0 {
 		err = panel("learning rate", curveSeries{"lr", lr, 7, false})
+		if err == nil {
+			fixFlatAxis(panels[len(panels)-1], lr)
+		}
 	}
 	if err != nil {
 		return Figure{}, err
@@ -254,6 +257,27 @@ func (r Run) hasCurves() bool {
 }
 
 // curveSeries is one line of a curves panel (with points at validations).
+// fixFlatAxis gives a constant series (a learning rate with no schedule)
+// an axis from 0 to a little above its value: gonum's autoscale would
+// centre a flat line on an axis of -0.8..0.8 around nothing.
+func fixFlatAxis(p *plot.Plot, xy plotter.XYs) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range xy {
+		lo, hi = min(lo, v.Y), max(hi, v.Y)
+	}
+	if lo != hi || math.IsInf(lo, 0) {
+		return
+	}
+	switch {
+	case lo > 0:
+		p.Y.Min, p.Y.Max = 0, 1.25*lo
+	case lo < 0:
+		p.Y.Min, p.Y.Max = 1.25*lo, 0
+	default:
+		p.Y.Min, p.Y.Max = 0, 1
+	}
+}
+
 type curveSeries struct {
 	name   string
 	xy     plotter.XYs
@@ -379,7 +403,7 @@ func (r Run) otherMetrics() string {
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s %s %s", html.EscapeString(k), r.arrow(k), r.metricText(k))
+		parts[i] = fmt.Sprintf("%s %s %s", html.EscapeString(metricLabel(k)), r.arrow(k), r.metricText(k))
 	}
 	if perClass > 0 {
 		parts = append(parts, fmt.Sprintf("%d per-class values in metrics.json", perClass))
@@ -396,11 +420,35 @@ func (r Run) metricText(k string) string {
 	return numfmt.Value(r.Metrics[k]) // at the precision a mean with its std gets
 }
 
+// runsHaveSeeds reports whether any run's metric is a mean over seeds
+// (printed "± s (n=N)").
+func runsHaveSeeds(runs []Run) bool {
+	for _, r := range runs {
+		if len(r.Seeds) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// metricLabel is a metric's name as tables show it: GATE's dangling "@"
+// ("Mean Acc@", an accuracy with no k) dropped, as rowLabel does.
+func metricLabel(name string) string {
+	if m, ok := strings.CutSuffix(name, "@"); ok && strings.TrimSpace(m) != "" {
+		return strings.TrimSpace(m)
+	}
+	return name
+}
+
 // runsHTML writes the experiments table, each row linking to its curves:
 // each experiment's own headline metric with its direction, then its
 // other metrics; "–" where there is nothing to show.
 func runsHTML(w io.Writer, runs []Run) {
-	fmt.Fprintln(w, `<table class="results" id="experiments"><caption>Experiments</caption><thead><tr><th>model</th><th>benchmark</th><th>metric</th><th>value</th><th>other metrics</th><th>iterations</th><th>energy (J)</th><th>curves</th></tr></thead><tbody>`)
+	caption := "Experiments"
+	if runsHaveSeeds(runs) {
+		caption += "; " + seedsNote
+	}
+	fmt.Fprintln(w, `<table class="results" id="experiments"><caption>`+html.EscapeString(caption)+`</caption><thead><tr><th>model</th><th>benchmark</th><th>metric</th><th>value</th><th>other metrics</th><th>iterations</th><th>energy (J)</th><th>curves</th></tr></thead><tbody>`)
 	for _, r := range runs {
 		iters := 0
 		if len(r.Log) > 0 {
@@ -415,7 +463,7 @@ func runsHTML(w io.Writer, runs []Run) {
 		}
 		metric, value, itersText := "–", "–", "–"
 		if r.Primary != "" {
-			metric = html.EscapeString(r.Primary) + " " + r.arrow(r.Primary)
+			metric = html.EscapeString(metricLabel(r.Primary)) + " " + r.arrow(r.Primary)
 			value = r.metricText(r.Primary)
 		}
 		if iters > 0 {
@@ -434,11 +482,15 @@ func runsMarkdown(w io.Writer, runs []Run) {
 	if len(runs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "### Experiments\n\n| model | benchmark | metric | value | other metrics |\n|---|---|---|---:|---|")
+	fmt.Fprint(w, "### Experiments\n\n")
+	if runsHaveSeeds(runs) {
+		fmt.Fprint(w, seedsNote+".\n\n")
+	}
+	fmt.Fprintln(w, "| model | benchmark | metric | value | other metrics |\n|---|---|---|---:|---|")
 	for _, r := range runs {
 		metric, value := "–", "–"
 		if r.Primary != "" {
-			metric, value = r.Primary+" "+r.arrow(r.Primary), r.metricText(r.Primary)
+			metric, value = metricLabel(r.Primary)+" "+r.arrow(r.Primary), r.metricText(r.Primary)
 		}
 		other := strings.ReplaceAll(html.UnescapeString(r.otherMetrics()), "<br>", "; ")
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Model, r.Benchmark, metric, value, other)

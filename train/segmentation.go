@@ -66,9 +66,10 @@ func bilinear(h, w, height, width int) []float32 {
 	return m
 }
 
-// segmentationMetrics: mIoU and mean per-class pixel accuracy over the
-// classes present in the truth or the prediction, overall pixel accuracy,
-// mean Dice (all in %) and the per-pixel cross-entropy.
+// segmentationMetrics: mIoU and mean Dice over the classes present in the
+// truth or the prediction, mean per-class pixel accuracy over the classes
+// present in the truth, overall pixel accuracy (all in %) and the
+// per-pixel cross-entropy.
 func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]float64 {
 	var best []int32
 	var py []float32
