@@ -524,8 +524,8 @@ func (r Row) format(v float64) string {
 // GATE's Table 3 prints with a dangling "@" (ade20k's "Mean Acc@" and
 // "Overall Acc@", an accuracy with no k) read without it.
 func rowLabel(col eevee.Column) string {
-	if m, ok := strings.CutSuffix(col.Metric, "@"); ok && m != "" {
-		return col.Benchmark + ":" + strings.TrimSpace(m)
+	if m := metricLabel(col.Metric); m != col.Metric {
+		return col.Benchmark + ":" + m
 	}
 	return col.Name()
 }

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,6 +140,17 @@ func TestDecompressionBombsNeverKillTheRun(t *testing.T) {
 	})
 	if !found || len(meta.Skipped) != 2 || meta.Splits["train"]+meta.Splits["val"]+meta.Splits["test"] != 12 {
 		t.Fatalf("meta.json: splits %v, skipped %+v", meta.Splits, meta.Skipped)
+	}
+	// The block's splits output (apply prints the outputs) counts what
+	// the store holds, not what the split planned.
+	splits := regexp.MustCompile(`"(test|train|val)":(\d+)`).FindAllStringSubmatch(r.stdout, -1)
+	total := 0
+	for _, m := range splits {
+		n, _ := strconv.Atoi(m[2])
+		total += n
+	}
+	if len(splits) == 0 || total != 12 {
+		t.Fatalf("splits output: %v (want 12 examples in all)\n%s", splits, r.stdout)
 	}
 	t.Logf("skipped: peak RSS %.0f MB; %+v", rss, meta.Skipped)
 }

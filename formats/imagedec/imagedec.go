@@ -18,6 +18,7 @@
 package imagedec
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -62,16 +63,13 @@ func (d *Decoder) AppendCHW(out, data []byte, channels, h, w int) ([]byte, error
 		return out, fmt.Errorf("image size must be positive, not %dx%d", h, w)
 	}
 	if isJPEG(data) {
-		// libjpeg-turbo reads headers Go's parser refuses (arithmetic
-		// coding), so its own header decides the size here.
-		if iw, ih, ok := d.turbo.header(data); ok {
-			if err := CheckSize(iw, ih, d.MaxPixels); err != nil {
-				return out, err
-			}
-			if pix, bands, iw, ih, ok := d.turbo.decode(d.pix[:0], data, w, h); ok {
-				d.pix = pix
-				return d.appendPacked(out, pix, bands, iw, ih, channels, h, w), nil
-			}
+		pix, bands, iw, ih, err := d.turbo.decode(d.pix[:0], data, w, h, d.MaxPixels)
+		switch {
+		case err == nil:
+			d.pix = pix
+			return d.appendPacked(out, pix, bands, iw, ih, channels, h, w), nil
+		case !errors.Is(err, errNotTurbo):
+			return out, err
 		}
 	}
 	img, err := DecodeLimited(data, d.MaxPixels)

@@ -31,6 +31,10 @@ func (e *BadImageError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrBadImage) true.
 func (e *BadImageError) Is(target error) bool { return target == ErrBadImage }
 
+// errNotTurbo is libjpeg-turbo declining an image (absent from the build,
+// CMYK, damage): Go's decoder decides instead.
+var errNotTurbo = errors.New("not decoded by libjpeg-turbo")
+
 func badImage(err error) error { return &BadImageError{Err: err} }
 
 // TooLargeError is an image that declares more pixels than the limit.

@@ -23,21 +23,6 @@ type turbo struct {
 
 type handle struct{ tj C.tjhandle }
 
-// header returns a JPEG's declared size, or ok false when libjpeg-turbo
-// cannot read its header.
-func (t *turbo) header(data []byte) (w, h int, ok bool) {
-	if !t.init() {
-		return 0, 0, false
-	}
-	var width, height, subsamp, colorspace C.int
-	src := (*C.uchar)(unsafe.Pointer(&data[0]))
-	if C.tjDecompressHeader3(t.h.tj, src, C.ulong(len(data)), &width, &height, &subsamp, &colorspace) != 0 {
-		return 0, 0, false
-	}
-	runtime.KeepAlive(data)
-	return int(width), int(height), true
-}
-
 // init makes the handle on first use; false when libjpeg-turbo cannot.
 func (t *turbo) init() bool {
 	if t.h == nil {
@@ -52,35 +37,41 @@ func (t *turbo) init() bool {
 }
 
 // decode decodes a JPEG into buf as interleaved RGB (grey JPEGs as one
-// band), at the draft scale for a w x h result. ok is false when
+// band), at the draft scale for a w x h result. A JPEG whose header
+// declares more than limit pixels is refused (CheckSize) before anything
+// is allocated: libjpeg-turbo reads headers Go's parser refuses
+// (arithmetic coding), so its header decides. errNotTurbo says that
 // libjpeg-turbo cannot or will not decode it (CMYK, damage, even a
 // warning): Go's decoder then decides.
-func (t *turbo) decode(buf, data []byte, w, h int) (out []byte, bands, iw, ih int, ok bool) {
+func (t *turbo) decode(buf, data []byte, w, h int, limit int64) (out []byte, bands, iw, ih int, err error) {
 	if !t.init() {
-		return buf, 0, 0, 0, false
+		return buf, 0, 0, 0, errNotTurbo
 	}
 	var width, height, subsamp, colorspace C.int
 	src := (*C.uchar)(unsafe.Pointer(&data[0]))
 	if C.tjDecompressHeader3(t.h.tj, src, C.ulong(len(data)), &width, &height, &subsamp, &colorspace) != 0 {
-		return buf, 0, 0, 0, false
+		return buf, 0, 0, 0, errNotTurbo
+	}
+	if err := CheckSize(int(width), int(height), limit); err != nil {
+		return buf, 0, 0, 0, err
 	}
 	pf, bands := C.int(C.TJPF_RGB), 3
 	switch colorspace {
 	case C.TJCS_GRAY:
 		pf, bands = C.TJPF_GRAY, 1
 	case C.TJCS_CMYK, C.TJCS_YCCK:
-		return buf, 0, 0, 0, false
+		return buf, 0, 0, 0, errNotTurbo
 	}
 	a := draftScale(int(width), int(height), w, h)
 	iw, ih = (int(width)+a-1)/a, (int(height)+a-1)/a
 	if iw <= 0 || ih <= 0 || iw*ih > 1<<28 {
-		return buf, 0, 0, 0, false
+		return buf, 0, 0, 0, errNotTurbo
 	}
 	buf = grow(buf, iw*ih*bands)
 	dst := (*C.uchar)(unsafe.Pointer(&buf[0]))
 	if C.tjDecompress2(t.h.tj, src, C.ulong(len(data)), dst, C.int(iw), C.int(iw*bands), C.int(ih), pf, 0) != 0 {
-		return buf, 0, 0, 0, false
+		return buf, 0, 0, 0, errNotTurbo
 	}
 	runtime.KeepAlive(data)
-	return buf, bands, iw, ih, true
+	return buf, bands, iw, ih, nil
 }

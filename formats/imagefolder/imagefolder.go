@@ -6,8 +6,10 @@ package imagefolder
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -130,28 +132,17 @@ func classFiles(fsys fs.FS, root, class string) ([]string, error) {
 		}
 		switch strings.ToLower(path.Ext(d.Name())) {
 		case ".png", ".jpg", ".jpeg":
-			rel := strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
-			dir := path.Dir(rel)
-			byDir[dir] = append(byDir[dir], class+"/"+rel)
+			rel := class + strings.TrimPrefix(p, top) // class/sub/n.png
+			byDir[path.Dir(rel)] = append(byDir[path.Dir(rel)], rel)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	dirs := make([]string, 0, len(byDir))
-	for d := range byDir {
-		dirs = append(dirs, d)
-	}
 	// torchvision sorts os.walk's (root, dirs, files) tuples: by the
 	// directory's whole path, so "a" < "a-b" < "a/b".
-	full := func(d string) string {
-		if d == "." {
-			return class
-		}
-		return class + "/" + d
-	}
-	sort.Slice(dirs, func(i, j int) bool { return full(dirs[i]) < full(dirs[j]) })
+	dirs := slices.Sorted(maps.Keys(byDir))
 	var out []string
 	for _, d := range dirs {
 		files := byDir[d]

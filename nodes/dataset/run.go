@@ -82,11 +82,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	if train.group > 1 {
 		meta.Group = train.group
 	}
-	if err := n.writeStore(ctx, env, meta, train, parts); err != nil {
+	counts, err := n.writeStore(ctx, env, meta, train, parts)
+	if err != nil {
 		return cty.NilVal, err
 	}
 	out["task"] = cty.StringVal(task)
-	storeOutputs(out, train, parts)
+	storeOutputs(out, train, counts)
 	return cty.ObjectVal(out), nil
 }
 
@@ -200,8 +201,8 @@ func (n *Node) keepClasses(train, val, test *examples) (*examples, *examples, *e
 }
 
 // storeOutputs sets the block's num_classes, classes, shape and splits
-// from the store written.
-func storeOutputs(out map[string]cty.Value, train *examples, parts []splitPart) {
+// (counts: the examples each split file holds) from the store written.
+func storeOutputs(out map[string]cty.Value, train *examples, counts map[string]int) {
 	classes := make([]cty.Value, len(train.classes))
 	for i, c := range train.classes {
 		classes[i] = cty.StringVal(c)
@@ -210,9 +211,9 @@ func storeOutputs(out map[string]cty.Value, train *examples, parts []splitPart) 
 	for i, d := range train.shape {
 		shape[i] = cty.NumberIntVal(int64(d))
 	}
-	counts := map[string]cty.Value{}
-	for _, p := range parts {
-		counts[p.name] = cty.NumberIntVal(int64(len(p.idx)))
+	splits := map[string]cty.Value{}
+	for name, n := range counts {
+		splits[name] = cty.NumberIntVal(int64(n))
 	}
 	out["num_classes"] = cty.NumberIntVal(int64(len(train.classes)))
 	if len(classes) > 0 {
@@ -221,7 +222,7 @@ func storeOutputs(out map[string]cty.Value, train *examples, parts []splitPart) 
 	if len(shape) > 0 {
 		out["shape"] = cty.ListVal(shape)
 	}
-	out["splits"] = cty.MapVal(counts)
+	out["splits"] = cty.MapVal(splits)
 }
 
 // parseSplits reads the training data and the validation and test data

@@ -27,8 +27,9 @@ const defaultBatchBytes = 16 << 20
 
 // writeStore writes each part's split file batch by batch as its examples
 // are decoded, accumulating the training split's normalisation statistics
-// on the way, then meta.json.
-func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestore.Meta, train *examples, parts []splitPart) error {
+// on the way, then meta.json. It returns how many examples each split
+// holds (fewer than its part's when on_bad_example skipped some).
+func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestore.Meta, train *examples, parts []splitPart) (map[string]int, error) {
 	stats := n.newChannelStats(train)
 	counts := map[string]int{}
 	var skipped []skippedExample
@@ -39,7 +40,7 @@ func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestor
 		}
 		bad, err := writeSplit(ctx, env, p, s, writeOptions{batchBytes: n.batchBytes, skipBad: n.media.skipBad})
 		if err != nil {
-			return fmt.Errorf("%s split: %w", p.name, err)
+			return nil, fmt.Errorf("%s split: %w", p.name, err)
 		}
 		counts[p.name] = len(p.idx) - len(bad)
 		skipped = append(skipped, bad...)
@@ -47,7 +48,7 @@ func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestor
 	meta.Normalize = stats.normalization()
 	meta.Skipped = skipped
 	reportSkipped(env, skipped)
-	return examplestore.WriteMeta(env.OutDir, meta, counts)
+	return counts, examplestore.WriteMeta(env.OutDir, meta, counts)
 }
 
 // decodedChunk is one batch of a split: its examples (idx, the first at
@@ -176,7 +177,9 @@ func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad 
 			part := idx[first:min(first+per, len(idx))]
 			x, err := e.inputs(part)
 			var bad []badPosition
-			if err != nil && skipBad && isBadExample(err) && ctx.Err() == nil {
+			// A group (Winoground's pairs) is kept whole or not at all:
+			// skipping is for examples that stand alone.
+			if err != nil && skipBad && e.group <= 1 && isBadExample(err) && ctx.Err() == nil {
 				x, bad, err = e.inputsOneByOne(part)
 			}
 			select {
