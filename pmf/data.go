@@ -242,6 +242,10 @@ type Completion struct {
 	// one outlying score cannot swamp it as it did the scores' RMS), and
 	// Interval takes its quantiles from them. nil without a calibration.
 	Calibration []float64
+	// rowCalibration replaces Calibration for the rows far sparser than
+	// the rest (a new model's): the scores of cells held out of rows
+	// thinned like them (rowcal.go).
+	rowCalibration map[int][]float64
 	// Noise is the posterior mean of the noise standard deviation in
 	// normalised units (NaN for the baselines).
 	Noise float64

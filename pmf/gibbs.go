@@ -126,9 +126,9 @@ func (s *Sampler) Complete(ctx context.Context, d *Data, seed uint64) (*Completi
 		return nil, fmt.Errorf("calibrating the intervals: %w", err)
 	}
 	if cells != nil {
-		out.Calibration = conformalScores(cells)
-		scale := out.calibrationScale()
+		out.Calibration, out.rowCalibration = sortedScores(cells), rowCalibrations(d, cells)
 		for i := range out.Std {
+			scale := out.calibrationScale(i)
 			for j := range out.Std[i] {
 				out.Std[i][j] *= scale
 			}
