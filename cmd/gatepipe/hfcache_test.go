@@ -495,3 +495,34 @@ func convnetModelFiles(t *testing.T) []hfcachefixture.File {
 	model, _ := os.ReadFile(path)
 	return []hfcachefixture.File{{Path: "model.safetensors", Data: model, LFS: true}, {Path: "config.json", Data: []byte(`{"num_classes": 0, "pretrained_cfg": {"input_size": [3, 8, 8], "interpolation": "bilinear", "crop_pct": 1.0, "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}}`)}}
 }
+
+// TestHugeHubConfigIsRefusedBeforeHashing: a Hub model whose config.json
+// in the Hugging Face cache is an 8 GiB blob (a damaged or hostile cache
+// entry) is refused by its size, named, before anything hashes it; it used
+// to be hashed first (34-65 s for 5-10 GiB) and its size refused after.
+func TestHugeHubConfigIsRefusedBeforeHashing(t *testing.T) {
+	files := timmModelFiles(t)
+	for i := range files {
+		files[i].LFS = true
+	}
+	hfRoot := filepath.Join(t.TempDir(), "hub")
+	repo, err := hfcachefixture.Write(hfRoot, "models", "timm/vit_parity_tiny.test_in1k", "main", hubCommit, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Path == "config.json" {
+			// A sparse file: 8 GiB to stat, nothing on disk.
+			if err := os.Truncate(filepath.Join(repo, "blobs", f.Etag()), 8<<30); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), hubWeightsPipeline)
+	offline := []string{"HF_HUB_OFFLINE=1", "HF_HUB_CACHE=" + hfRoot, "HOME=" + t.TempDir()}
+	r := gpEnv(t, filepath.Join(t.TempDir(), "c"), offline, "apply", dir)
+	if msg := strings.Join(strings.Fields(r.stderr), " "); r.code == 0 || !strings.Contains(msg, "config.json is 8589934592 bytes") {
+		t.Fatalf("apply: %d\n%s", r.code, r.stderr)
+	}
+}

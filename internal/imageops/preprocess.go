@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
+
+	"github.com/gatepipe/gatepipe/internal/safefile"
 )
 
 // Preprocess is a model's evaluation transform, as timm and torchvision
@@ -106,7 +107,7 @@ func (p Preprocess) Apply(img []float32, c, h, w int) ([]float32, error) {
 // mean, std; older files keep them at the top level), and the
 // architecture it names.
 func TimmConfig(path string) (Preprocess, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, safefile.MaxConfigBytes)
 	if err != nil {
 		return Preprocess{}, "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/internal/imageops"
+	"github.com/gatepipe/gatepipe/internal/safefile"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2"
@@ -102,6 +103,12 @@ func hubConfig(r *sources.Resolver, ref sources.Ref) (string, error) {
 	for _, f := range pin.Files {
 		if f.Path != "config.json" {
 			continue
+		}
+		// Its size is known from the pin (or the Hugging Face cache's
+		// entry): a file no config could be is refused before it is
+		// hashed, which takes a minute for a 10 GiB blob.
+		if f.Size > safefile.MaxConfigBytes {
+			return "", fmt.Errorf("its config.json is %d bytes, more than the %d a model config may have (a damaged cache entry or pin); it is not read", f.Size, safefile.MaxConfigBytes)
 		}
 		if p, ok := r.Local(f); ok {
 			return p, nil
