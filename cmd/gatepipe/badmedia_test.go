@@ -228,3 +228,21 @@ func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+// TestBadMediaSettingsAreCheckedWithTheirLines: on_bad_example,
+// max_image_pixels and ffmpeg_timeout with values they cannot take are
+// configuration errors at their file:line, before anything runs.
+func TestBadMediaSettingsAreCheckedWithTheirLines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "imgs.tar"), "")
+	writeFile(t, filepath.Join(dir, "main.hcl"), fmt.Sprintf(badMediaPipeline, `on_bad_example   = "ignore"
+  max_image_pixels = 0
+  ffmpeg_timeout   = "soon"`))
+	r := gp(t, t.TempDir(), "validate", dir)
+	msg := strings.Join(strings.Fields(r.stderr), " ")
+	for _, want := range []string{"main.hcl:8", `not "ignore"`, "main.hcl:9", "max_image_pixels must be at least 1", "main.hcl:10", `not "soon"`} {
+		if r.code != 2 || !strings.Contains(msg, want) {
+			t.Fatalf("validate: code %d, want %q in\n%s", r.code, want, r.stderr)
+		}
+	}
+}

@@ -89,3 +89,19 @@ func TestHungFFmpegIsKilled(t *testing.T) {
 		t.Fatalf("returned after %s", d)
 	}
 }
+
+// TestErrorsNameTheClipAsTheSourceDoes: a clip extracted to a temporary
+// directory is named in errors (ffmpeg's own message included) by its
+// path in the source, and the error is a BadVideoError that
+// on_bad_example = "skip" can skip.
+func TestErrorsNameTheClipAsTheSourceDoes(t *testing.T) {
+	videofixture.Need(t)
+	tmp := filepath.Join(t.TempDir(), "tmp", "raw-8127")
+	os.MkdirAll(tmp, 0o755)
+	p := filepath.Join(tmp, "abc.mp4")
+	os.WriteFile(p, []byte("not a video at all"), 0o644)
+	_, err := Decoder{}.FramesNamed(context.Background(), p, "kinetics_train.tar.gz/train/abc.mp4", []int{0}, 8, 8)
+	if err == nil || !errors.Is(err, ErrBadVideo) || !strings.Contains(err.Error(), "kinetics_train.tar.gz/train/abc.mp4: ffmpeg cannot decode it") || strings.Contains(err.Error(), tmp) {
+		t.Fatalf("err = %v", err)
+	}
+}
