@@ -77,15 +77,8 @@ func limitedApply(t *testing.T, cache, dir string) (result, float64) {
 	cmd.Env = append(os.Environ(), "GATEPIPE_CACHE_DIR="+cache)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
-	return result{out.String(), errb.String(), code}, rss
+	code := runExitCode(t, cmd.Run())
+	return result{out.String(), errb.String(), code}, float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
 }
 
 // TestDecompressionBombsNeverKillTheRun: an image folder with a PNG

@@ -77,14 +77,20 @@ func gpWith(t *testing.T, env []string, args ...string) result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	defer liveLog(t, cmd, args)()
-	err := cmd.Run()
-	code := 0
+	code := runExitCode(t, cmd.Run())
+	return result{out.String(), errb.String(), code}
+}
+
+// runExitCode is the exit status cmd.Run's err says; a command that could
+// not start fails the test.
+func runExitCode(t *testing.T, err error) int {
+	t.Helper()
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
+		return ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return result{out.String(), errb.String(), code}
+	return 0
 }
 
 func writeFile(t *testing.T, path, content string) {
