@@ -177,9 +177,14 @@ func (e *Engine) blockValue(v *vertex) cty.Value {
 	complete := true
 	instVal := func(in *instance) cty.Value {
 		val := in.getValue()
-		if val == cty.NilVal || !val.IsWhollyKnown() {
+		if val == cty.NilVal {
 			complete = false
 			return unknownOutput(v.nodeKind.OutputType())
+		}
+		if !val.IsWhollyKnown() {
+			// A planned value (nodes.Planner): its known parts let
+			// the blocks that reference it be costed while they wait.
+			complete = false
 		}
 		return val
 	}

@@ -167,6 +167,12 @@ func (e *Engine) variableValue(v *vertex) (cty.Value, hcl.Diagnostics) {
 	return conv, nil
 }
 
+// decl is what in's kind is told about its block when it decodes it.
+func (e *Engine) decl(in *instance) nodes.Decl {
+	v := in.v
+	return nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver(), Defaults: e.opts.Defaults}
+}
+
 // evalInstance evaluates an instance's configuration and resources and,
 // when the configuration is wholly known, decodes its node.
 func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
@@ -183,13 +189,13 @@ func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
 	}
 	in.config, in.node = cfg, nil
 	if pc, ok := v.nodeKind.(nodes.PartialChecker); ok && !cfg.IsWhollyKnown() {
-		pDiags := pc.CheckPartial(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver(), Defaults: e.opts.Defaults})
+		pDiags := pc.CheckPartial(cfg, e.decl(in))
 		if diags = append(diags, pDiags...); pDiags.HasErrors() {
 			return diags
 		}
 	}
 	if cfg.IsWhollyKnown() {
-		node, dDiags := v.nodeKind.Decode(cfg, nodes.Decl{Addr: in.addr, Body: v.block.Body, DeclRange: v.block.DeclRange, Dir: v.mod.Pipeline.Dir, Reads: e.opts.Reads, Sources: e.resolver(), Defaults: e.opts.Defaults})
+		node, dDiags := v.nodeKind.Decode(cfg, e.decl(in))
 		diags = append(diags, dDiags...)
 		if dDiags.HasErrors() {
 			return diags

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Plan is what apply would do.
@@ -93,6 +94,7 @@ func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics
 	}
 	if in.node == nil { // configuration waits on upstream values
 		in.status, in.reason = StatusBlocked, e.blockedReason(in)
+		e.setPlannedValue(in)
 		return diags
 	}
 	if e.cache == nil {
@@ -106,6 +108,7 @@ func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics
 	}
 	if !ok {
 		in.status, in.reason = StatusBlocked, e.blockedReason(in)
+		e.setPlannedValue(in)
 		return diags
 	}
 	in.action = id
@@ -117,7 +120,28 @@ func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics
 		}
 	}
 	in.status = StatusWillRun
+	e.setPlannedValue(in)
 	return diags
+}
+
+// setPlannedValue gives an instance that has not run the value its kind
+// can tell before it runs (nodes.Planner), so that the blocks referencing
+// it are decoded, sized and costed at plan while they wait. A value that
+// does not conform to the kind's output type is dropped.
+func (e *Engine) setPlannedValue(in *instance) {
+	p, ok := in.v.nodeKind.(nodes.Planner)
+	if !ok || in.config == cty.NilVal {
+		return
+	}
+	v := p.PlannedValue(in.config, in.node, e.decl(in))
+	if v == cty.NilVal {
+		return
+	}
+	conv, err := convert.Convert(v, in.v.nodeKind.OutputType())
+	if err != nil {
+		return
+	}
+	in.setValue(conv)
 }
 
 func (e *Engine) blockedReason(in *instance) string {

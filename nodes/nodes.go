@@ -40,6 +40,17 @@ type PartialChecker interface {
 	CheckPartial(cfg cty.Value, decl Decl) hcl.Diagnostics
 }
 
+// Planner is a kind whose value is known, wholly or in part, before its
+// node runs: a configuration block that echoes its attributes. Plan hands
+// that value to the blocks that reference it, so that they are decoded,
+// sized and costed (their runtime, their time) while they wait. cfg may be
+// partly unknown; node is the decoded node when cfg is wholly known (else
+// nil). The value must conform to OutputType, with unknowns where it
+// cannot be told; it must equal what Run returns where it is known.
+type Planner interface {
+	PlannedValue(cfg cty.Value, node Node, decl Decl) cty.Value
+}
+
 // Decl is what a kind knows about the block it decodes, for diagnostics
 // and relative paths.
 type Decl struct {

@@ -90,6 +90,31 @@ func (k kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	return node{cty.ObjectVal(vals)}, nil
 }
 
+// PlannedValue is the block's value before it runs: the decoded value
+// when its configuration is wholly known (what Run returns), else its
+// attributes as far as they are known, defaults filled in.
+func (k kind) PlannedValue(v cty.Value, n nodes.Node, decl nodes.Decl) cty.Value {
+	if nd, ok := n.(node); ok {
+		return nd.value
+	}
+	if v.IsNull() || !v.IsKnown() {
+		return cty.NilVal
+	}
+	vals := map[string]cty.Value{"name": cty.StringVal(InstanceName(decl))}
+	for name, a := range k.attrs {
+		val := v.GetAttr(name)
+		if val.IsKnown() && val.IsNull() && a.def != cty.NilVal {
+			val = a.def
+		}
+		conv, err := convert.Convert(val, a.ty)
+		if err != nil {
+			conv = cty.UnknownVal(a.ty)
+		}
+		vals[name] = conv
+	}
+	return cty.ObjectVal(vals)
+}
+
 func (n node) Fingerprint(context.Context, io.Writer) error { return nil }
 
 // Downloads is the Hub model or torchvision file an encoder's weights
