@@ -227,8 +227,8 @@ func (e *Engine) evalResources(in *instance, ctx *hcl.EvalContext) (nodes.Resour
 		}
 		val, d := expr.Value(ctx)
 		diags = append(diags, d...)
-		if d.HasErrors() || !val.IsKnown() {
-			return
+		if d.HasErrors() || !val.IsKnown() || val.IsNull() {
+			return // null: the node's default
 		}
 		var n int64 = -1
 		if !val.IsNull() && val.Type() == cty.Number {

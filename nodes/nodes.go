@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/pipelines/addrs"
@@ -73,11 +74,38 @@ type Decl struct {
 
 // Defaults are pipeline-wide defaults of block attributes.
 type Defaults struct {
-	// Runtime is the runtime of encoder-backed blocks ("go" or
-	// "torch"; empty: "go"), Python the torch runtime's interpreter
+	// Runtime is the runtime of encoder-backed blocks ("auto", "go" or
+	// "torch"; empty: "auto"), Python the torch runtime's interpreter
 	// (empty: $GATEPIPE_PYTHON, else python3).
 	Runtime, Python string
+	// Machine answers what runtime = "auto" asks of this machine; nil is
+	// a machine without GPUs.
+	Machine Machine
 }
+
+// Machine is what runtime = "auto" needs to know about the machine the
+// pipeline runs on.
+type Machine interface {
+	// Accelerate says whether python (its interpreter, "" for the
+	// default) can run the torch runtime on this machine's GPUs.
+	Accelerate(python string) Acceleration
+}
+
+// Acceleration is a Machine's answer for one interpreter.
+type Acceleration struct {
+	// GPUs is how many GPUs the scheduler has, and Torch whether the
+	// interpreter imports torch with CUDA available.
+	GPUs  int
+	Torch bool
+	// CPUsPerGPU is the CPU cores a node on one GPU gets to feed it.
+	CPUsPerGPU int
+	// Why says, in one line, what was found.
+	Why string
+}
+
+// UseGPUs reports whether the torch runtime on one GPU per node is
+// the machine's best choice.
+func (a Acceleration) UseGPUs() bool { return a.GPUs > 0 && a.Torch }
 
 // AttrRange returns the source range of attribute name in the block body,
 // or the block's range when the attribute is absent.
@@ -189,12 +217,72 @@ type StoreEstimate struct {
 	Bytes, PeakMemory int64
 	// Basis says where the example count comes from.
 	Basis string
+	// Splits are the examples of each split where known; SplitCaps the
+	// limits (max_train, max_val, max_test) of those that are capped.
+	Splits, SplitCaps map[string]int64
+}
+
+// PlanDecoder is a kind whose Decode also reads a configuration that
+// still waits on upstream values, with those values as nulls: plan
+// decodes such a block to say which runtime it gets and how long it takes
+// (that node never runs).
+type PlanDecoder interface {
+	DecodesWaiting() bool
+}
+
+// WorkEstimator is a node that can tell before it runs how much compute
+// it will do, and how to time that compute on this machine, so that plan
+// prints how long it should take. data is the estimate of the dataset it
+// reads (its upstream dataset's store: shape and split sizes as far as
+// they are known).
+type WorkEstimator interface {
+	EstimateWork(data StoreEstimate) Work
+}
+
+// Work is a node's compute, counted in examples through its model.
+type Work struct {
+	// Train counts examples through a training step (forward and
+	// backward), Eval through the model's forward pass alone, per seed;
+	// Passes how many evaluation passes there are (each costs Rate.Pass
+	// whatever its size); Runs is how many times that is done (seeds).
+	Train, Eval, Passes int64
+	Runs                int
+	// Partial says what the counts leave out ("" when they are whole),
+	// e.g. the validation passes of a split whose size is unknown.
+	Partial string
+	// Key names everything the speed depends on but the devices
+	// (runtime, model, example shape, batch, precision); Measure times the
+	// model on this machine on env's devices, with env.OutDir for scratch
+	// files (nil: nothing here can time it).
+	Key     string
+	Measure func(ctx context.Context, env *Env) (Rate, error)
+}
+
+// Rate is how fast a model runs here: the time of one example through a
+// training step and through a forward pass, of an evaluation pass beyond
+// its examples, and the fixed cost of a run (building the model, writing
+// its results).
+type Rate struct {
+	Train, Eval, Pass, Fixed time.Duration
+}
+
+// Time is how long w takes at r.
+func (r Rate) Time(w Work) time.Duration {
+	runs := max(w.Runs, 1)
+	per := r.Fixed + time.Duration(w.Train)*r.Train + time.Duration(w.Eval)*r.Eval + time.Duration(w.Passes)*r.Pass
+	return time.Duration(runs) * per
 }
 
 // Resumer is a node that can go on from where an interrupted run of it
 // stopped (training checkpoints). The engine gives it Env.ResumeDir.
 type Resumer interface {
 	Resumes() bool
+}
+
+// RuntimeChooser is a node that runs on one of the runtimes (runtime =
+// "go", "torch" or "auto"): plan says which it got, and auto's reason.
+type RuntimeChooser interface {
+	RuntimeChoice() (runtime string, auto *Acceleration)
 }
 
 // ResourceDefaulter is implemented by nodes that need more than one CPU

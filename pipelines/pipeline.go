@@ -126,7 +126,8 @@ type Settings struct {
 	// GPUShare is how many nodes may share one GPU at once (0: one).
 	GPUShare int
 	// Runtime and Python are the defaults of encoder-backed blocks'
-	// runtime ("go" or "torch") and of the torch runtime's interpreter.
+	// runtime ("auto", "go" or "torch"; empty: "auto") and of the torch
+	// runtime's interpreter.
 	Runtime, Python string
 	DeclRange       hcl.Range
 }

@@ -37,9 +37,9 @@ func decodeSettingsBlock(block *hcl.Block) (*Settings, hcl.Diagnostics) {
 	}
 	if attr, ok := content.Attributes["runtime"]; ok {
 		diags = append(diags, literalString(attr, &s.Runtime)...)
-		if s.Runtime != "go" && s.Runtime != "torch" && !diags.HasErrors() {
+		if s.Runtime != "auto" && s.Runtime != "go" && s.Runtime != "torch" && !diags.HasErrors() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid runtime",
-				Detail: fmt.Sprintf("runtime must be \"go\" or \"torch\", not %q.", s.Runtime), Subject: attr.Expr.Range().Ptr()})
+				Detail: fmt.Sprintf("runtime must be \"auto\", \"go\" or \"torch\", not %q.", s.Runtime), Subject: attr.Expr.Range().Ptr()})
 		}
 	}
 	if attr, ok := content.Attributes["parallelism"]; ok {

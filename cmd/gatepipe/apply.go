@@ -214,7 +214,7 @@ func (a *applyRun) setExecutor(s *session, abs string, view *progressView) int {
 	switch a.f.executor {
 	case "local":
 		if a.isolate != nil {
-			sp := &processSpawner{c: a.c, path: abs, flags: &a.f.runFlags, cacheDir: s.cache.Dir(), log: s.log, progress: view}
+			sp := &processSpawner{c: a.c, path: abs, flags: &a.f.runFlags, cacheDir: s.cache.Dir(), log: s.log, progress: view, machine: s.machine}
 			s.engine.SetSpawner(sp.spawn, a.isolate)
 		}
 	case "slurm":
@@ -223,6 +223,7 @@ func (a *applyRun) setExecutor(s *session, abs string, view *progressView) int {
 			fmt.Fprintln(a.c.stderr, "gatepipe:", err)
 			return exitConfigError
 		}
+		sub.machine = s.machine
 		s.engine.SetSubmitter(sub)
 	default:
 		fmt.Fprintf(a.c.stderr, "gatepipe: -executor must be local or slurm, not %q\n", a.f.executor)

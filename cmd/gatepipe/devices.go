@@ -43,10 +43,10 @@ func (c *cli) discover(ctx context.Context) (devices.Inventory, error) {
 }
 
 // defaultDevices is every CPU core and every visible GPU.
-func (c *cli) defaultDevices(ctx context.Context) (engine.Devices, error) {
+func (c *cli) defaultDevices(ctx context.Context) (engine.Devices, string, error) {
 	inv, err := c.discover(ctx)
 	if err != nil {
-		return engine.Devices{}, err
+		return engine.Devices{}, "", err
 	}
 	d := engine.Devices{CPUs: inv.CPUs}
 	if n, err := strconv.Atoi(os.Getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
@@ -55,7 +55,7 @@ func (c *cli) defaultDevices(ctx context.Context) (engine.Devices, error) {
 	for _, g := range inv.GPUs {
 		d.GPUs = append(d.GPUs, g.ID)
 	}
-	return d, nil
+	return d, inv.Note, nil
 }
 
 // expectedDurations reads the most recent run records for how long each

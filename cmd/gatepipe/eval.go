@@ -33,8 +33,12 @@ second eval or apply of it reuses everything cached.
 ENCODER is an architecture (mlp, convnet, resnet, convnext, vit: built-in
 sizes), a preset (resnet50, vit_b_16, convnext_tiny, ...: SPEC.md lists
 them) or timm:NAME (a timm model name that is one of the presets: gatepipe
-builds the same network on either runtime). -runtime torch trains every
-benchmark of the tier on PyTorch (one GPU per node with -gpus 1). Examples:
+builds the same network on either runtime). -runtime auto (the default)
+trains on PyTorch, one GPU per node, where the machine has NVIDIA GPUs and
+python's torch sees them, and on gatepipe's Go runtime on the CPUs
+otherwise; 'gatepipe plan DIR' says which it picked, and why, and how long
+the evaluation should take. -runtime torch trains every benchmark of the
+tier on PyTorch (one GPU per node with -gpus 1). Examples:
 
   gatepipe eval -encoder resnet50 -weights torchvision:resnet50.IMAGENET1K_V2 -tier small -scale cpu
   gatepipe eval -encoder timm:vit_base_patch16_224 -weights hf:timm/vit_base_patch16_224.augreg2_in21k_ft_in1k -tier base -runtime torch -gpus 1
@@ -58,13 +62,13 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset or timm:NAME (required)")
 	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
 	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
-	fs.StringVar(&cfg.runtime, "runtime", "go", "go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
+	fs.StringVar(&cfg.runtime, "runtime", "auto", "auto (torch on one GPU per node where the machine has GPUs and python's torch sees them, else go), go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
 	fs.StringVar(&cfg.scale, "scale", "full", "full (GATE's protocol), cpu (capped for a CPU machine) or test (tiny, for checks)")
 	fs.StringVar(&cfg.model, "model", "", "the encoder's name in results (default: from -encoder)")
 	fs.StringVar(&cfg.out, "out", "", "directory to write main.hcl into (default: eval-MODEL-TIER)")
-	fs.StringVar(&cfg.python, "python", "", "the Python with PyTorch for -runtime torch (default: python3)")
+	fs.StringVar(&cfg.python, "python", "", "the Python with PyTorch for -runtime torch or auto (default: $GATEPIPE_PYTHON, else python3)")
 	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: train each benchmark once per seed and report mean ± std (n)")
-	fs.IntVar(&cfg.gpus, "gpus", 0, "GPUs per torch node (with -runtime torch)")
+	fs.IntVar(&cfg.gpus, "gpus", -1, "GPUs per torch node, 0 or 1 (default: 1 where auto picks torch, else 0)")
 	pos, code, ok := parseArgs(fs, own)
 	if !ok {
 		return code
@@ -152,14 +156,14 @@ func (e evalConfig) pipeline() (string, error) {
 	if !slices.Contains([]string{"small", "base", "big"}, e.tier) {
 		return "", fmt.Errorf("-tier %q: want small, base or big", e.tier)
 	}
-	if !slices.Contains([]string{"go", "torch"}, e.runtime) {
-		return "", fmt.Errorf("-runtime %q: want go or torch", e.runtime)
+	if !slices.Contains([]string{"auto", "go", "torch"}, e.runtime) {
+		return "", fmt.Errorf("-runtime %q: want auto, go or torch", e.runtime)
 	}
 	if !slices.Contains([]string{"full", "cpu", "test"}, e.scale) {
 		return "", fmt.Errorf("-scale %q: want full, cpu or test", e.scale)
 	}
-	if e.gpus < 0 || (e.gpus > 0 && e.runtime != "torch") {
-		return "", errors.New("-gpus needs -runtime torch (the go runtime trains on CPUs)")
+	if e.gpus < -1 || e.gpus > 1 || (e.gpus > 0 && e.runtime == "go") {
+		return "", errors.New("-gpus is 0 or 1, with -runtime torch or auto (the go runtime trains on CPUs)")
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n# Re-run it with: gatepipe apply DIR (every block is cached).\n\n", evalMarker)
@@ -194,9 +198,14 @@ func (e evalConfig) pipeline() (string, error) {
 	}
 	b.WriteString("}\n\n")
 	fmt.Fprintf(&b, "module \"gate\" {\n  source  = \"stdlib/tiers/%s\"\n  encoder = encoder.mine\n  model   = %q\n  scale   = %q\n", e.tier, e.modelName(), e.scale)
-	if e.runtime == "torch" {
+	switch e.runtime {
+	case "go":
+		b.WriteString("  trainer = \"builtin\"\n")
+	case "torch":
 		b.WriteString("  trainer = \"torch\"\n")
-		if e.gpus > 0 {
+	}
+	if e.runtime != "go" {
+		if e.gpus >= 0 {
 			fmt.Fprintf(&b, "  gpus = %d\n", e.gpus)
 		}
 		if e.python != "" {

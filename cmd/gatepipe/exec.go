@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/rs/zerolog"
 )
 
@@ -76,6 +77,9 @@ type processSpawner struct {
 	log zerolog.Logger
 	// progress receives the child's relayed progress (nil: not asked for).
 	progress engine.Reporter
+	// machine is what runtime = "auto" saw here; children get it
+	// ($GATEPIPE_MACHINE) to resolve auto alike.
+	machine *torchrt.Machine
 }
 
 func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assignment) error {
@@ -105,6 +109,9 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(max(dev.CPUs, 1)), "OMP_NUM_THREADS="+strconv.Itoa(max(dev.CPUs, 1)))
 	if len(dev.GPUs) > 0 {
 		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(dev.GPUs, ","))
+	}
+	if p.machine != nil {
+		cmd.Env = append(cmd.Env, torchrt.MachineEnv+"="+p.machine.Encode())
 	}
 	var stderr strings.Builder
 	fw := &logForwarder{log: p.log, other: &stderr}

@@ -40,8 +40,10 @@ func (n *noopApply) readSet() *readset.Set {
 }
 
 // noopEnvPrefixes are the environment variables that may change what an
-// apply plans (cache, mirror, offline, run records, credentials' homes).
-var noopEnvPrefixes = []string{"GATEPIPE_", "HF_", "HUGGING_FACE_", "KAGGLE_", "XDG_", "HOME="}
+// apply plans (cache, mirror, offline, run records, credentials' homes,
+// and what runtime = "auto" finds: the GPUs visible and the interpreter
+// found on PATH).
+var noopEnvPrefixes = []string{"GATEPIPE_", "HF_", "HUGGING_FACE_", "KAGGLE_", "XDG_", "HOME=", "CUDA_VISIBLE_DEVICES=", "PATH="}
 
 // newNoopApply returns the no-op record this apply may use, or nil when
 // none may: a saved plan, -replace, -budget, -debug-hash or a non-local

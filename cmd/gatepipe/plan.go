@@ -66,6 +66,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&out, "out", "", "save the plan to this file for a later 'apply FILE'")
 	fs.Var(&f.replace, "replace", "plan to run this instance even if cached, e.g. -replace='train.x[\"cnn\"]' (repeatable)")
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	timing := fs.Bool("timing", true, "time, once per machine, the models that have no timing here yet, so that every train and features node gets an estimate (false: print what is already timed, unknown otherwise)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -89,7 +90,9 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	if diags.HasErrors() {
 		return exitConfigError
 	}
-	printPlan(c.stdout, plan)
+	timed := timePlan(ctx, s.engine.Estimates(), newTimings(ctx, c, s, *timing))
+	printPlan(c.stdout, plan, annotations(timed))
+	printTimes(c.stdout, timed, s.devices, autoReasons(timed), cpuModel())
 	printDownloads(c.stdout, s)
 	printStores(c.stdout, s)
 	if out != "" {
@@ -106,7 +109,23 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
-func printPlan(w io.Writer, plan *engine.Plan) {
+// autoReasons are the reasons runtime = "auto" gave, when some instance
+// left its runtime to it.
+func autoReasons(timed []timedNode) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range timed {
+		if n.Auto != nil && !seen[n.Auto.Why] {
+			seen[n.Auto.Why] = true
+			out = append(out, n.Auto.Why)
+		}
+	}
+	return out
+}
+
+// printPlan prints every instance's status; notes, by address, follow an
+// instance's line (its runtime and time).
+func printPlan(w io.Writer, plan *engine.Plan, notes map[string]string) {
 	counts := plan.Counts()
 	fmt.Fprintf(w, "Plan: %d to run, %d blocked, %d cached (%d instances)\n\n",
 		counts[engine.StatusWillRun], counts[engine.StatusBlocked], counts[engine.StatusCached], len(plan.Instances))
@@ -115,6 +134,9 @@ func printPlan(w io.Writer, plan *engine.Plan) {
 		line := fmt.Sprintf("%s  %s", mark, in.Addr)
 		if in.Replace {
 			line += "  (replace)"
+		}
+		if note := notes[in.Addr]; note != "" {
+			line += "  " + note
 		}
 		if in.Reason != "" {
 			line += "  (" + in.Reason + ")"

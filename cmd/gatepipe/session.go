@@ -17,6 +17,7 @@ import (
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/all"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/pipelines"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/stdlib"
@@ -37,6 +38,10 @@ type session struct {
 	loadTime time.Duration
 	// keepRuns is how many run records apply keeps.
 	keepRuns int
+	// machine answers runtime = "auto" (engine.Options.Defaults);
+	// devices are the slots apply schedules on.
+	machine *torchrt.Machine
+	devices engine.Devices
 }
 
 type sessionOptions struct {
@@ -137,12 +142,16 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	}
 	opts := o.engine
 	opts.Version = version
-	opts.Defaults = nodes.Defaults{Runtime: settings.Runtime, Python: settings.Python}
-	devs, diags := c.sessionDevices(ctx, o, settings, opts.Devices.GPUShare)
+	devs, note, diags := c.sessionDevices(ctx, o, settings, opts.Devices.GPUShare)
 	if diags.HasErrors() {
 		return fail(diags)
 	}
-	opts.Devices = devs
+	opts.Devices, s.devices = devs, devs
+	s.machine, err = c.machine(devs, note)
+	if err != nil {
+		return fail(asDiags(err))
+	}
+	opts.Defaults = nodes.Defaults{Runtime: settings.Runtime, Python: settings.Python, Machine: s.machine}
 	if s.cache != nil {
 		opts.ExpectedDurations = expectedDurations(s.cache)
 	}
@@ -174,8 +183,8 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 // sessionDevices returns the device slots: -devices, else the gatepipe
 // block's devices, else (with a cache, to run) what the machine has; with
 // the GPU share of -gpu-share (share), $GATEPIPE_GPU_SHARE or the block.
-func (c *cli) sessionDevices(ctx context.Context, o sessionOptions, settings *pipelines.Settings, share int) (engine.Devices, hcl.Diagnostics) {
-	var out engine.Devices
+// note is what discovery said when it ran.
+func (c *cli) sessionDevices(ctx context.Context, o sessionOptions, settings *pipelines.Settings, share int) (out engine.Devices, note string, _ hcl.Diagnostics) {
 	devs := settings.Devices
 	if o.devicesFlag != "" {
 		devs = strings.Split(o.devicesFlag, ",")
@@ -183,25 +192,42 @@ func (c *cli) sessionDevices(ctx context.Context, o sessionOptions, settings *pi
 	if len(devs) > 0 {
 		d, err := parseDevices(devs)
 		if err != nil && o.devicesFlag == "" && settings.DevicesRange.Filename != "" {
-			return out, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid device", Detail: err.Error() + ".", Subject: settings.DevicesRange.Ptr()}}
+			return out, note, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid device", Detail: err.Error() + ".", Subject: settings.DevicesRange.Ptr()}}
 		}
 		if err != nil {
-			return out, asDiags(fmt.Errorf("-devices: %w", err))
+			return out, note, asDiags(fmt.Errorf("-devices: %w", err))
 		}
 		out = d
 	} else if o.withCache {
-		d, err := c.defaultDevices(ctx)
+		d, n, err := c.defaultDevices(ctx)
+		note = strings.TrimSuffix(n, ": no GPUs")
+		if note == "" && len(d.GPUs) == 0 {
+			note = "nvidia-smi lists none"
+		}
 		if err != nil {
-			return out, asDiags(fmt.Errorf("discovering devices: %w (set devices explicitly with -devices or the gatepipe block)", err))
+			return out, note, asDiags(fmt.Errorf("discovering devices: %w (set devices explicitly with -devices or the gatepipe block)", err))
 		}
 		out = d
 	}
 	share, err := gpuShare(share, settings.GPUShare)
 	if err != nil {
-		return out, asDiags(err)
+		return out, note, asDiags(err)
 	}
 	out.GPUShare = share
-	return out, nil
+	return out, note, nil
+}
+
+// machine is what runtime = "auto" asks: the apply's devices, or (in a
+// `gatepipe exec` child) the machine its parent saw, handed down through
+// $GATEPIPE_MACHINE so that the child resolves auto as the parent did.
+func (c *cli) machine(devs engine.Devices, note string) (*torchrt.Machine, error) {
+	if env := c.env(torchrt.MachineEnv); env != "" {
+		return torchrt.DecodeMachine(env)
+	}
+	if len(devs.GPUs) == 0 && note == "" {
+		note = "the devices given list none"
+	}
+	return &torchrt.Machine{GPUs: len(devs.GPUs), CPUs: devs.CPUs, Note: note}, nil
 }
 
 // keepRuns is how many run records to keep: $GATEPIPE_KEEP_RUNS (first,

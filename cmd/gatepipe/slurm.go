@@ -14,12 +14,16 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/rs/zerolog"
 )
 
 // slurmSubmitter runs instances as Slurm batch jobs: each job runs
 // `gatepipe exec` on the same (shared) cache.
 type slurmSubmitter struct {
+	// machine is what runtime = "auto" saw on the submitting machine;
+	// each job gets it ($GATEPIPE_MACHINE) so that it resolves auto alike.
+	machine  *torchrt.Machine
 	log      zerolog.Logger
 	self     string
 	path     string
@@ -98,7 +102,11 @@ func sbatchArgs(addr string, res nodes.Resources, after []string, logDir string)
 
 func (s *slurmSubmitter) Submit(ctx context.Context, addr string, res nodes.Resources, after []string) (string, error) {
 	args := append(sbatchArgs(addr, res, after, s.logDir), "--wrap", shellQuote(execCommand(s.self, s.path, s.cacheDir, s.flags, addr)))
-	out, err := exec.CommandContext(ctx, "sbatch", args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "sbatch", args...)
+	if s.machine != nil { // sbatch exports its environment to the job
+		cmd.Env = append(os.Environ(), torchrt.MachineEnv+"="+s.machine.Encode())
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("sbatch: %v: %s", err, strings.TrimSpace(string(out)))
 	}

@@ -38,16 +38,23 @@ func (n *Node) EstimateStore() nodes.StoreEstimate {
 	if n.cfg.Format == "raw" {
 		return nodes.StoreEstimate{Basis: "raw files: no store"}
 	}
+	est.SplitCaps = map[string]int64{}
+	for name, limit := range map[string]int{"train": n.maxTrain, "val": n.maxVal, "test": n.maxTest} {
+		if limit > 0 {
+			est.SplitCaps[name] = int64(limit)
+		}
+	}
 	if t, ok := n.cfg.Examples["train"]; ok {
 		nVal := int64(math.Floor(n.valFraction * float64(t)))
 		nTest := int64(math.Floor(n.testFraction * float64(t)))
-		est.Examples = capped(t-nVal-nTest, n.maxTrain) + capped(nVal, n.maxVal) + capped(nTest, n.maxTest)
+		est.Splits = map[string]int64{"train": capped(t-nVal-nTest, n.maxTrain), "val": capped(nVal, n.maxVal), "test": capped(nTest, n.maxTest)}
 		if v, ok := n.cfg.Examples["val"]; ok {
-			est.Examples += capped(v, n.maxVal)
+			est.Splits["val"] += capped(v, n.maxVal)
 		}
 		if v, ok := n.cfg.Examples["test"]; ok {
-			est.Examples += capped(v, n.maxTest)
+			est.Splits["test"] += capped(v, n.maxTest)
 		}
+		est.Examples = est.Splits["train"] + est.Splits["val"] + est.Splits["test"]
 		est.Known, est.Basis = true, "the source's published counts (examples)"
 	}
 	size := int64(1)

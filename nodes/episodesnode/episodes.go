@@ -120,7 +120,10 @@ func btoi(b bool) int {
 func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.rt.Fingerprint(w) }
 
 // DefaultResources: episodes run on two cores.
-func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 2} }
+func (n *Node) DefaultResources() nodes.Resources { return n.rt.Resources(2) }
+
+// RuntimeChoice is the runtime the block runs on.
+func (n *Node) RuntimeChoice() (string, *nodes.Acceleration) { return n.rt.Runtime, n.rt.Auto }
 
 // Result is what episodes.json holds.
 type Result struct {

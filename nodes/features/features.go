@@ -125,7 +125,10 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 }
 
 // DefaultResources: one CPU.
-func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
+func (n *Node) DefaultResources() nodes.Resources { return n.rt.Resources(1) }
+
+// RuntimeChoice is the runtime the block runs on.
+func (n *Node) RuntimeChoice() (string, *nodes.Acceleration) { return n.rt.Runtime, n.rt.Auto }
 
 // pooled lists the tasks whose examples are single images or vectors, so
 // one feature vector stands for each.

@@ -24,7 +24,7 @@ func readRuntime(v cty.Value, decl nodes.Decl, diags hcl.Diagnostics) (torchrt.O
 	a := &featureset.Attrs{V: v, Decl: decl}
 	o := torchrt.ReadOptions(a, torchrt.Precisions...)
 	batch := a.Int("batch_size", 64, 1)
-	if !o.Torch() && !v.GetAttr("batch_size").IsNull() {
+	if !o.Torch() && o.Auto == nil && !v.GetAttr("batch_size").IsNull() {
 		a.Diags = append(a.Diags, decl.Errorf("batch_size", "Unused batch_size", "batch_size applies to runtime = \"torch\"; this block runs on the %q runtime.", o.Runtime))
 	}
 	return o, batch, append(diags, a.Diags...)

@@ -96,7 +96,10 @@ func (n *Node) ReadAttrs(a *featureset.Attrs) {
 func (n *Node) Fingerprint(_ context.Context, w io.Writer) error { return n.rt.Fingerprint(w) }
 
 // DefaultResources: the learning rates are searched on two cores.
-func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 2} }
+func (n *Node) DefaultResources() nodes.Resources { return n.rt.Resources(2) }
+
+// RuntimeChoice is the runtime the block runs on.
+func (n *Node) RuntimeChoice() (string, *nodes.Acceleration) { return n.rt.Runtime, n.rt.Auto }
 
 // SeedRun is one seed's subset and its tuned probe.
 type SeedRun struct {

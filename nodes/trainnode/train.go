@@ -160,7 +160,10 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 }
 
 // DefaultResources: one CPU per experiment, so experiments run side by side.
-func (n *Node) DefaultResources() nodes.Resources { return nodes.Resources{CPUs: 1} }
+func (n *Node) DefaultResources() nodes.Resources { return n.rt.Resources(1) }
+
+// RuntimeChoice is the runtime the block runs on.
+func (n *Node) RuntimeChoice() (string, *nodes.Acceleration) { return n.rt.Runtime, n.rt.Auto }
 
 // Run trains: once with the recipe's seed, or once per seed of its seeds
 // (see runSeeds).

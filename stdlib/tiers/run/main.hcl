@@ -102,10 +102,11 @@ locals {
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
 
-  # With torch_arch (trainer = "torch"), a model PyTorch's libraries build
-  # by name trains on every benchmark in place of the encoder: convnet is
-  # gatepipe's small CNN, timm:NAME timm's, any other name torchvision's.
-  torch_arch = var.trainer == "torch" && var.torch_arch != null
+  # With torch_arch (trainer = "torch" or "auto"), a model PyTorch's
+  # libraries build by name trains on every benchmark, on the torch
+  # runtime, in place of the encoder: convnet is gatepipe's small CNN,
+  # timm:NAME timm's, any other name torchvision's.
+  torch_arch = var.trainer != "builtin" && var.torch_arch != null
   library    = local.torch_arch ? (var.torch_arch == "convnet" || length(regexall("^(timm|torchvision):", var.torch_arch)) > 0 ? var.torch_arch : "torchvision:${var.torch_arch}") : null
 
   data = {
@@ -186,11 +187,11 @@ train "run" {
   recipe    = recipe.r[0]
   benchmark = benchmark.b[each.key]
   model     = var.model
-  runtime   = var.trainer == "torch" ? "torch" : "go"
-  python    = var.trainer == "torch" ? var.python : null
+  runtime   = local.torch_arch ? "torch" : (var.trainer == "builtin" ? "go" : var.trainer)
+  python    = var.trainer == "builtin" ? null : var.python
   resources {
-    cpus = 1
-    gpus = var.trainer == "torch" ? var.gpus : 0
+    cpus = var.cpus
+    gpus = var.trainer == "builtin" ? 0 : var.gpus
   }
 }
 

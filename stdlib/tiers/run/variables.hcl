@@ -47,11 +47,11 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" (gatepipe's Go runtime, CPU) or \"torch\" (every benchmark's train block on the torch runtime: the encoder itself in PyTorch, one GPU per node with gpus = 1; with torch_arch set, every benchmark trains that model instead)."
-  default     = "builtin"
+  description = "\"auto\" (the torch runtime, one GPU per node, where the machine has GPUs and python's torch sees them; else gatepipe's Go runtime on the CPUs), \"builtin\" (the Go runtime, CPU) or \"torch\" (every benchmark's train block on the torch runtime: the encoder itself in PyTorch, on a GPU with gpus = 1; with torch_arch set, every benchmark trains that model instead)."
+  default     = "auto"
   validation {
-    condition     = contains(["builtin", "torch"], var.trainer)
-    error_message = "trainer must be \"builtin\" or \"torch\", not \"${var.trainer}\"."
+    condition     = contains(["auto", "builtin", "torch"], var.trainer)
+    error_message = "trainer must be \"auto\", \"builtin\" or \"torch\", not \"${var.trainer}\"."
   }
 }
 
@@ -62,18 +62,25 @@ variable "torch_arch" {
 }
 
 variable "python" {
-  description = "The Python with PyTorch for the torch runtime (null: the pipeline's, else $GATEPIPE_PYTHON, else python3)."
+  description = "The Python with PyTorch for the torch runtime (and the one auto asks) (null: the pipeline's, else $GATEPIPE_PYTHON, else python3)."
   type        = string
   default     = null
 }
 
 variable "gpus" {
-  description = "GPUs per torch node (0 or 1)."
-  default     = 0
+  description = "GPUs per train node (0 or 1; null: the runtime's choice, one GPU where auto picks the torch runtime, none for builtin and torch)."
+  type        = number
+  default     = null
   validation {
-    condition     = var.gpus == 0 || var.gpus == 1
-    error_message = "gpus is the GPUs of each torch node: 0 (CPU) or 1 (one GPU per node; nodes run on every GPU at once)."
+    condition     = var.gpus == null || var.gpus == 0 || var.gpus == 1
+    error_message = "gpus is the GPUs of each train node: 0 (CPU) or 1 (one GPU per node; nodes run on every GPU at once)."
   }
+}
+
+variable "cpus" {
+  description = "CPU cores per train node (null: the runtime's choice, one on the CPUs, the machine's cores shared among its GPUs where auto picks one GPU per node)."
+  type        = number
+  default     = null
 }
 
 variable "split_seed" {

@@ -47,11 +47,11 @@ variable "protocol" {
 }
 
 variable "trainer" {
-  description = "\"builtin\" (the Go runtime, CPU) or \"torch\" (the torch runtime: the encoder in PyTorch, on GPUs with gpus = 1; see stdlib/tiers/run)."
-  default     = "builtin"
+  description = "\"auto\" (the torch runtime on one GPU per node where the machine has GPUs and python's torch sees them, else the Go runtime), \"builtin\" (the Go runtime, CPU) or \"torch\" (the torch runtime: the encoder in PyTorch, on GPUs with gpus = 1; see stdlib/tiers/run)."
+  default     = "auto"
   validation {
-    condition     = contains(["builtin", "torch"], var.trainer)
-    error_message = "trainer must be \"builtin\" or \"torch\", not \"${var.trainer}\"."
+    condition     = contains(["auto", "builtin", "torch"], var.trainer)
+    error_message = "trainer must be \"auto\", \"builtin\" or \"torch\", not \"${var.trainer}\"."
   }
 }
 
@@ -62,16 +62,23 @@ variable "torch_arch" {
 }
 
 variable "gpus" {
-  description = "GPUs per torch node (0 or 1)."
-  default     = 0
+  description = "GPUs per train node (0 or 1; null: the runtime's choice, see stdlib/tiers/run)."
+  type        = number
+  default     = null
   validation {
-    condition     = var.gpus == 0 || var.gpus == 1
-    error_message = "gpus is the GPUs of each torch node: 0 (CPU) or 1 (one GPU per node; nodes run on every GPU at once)."
+    condition     = var.gpus == null || var.gpus == 0 || var.gpus == 1
+    error_message = "gpus is the GPUs of each train node: 0 (CPU) or 1 (one GPU per node; nodes run on every GPU at once)."
   }
 }
 
+variable "cpus" {
+  description = "CPU cores per train node (null: the runtime's choice, see stdlib/tiers/run)."
+  type        = number
+  default     = null
+}
+
 variable "python" {
-  description = "The Python with PyTorch for trainer = \"torch\" (null: the pipeline's, else $GATEPIPE_PYTHON, else python3)."
+  description = "The Python with PyTorch for trainer = \"torch\" or \"auto\" (null: the pipeline's, else $GATEPIPE_PYTHON, else python3)."
   type        = string
   default     = null
 }
@@ -113,6 +120,7 @@ module "run" {
   protocol   = var.protocol
   trainer    = var.trainer
   gpus       = var.gpus
+  cpus       = var.cpus
   torch_arch = var.torch_arch
   python     = var.python
   split_seed = var.split_seed

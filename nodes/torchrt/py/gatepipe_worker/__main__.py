@@ -12,11 +12,12 @@ except ImportError as e:
                      "else pip install torch), or point python (the block's, the gatepipe block's) or GATEPIPE_PYTHON at an interpreter that has it"
                      % (sys.executable, e))
 
-from . import episodes, features, probe, train
+from . import episodes, features, probe, timing, train
 from .run import Run
 
 # JOBS maps config.job to the function that runs it.
-JOBS = {"features": features.job_features, "probe": probe.job_probe, "episodes": episodes.job_episodes, "train": train.job_train}
+JOBS = {"features": features.job_features, "probe": probe.job_probe, "episodes": episodes.job_episodes, "train": train.job_train,
+        "timing": timing.job_timing}
 
 
 def main():

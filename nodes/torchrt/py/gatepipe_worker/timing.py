@@ -1,0 +1,82 @@
+import json
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .models import TaskModel, convolutional
+
+# ---- timing: how fast a model runs here, for plan's estimates ---------------
+#
+# gatepipe plan times each (model, example shape, batch, precision, device)
+# once per machine and keeps the answer: a few training steps and forward
+# passes of the encoder with a classification head on random examples, on
+# the device the node would get. A step's batch is the recipe's, or smaller
+# where one step would pass BUDGET seconds (a large model on CPU torch).
+
+BUDGET = 2.0  # seconds a timed step or pass may take
+CLASSES = 10
+
+
+def timed(run, fn, count):
+    """Seconds per call of fn over count calls (synchronised on a GPU)."""
+    if run.cuda:
+        torch.cuda.synchronize()
+    start = time.time()
+    for _ in range(count):
+        fn()
+    if run.cuda:
+        torch.cuda.synchronize()
+    return (time.time() - start) / count
+
+
+def job_timing(run):
+    cfg = run.cfg
+    shape = [int(s) for s in cfg["shape"]]
+    want = max(int(cfg["batch"]), 1)
+    started = time.time()
+    model = TaskModel("classification", cfg["encoder"], shape, CLASSES).to(run.device)
+    channels_last = run.cuda and convolutional(cfg["encoder"])
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def examples(n):
+        x = torch.randn(n, *shape, device=run.device)
+        return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+    def trainer(b):
+        x, y = examples(b), torch.randint(0, CLASSES, (b,), device=run.device)
+
+        def step():
+            with run.autocast():
+                loss = F.cross_entropy(model(x).float(), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return step
+
+    model.train()
+    b = min(want, 2)
+    per = timed(run, trainer(b), 2) / b  # the first steps: warm-up and a first guess
+    if want > b:
+        b = min(want, max(b, int(BUDGET / max(per, 1e-9))))
+    step = trainer(b)
+    step()  # warm-up at this batch (cuDNN's autotuning)
+    fixed = time.time() - started
+    count = max(2, min(20, int(BUDGET / max(per * b, 1e-9))))
+    train = timed(run, step, count) / b
+
+    model.eval()
+    eb = min(int(cfg.get("eval_batch") or 256), max(b, int(BUDGET / max(per / 3, 1e-9))))
+    xe = examples(eb)
+
+    def forward():
+        with torch.inference_mode(), run.autocast():
+            model(xe)
+    forward()
+    evaluate = timed(run, forward, max(2, min(20, int(BUDGET / max(per / 3 * eb, 1e-9))))) / eb
+    with open(os.path.join(cfg["work"], "timing.json"), "w") as f:
+        json.dump({"train": train, "eval": evaluate, "fixed": fixed, "elapsed": time.time() - started, "batch": b, "eval_batch": eb,
+                   "device": torch.cuda.get_device_name(0) if run.cuda else "cpu", "precision": run.precision}, f)
