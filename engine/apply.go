@@ -179,7 +179,7 @@ func (e *Engine) instanceGraph() (*dag.Graph, map[string]walkItem) {
 			return in.status == StatusCached && !in.replace
 		}
 		val := e.state.get(v.key)
-		return val != cty.NilVal && val.IsWhollyKnown()
+		return val != cty.NilVal && val.IsWhollyKnown() && !e.fromPlannedValues(v)
 	}
 	memo := map[string][]string{}
 	var targets func(dep string) []string
@@ -530,4 +530,18 @@ func (a *applier) fail(ctx context.Context, in *instance, err error) error {
 func runNode(ctx context.Context, n nodes.Node, env *nodes.Env) (val cty.Value, err error) {
 	defer bug.Recover(&err)
 	return n.Run(ctx, env)
+}
+
+// fromPlannedValues reports whether a variable, local or output vertex was
+// computed from planned values (nodes.Planner), which describe and do not
+// decide: apply computes it again from what the runs give.
+func (e *Engine) fromPlannedValues(v *vertex) bool {
+	for _, bv := range e.upstreamBlocks(v) {
+		for _, in := range bv.instances {
+			if in.isPlanned() {
+				return true
+			}
+		}
+	}
+	return false
 }

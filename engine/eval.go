@@ -181,9 +181,12 @@ func (e *Engine) blockValue(v *vertex) cty.Value {
 			complete = false
 			return unknownOutput(v.nodeKind.OutputType())
 		}
-		if !val.IsWhollyKnown() {
+		if !val.IsWhollyKnown() || in.isPlanned() {
 			// A planned value (nodes.Planner): its known parts let
-			// the blocks that reference it be costed while they wait.
+			// the blocks that reference it be costed while they wait,
+			// but the block's value is what the runs give (a run found
+			// in the cache under the same action may carry another
+			// instance's name).
 			complete = false
 		}
 		return val

@@ -52,6 +52,10 @@ type instance struct {
 	// stored, when set, is the value as stored in the cache, decoded into
 	// value on first use: most cached values are never read.
 	stored *storedValue
+	// planned says value is what plan could tell before the node ran
+	// (nodes.Planner): it describes, it is never memoized as the block's
+	// value, and running replaces it.
+	planned bool
 
 	// Filled by planning (and again by apply when it was not known).
 	status    PlanStatus
@@ -79,8 +83,22 @@ type storedValue struct {
 
 func (in *instance) setValue(v cty.Value) {
 	in.mu.Lock()
-	in.value, in.stored = v, nil
+	in.value, in.stored, in.planned = v, nil, false
 	in.mu.Unlock()
+}
+
+// setPlanned sets a value plan could tell before the node ran.
+func (in *instance) setPlanned(v cty.Value) {
+	in.mu.Lock()
+	in.value, in.stored, in.planned = v, nil, true
+	in.mu.Unlock()
+}
+
+// isPlanned reports whether the value is a planned one.
+func (in *instance) isPlanned() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.planned
 }
 
 func (in *instance) getValue() cty.Value {

@@ -141,7 +141,7 @@ func (e *Engine) setPlannedValue(in *instance) {
 	if err != nil {
 		return
 	}
-	in.setValue(conv)
+	in.setPlanned(conv)
 }
 
 func (e *Engine) blockedReason(in *instance) string {

@@ -35,14 +35,16 @@ command "gpu" {
 	}
 }
 
-// The torch runtime's attributes on a Go-runtime block are refused at
-// their line (when the block decodes, after its dependencies: apply).
+// The torch runtime's attributes on a block that names the Go runtime are
+// refused at their line (when the block decodes, after its dependencies:
+// apply). With runtime "auto", the default, they are the torch runtime's
+// settings where auto picks it.
 func TestTorchAttributesOnTheGoRuntime(t *testing.T) {
 	for _, attr := range []string{`precision = "fp32"`, `python = "python3"`, `deterministic = true`} {
 		name, _, _ := strings.Cut(attr, " ")
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  "+attr+"\n}", 1))
+			writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime = \"go\"\n  "+attr+"\n}", 1))
 			r := gp(t, t.TempDir(), "apply", dir)
 			said := strings.Join(strings.Fields(r.stderr), " ")
 			if r.code == exitOK || !strings.Contains(said, "main.hcl:") || !strings.Contains(said, "Unused "+name) || !strings.Contains(said, name+` applies to runtime = "torch"`) {
@@ -81,7 +83,7 @@ module "gate" {
   source = "stdlib/tiers/small"
   gpus   = 2
 }
-`, []string{"gpus is the GPUs of each torch node: 0 (CPU) or 1"}},
+`, []string{"gpus is the GPUs of each train node: 0 (CPU) or 1"}},
 		{"a dataset directory that is not there", "plan", `
 module "fm" {
   source = "stdlib/datasets/fashion_mnist"

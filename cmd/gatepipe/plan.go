@@ -66,6 +66,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&out, "out", "", "save the plan to this file for a later 'apply FILE'")
 	fs.Var(&f.replace, "replace", "plan to run this instance even if cached, e.g. -replace='train.x[\"cnn\"]' (repeatable)")
 	fs.BoolVar(&f.debugHash, "debug-hash", false, "print every input hashed into action IDs to stderr")
+	fs.StringVar(&f.devices, "devices", "", "device slots to plan for, as apply's -devices (default: the gatepipe block's devices, else what this machine has)")
 	timing := fs.Bool("timing", true, "time, once per machine, the models that have no timing here yet, so that every train and features node gets an estimate (false: print what is already timed, unknown otherwise)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -80,7 +81,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "gatepipe:", err)
 		return exitConfigError
 	}
-	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, sources: sourcesPinned})
+	s, code := c.load(ctx, sessionOptions{path: path, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, sources: sourcesPinned})
 	if s == nil {
 		return code
 	}

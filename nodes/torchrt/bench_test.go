@@ -261,3 +261,63 @@ func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
 		report(b, "train ResNet-18 224px batch 32", res.ImagesPerSec, peer.ImagesPerSec, peer, threads, gpu)
 	}
 }
+
+// nodeEnv is the environment a node's worker runs in: the user's, without
+// the malloc and thread settings the benchmarks' peers get, plus what
+// gatepipe itself sets for its worker (torchrt.WorkerEnv).
+func nodeEnv(threads int) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "MALLOC_") || strings.HasPrefix(kv, "OMP_NUM_THREADS=") || strings.HasPrefix(kv, "OPENBLAS_NUM_THREADS=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, torchrt.WorkerEnv(threads)...)
+}
+
+// BenchmarkTorchRuntimeFeed: the worker's loader alone (store to
+// normalised float32 batches on the CPU, no model) on 1 and 2 reader
+// threads, in the environment a node's worker gets, against the bare
+// memmap loop (one thread, the peer's best environment), per core; both
+// after a pass that warms the page cache. GATEPIPE_BENCH_IMAGES sets the
+// store's size (default 3,000 images of 3x224x224).
+func BenchmarkTorchRuntimeFeed(b *testing.B) {
+	torchtest.Need(b, "torch")
+	images := 3000
+	if v, err := strconv.Atoi(os.Getenv("GATEPIPE_BENCH_IMAGES")); err == nil && v > 0 {
+		images = v
+	}
+	store := imageStore(b, images, 10)
+	worker, err := torchrt.WriteWorker(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, batch := range []int{64, 256} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			for range b.N {
+				peer := runPeer(b, 1, "feed", store, strconv.Itoa(batch), "2")
+				var one float64
+				for _, threads := range []int{1, 2} {
+					cmd := exec.Command(torchtest.Python(), filepath.Join("testdata", "feed.py"), store, strconv.Itoa(batch), "2", strconv.Itoa(threads))
+					cmd.Env = append(nodeEnv(threads), "PYTHONPATH="+worker)
+					out, err := cmd.Output()
+					if err != nil {
+						b.Fatalf("feed.py: %v", err)
+					}
+					var r peerResult
+					if err := json.Unmarshal(out, &r); err != nil {
+						b.Fatalf("feed.py printed %q", out)
+					}
+					if threads == 1 {
+						one = r.ImagesPerSec
+					}
+					perCore := r.ImagesPerSec / float64(threads)
+					b.ReportMetric(perCore/peer.ImagesPerSec, fmt.Sprintf("x-bare-per-core-%dt", threads))
+					fmt.Printf("feed batch %d, %d reader thread(s): loader %.0f img/s (%.0f per core, node env: %s), bare memmap loop %.0f img/s (1 thread, env %s): %.2fx per core; %.2fx one thread\n",
+						batch, threads, r.ImagesPerSec, perCore, strings.Join(torchrt.WorkerEnv(threads), " "), peer.ImagesPerSec, strings.Join(peerEnv(1), " "), perCore/peer.ImagesPerSec, r.ImagesPerSec/one)
+				}
+			}
+		})
+	}
+}

@@ -193,3 +193,10 @@ func unwrapExec(err error) error {
 
 // Valid reports whether runtime is one of Runtimes.
 func Valid(runtime string) bool { return slices.Contains(Runtimes, runtime) }
+
+// WorkerEnv is what gatepipe adds to the user's environment for a worker
+// on cpus CPUs (beside GATEPIPE_* and CUDA_VISIBLE_DEVICES): its thread
+// counts.
+func WorkerEnv(cpus int) []string {
+	return []string{fmt.Sprintf("OMP_NUM_THREADS=%d", max(cpus, 1)), fmt.Sprintf("GATEPIPE_CPUS=%d", max(cpus, 1))}
+}

@@ -6,6 +6,9 @@ PyTorch user writes for the same work on the same store.
                                             PRECISION fp32, tf32 or bf16 (autocast;
                                             the default on a GPU)
   bare_loops.py train STORE ARCH BATCH ITERS CLASSES  AdamW fine-tuning steps
+  bare_loops.py feed STORE BATCH PASSES      no model: the split memory-mapped,
+                                            each batch to torch, to float32 and
+                                            normalised in place, one thread
 
 ARCH is a torchvision model (resnet50, resnet18, vit_b_16). The store's
 split "train" (uint8 images) is read with numpy from its safetensors file.
@@ -36,6 +39,26 @@ def store_x(path):
     b, e = h["x"]["data_offsets"]
     x = np.memmap(path + "/train.safetensors", dtype=np.uint8, mode="r", offset=8 + n + b, shape=tuple(h["x"]["shape"]))
     return torch.from_numpy(np.ascontiguousarray(x))
+
+
+def feed(store, batch, passes):
+    """The bare memmap loop: batches of the memory-mapped split as
+    normalised float32, after a first pass that warms the page cache."""
+    with open(store + "/train.safetensors", "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        h = json.loads(f.read(n))
+    b, e = h["x"]["data_offsets"]
+    x = np.memmap(store + "/train.safetensors", dtype=np.uint8, mode="r", offset=8 + n + b, shape=tuple(h["x"]["shape"]))
+    count, t = 0, None
+    for p in range(passes + 1):
+        if p == 1:
+            t = time.time()
+        for i in range(0, len(x), batch):
+            xb = torch.from_numpy(np.asarray(x[i:i + batch])).to(torch.float32)
+            xb.mul_(1 / 255).sub_(0.45).div_(0.225)
+            if p > 0:
+                count += xb.shape[0]
+    return count, time.time() - t
 
 
 def model(arch, classes):
@@ -121,6 +144,10 @@ if __name__ == "__main__":
         torch.backends.cudnn.benchmark = True
     if job == "features":
         n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif job == "feed":
+        import warnings
+        warnings.simplefilter("ignore")  # torch.from_numpy on a read-only map
+        n, s = feed(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
     print(json.dumps({"images": n, "seconds": s, "images_per_sec": n / s, "device": str(dev), "threads": torch.get_num_threads()}))

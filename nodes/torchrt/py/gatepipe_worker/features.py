@@ -4,8 +4,10 @@ import time
 
 import torch
 
+from .loader import Batches, ranges, readers
 from .models import Model, convolutional, init_weights
-from .storage import Inputs, Store, write_safetensors
+from .storage import Inputs, RowWriter, Store, write_safetensors
+
 
 def job_features(run):
     cfg = run.cfg
@@ -27,51 +29,69 @@ def job_features(run):
     steady, steady_from = None, 0
     for name in splits:
         f = store.split(name)
-        n = f.info("x")["shape"][0]
-        out = None
+        x = f.tensor("x")
+        n = x.shape[0]
+        path = os.path.join(cfg["work"], name + ".safetensors")
+        out = Outputs(path, n, run.cuda)
         with torch.inference_mode():
-            for i, raw in prefetched(f, n, batch, run.cuda):
-                x = inputs(raw)
-                if run.cuda and conv and x.dim() == 4:
-                    x = x.contiguous(memory_format=torch.channels_last)
+            for _, x_in in Batches(x, ranges(n, batch), inputs, threads=readers(run)):
+                if run.cuda and conv and x_in.dim() == 4:
+                    x_in = x_in.contiguous(memory_format=torch.channels_last)
                 with run.autocast():
-                    y = model.encoder(x)
+                    y = model.encoder(x_in)
                     if classes:
                         y = model.head(y).float().softmax(dim=-1)
-                y = y.float()
-                if out is None:
-                    out = torch.empty((n, y.shape[1]), dtype=torch.float32, pin_memory=run.cuda)
-                out[i:i + y.shape[0]].copy_(y, non_blocking=True)
+                out.put(y.float())
                 done += y.shape[0]
                 run.progress(done, total)
                 if steady is None:  # the first batch is warm-up (kernel selection, allocations)
                     if run.cuda:
                         torch.cuda.synchronize()
                     steady, steady_from = time.time(), done
-        if run.cuda:
-            torch.cuda.synchronize()
-        if out is None:
-            out = torch.empty((0, classes or model.encoder.width), dtype=torch.float32)
-        write_safetensors(os.path.join(cfg["work"], name + ".safetensors"), {"x": out})
+        if n == 0:
+            write_safetensors(path, {"x": torch.empty((0, classes or model.encoder.width), dtype=torch.float32)})
+        else:
+            out.close()
     # Throughput after the first batch, for the log and benchmarks.
     with open(os.path.join(cfg["work"], "stats.json"), "w") as fh:
         json.dump({"images": done - steady_from, "seconds": time.time() - steady if steady else 0}, fh)
     run.progress(done, total, force=True)
 
 
-def prefetched(f, n, batch, pin):
-    """Yields (offset, stored batch) of split file f, the next batch read
-    (and pinned, for a GPU) on a thread while the current one computes."""
-    import concurrent.futures
-    def read(i):
-        x = f.tensor("x", (i, min(i + batch, n)))
-        return x.pin_memory() if pin else x.clone()
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        nxt = pool.submit(read, 0) if n > 0 else None
-        for i in range(0, n, batch):
-            x = nxt.result()
-            if i + batch < n:
-                nxt = pool.submit(read, i + batch)
-            yield i, x
+class Outputs:
+    """A split's features, written to its file as they are produced: from
+    a GPU each block is copied into one of two pinned buffers without
+    blocking, and written once the next block is on its way."""
 
+    def __init__(self, path, rows, cuda):
+        self.path, self.rows, self.cuda = path, rows, cuda
+        self.w = None
+        self.pinned, self.pending, self.turn = [None, None], None, 0
 
+    def put(self, y):
+        if self.w is None:
+            self.w = RowWriter(self.path, "x", self.rows, y.shape[1])
+        if not self.cuda:
+            self.w.write(y)
+            return
+        buf = self.pinned[self.turn]
+        if buf is None or buf.shape[0] < y.shape[0]:
+            buf = self.pinned[self.turn] = torch.empty(y.shape, dtype=torch.float32, pin_memory=True)
+        block = buf[:y.shape[0]]
+        block.copy_(y, non_blocking=True)
+        ev = torch.cuda.Event()
+        ev.record()
+        self.flush()
+        self.pending, self.turn = (block, ev), 1 - self.turn
+
+    def flush(self):
+        if self.pending is not None:
+            block, ev = self.pending
+            ev.synchronize()
+            self.w.write(block)
+            self.pending = None
+
+    def close(self):
+        self.flush()
+        if self.w is not None:
+            self.w.close()

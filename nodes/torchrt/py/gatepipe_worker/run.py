@@ -19,7 +19,8 @@ class Run:
         self.cfg = self.exp["config"]
         self.log_path = os.path.join(os.path.dirname(exp_path), "log.jsonl")
         dev = self.exp["devices"]
-        torch.set_num_threads(max(int(dev.get("cpus") or 1), 1))
+        self.cpus = max(int(dev.get("cpus") or 1), 1)
+        torch.set_num_threads(self.cpus)
         self.cuda = dev.get("device") == "cuda"
         if self.cuda and not torch.cuda.is_available():
             raise SystemExit("gatepipe assigned GPUs %s, but torch %s in %s sees no CUDA device" % (dev.get("gpus"), torch.__version__, sys.executable))

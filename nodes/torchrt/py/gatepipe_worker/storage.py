@@ -85,6 +85,34 @@ def write_safetensors(path, tensors, metadata=None):
     os.replace(path + ".tmp", path)
 
 
+class RowWriter:
+    """Writes one float32 tensor [rows, width] named name to a safetensors
+    file a block of rows at a time, as they are produced, through a
+    temporary file and a rename: no [rows, width] array is ever held."""
+
+    def __init__(self, path, name, rows, width):
+        self.path, self.rows, self.width, self.written = path, rows, width, 0
+        header = {name: {"dtype": "F32", "shape": [rows, width], "data_offsets": [0, rows * width * 4]}}
+        h = json.dumps(header).encode()
+        h += b" " * (-len(h) % 8)
+        self.f = open(path + ".tmp", "wb")
+        self.f.write(struct.pack("<Q", len(h)) + h)
+
+    def write(self, block):
+        """Appends block (float32 rows of the tensor's width, on the CPU)."""
+        if block.dim() != 2 or block.shape[1] != self.width:
+            raise SystemExit("%s: rows of width %s for a tensor of width %d" % (self.path, list(block.shape[1:]), self.width))
+        self.f.write(block.to(torch.float32).contiguous().numpy().tobytes())
+        self.written += block.shape[0]
+
+    def close(self):
+        self.f.close()
+        if self.written != self.rows:
+            os.remove(self.path + ".tmp")
+            raise SystemExit("%s: %d rows written of %d" % (self.path, self.written, self.rows))
+        os.replace(self.path + ".tmp", self.path)
+
+
 # ---- examples ---------------------------------------------------------------
 
 class Store:
@@ -127,6 +155,10 @@ class Inputs:
             view = [1, 1, c, 1, 1]
         self.mean = torch.tensor(norm["mean"], dtype=torch.float32, device=device).view(view)
         self.std = torch.tensor(norm["std"], dtype=torch.float32, device=device).view(view)
+        # (x * scale - mean) / std as one multiply-add: x * mul + bias.
+        self.mul = (self.scale / self.std).contiguous()
+        self.bias = (-self.mean / self.std).contiguous()
+        self.cpu_mul, self.cpu_bias = self.mul.cpu(), self.bias.cpu()
         if pre:
             if len(self.shape) not in (3, 4):
                 raise SystemExit("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %s" % self.shape)
@@ -144,9 +176,24 @@ class Inputs:
 
     def __call__(self, x):
         # Copied as stored (uint8 is a quarter of float32), converted on the device.
-        x = x.to(self.device, non_blocking=True).to(torch.float32)
+        return self.make(x.to(self.device, non_blocking=True))[0]
+
+    def make(self, x, out=None):
+        """The encoder's input for the stored batch x, on x's device, and
+        the buffer it lies in: without an evaluation transform, one fused
+        multiply-add into out (a float32 buffer of at least x's rows, reused
+        batch after batch; allocated when None)."""
         if not self.pre:
-            return (x * self.scale - self.mean) / self.std
+            if out is None or out.shape[0] < x.shape[0] or out.device != x.device:
+                out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+            res = out[:x.shape[0]]
+            cpu = x.device.type == "cpu"
+            torch.addcmul(self.cpu_bias if cpu else self.bias, x, self.cpu_mul if cpu else self.mul, out=res)
+            return res, out
+        return self.transform_stored(x.to(torch.float32)), None
+
+    def transform_stored(self, x):
+        """The evaluation transform of stored examples as float32."""
         x = x * self.scale
         if x.dim() == 5:  # clips: every frame through the transform
             b, t = x.shape[0], x.shape[1]

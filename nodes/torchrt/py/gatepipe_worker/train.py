@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from .models import TaskModel, convolutional, gatepipe_names, head_sizes, init_weights
+from .loader import Batches, ranges, readers
 from .storage import Inputs, SafeTensors, Store, write_safetensors
 
 # ---- training: the train block on the torch runtime -------------------------
@@ -62,6 +63,19 @@ class Examples:
         if self.x.device.type == "cpu" and self.inputs.device.type == "cuda":
             return self.inputs(self.x[idx.cpu()].pin_memory())
         return self.inputs(self.x[idx.to(self.x.device)])
+
+    def stream(self, batches, threads):
+        """The inputs of batches (LongTensors of rows, or (start, end)
+        ranges) in order: read ahead by the loader's threads unless the
+        examples are on the device already."""
+        if self.x.device == self.inputs.device and self.x.device.type == "cuda":
+            for b in batches:
+                idx = torch.arange(b[0], b[1]) if isinstance(b, tuple) else b
+                yield self.batch(idx)
+            return
+        cpu = [b if isinstance(b, tuple) else b.cpu() for b in batches]
+        for _, x in Batches(self.x, cpu, self.inputs, threads=threads):
+            yield x
 
 
 def standardizer(t):
@@ -252,9 +266,11 @@ class Trainer:
             return x.contiguous(memory_format=torch.channels_last)
         return x
 
-    def forward(self, split, idx, shots=None):
+    def forward(self, split, idx, shots=None, x=None):
+        """The model's output for split's rows idx (their input x when the
+        loader made it already) and their targets."""
         ex, tg = self.splits[split]
-        x = self.input(ex.batch(idx))
+        x = self.input(ex.batch(idx) if x is None else x)
         q = tg.q[idx] if tg.q is not None and self.task in ("relational", "retrieval") else None
         with self.run.autocast():
             if self.task == "fewshot":
@@ -281,9 +297,10 @@ class Trainer:
                         out.append(torch.stack([predictions(self.task, self.forward(split, e, k)[0], None) for e in eps]))
                 else:
                     parts = []
-                    for i in range(0, ex.n, self.eval_batch):
-                        idx = torch.arange(i, min(i + self.eval_batch, ex.n), device=self.run.device)
-                        parts.append(predictions(self.task, self.forward(split, idx)[0], self.extra))
+                    batches = ranges(ex.n, self.eval_batch)
+                    for (a, b), x in zip(batches, ex.stream(batches, readers(self.run))):
+                        idx = torch.arange(a, b, device=self.run.device)
+                        parts.append(predictions(self.task, self.forward(split, idx, x=x)[0], self.extra))
                     out = torch.cat(parts)
                 if total is None:
                     total = out
@@ -305,13 +322,14 @@ class Trainer:
         keep = {k: v.clone() for k, v in self.model.state_dict().items()}
         best, ptrue = [], []
         with torch.inference_mode():
-            for i in range(0, ex.n, self.eval_batch):
-                idx = torch.arange(i, min(i + self.eval_batch, ex.n), device=self.run.device)
+            batches = ranges(ex.n, self.eval_batch)
+            for (i, e), x in zip(batches, ex.stream(batches, readers(self.run))):
+                idx = torch.arange(i, e, device=self.run.device)
                 total = None
                 for st in states:
                     if len(states) > 1 or i == 0:
                         self.model.load_state_dict(st)
-                    p = torch.softmax(self.forward(split, idx)[0].float(), dim=1)
+                    p = torch.softmax(self.forward(split, idx, x=x)[0].float(), dim=1)
                     total = p if total is None else total + p
                 total /= len(states)
                 y = tg.y[idx]
@@ -343,10 +361,12 @@ def job_train(run):
         g["lr"] = lr
     t.train_mode()
     seen, tick, timed, step_time = 0, time.time(), 0, 0.0
+    # Every iteration's batch is known: the loader reads them ahead.
+    feed = t.splits["train"][0].stream([order[it - 1] for it in range(first, iterations + 1)], readers(run))
     for it in range(first, iterations + 1):
         started = time.time()
         idx = order[it - 1]
-        out, y = t.forward("train", idx)
+        out, y = t.forward("train", idx, x=next(feed))
         loss = task_loss(t.task, out, y if t.task != "fewshot" else
                          torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"]), t.extra)
         t.opt.zero_grad(set_to_none=True)

@@ -23,7 +23,7 @@ def run_worker(experiment):
 
 class MainTest(unittest.TestCase):
     def test_jobs(self):
-        self.assertEqual(sorted(worker.JOBS), ["episodes", "features", "probe", "train"])
+        self.assertEqual(sorted(worker.JOBS), ["episodes", "features", "probe", "timing", "train"])
 
     def test_wrong_protocol(self):
         r = run_worker({"protocol": "other/2", "config": {}})
@@ -32,7 +32,7 @@ class MainTest(unittest.TestCase):
 
     def test_unknown_job(self):
         r = run_worker({"protocol": "gatepipe-trainer/1", "config": {"job": "dance"}, "devices": {"cpus": 1}})
-        self.assertIn("job 'dance' is not one of episodes, features, probe, train", r.stderr)
+        self.assertIn("job 'dance' is not one of episodes, features, probe, timing, train", r.stderr)
 
     def test_traceback_names_the_module_file(self):
         # A features job without its store fails inside features.py: the
