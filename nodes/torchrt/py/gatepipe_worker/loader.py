@@ -38,7 +38,10 @@ class Batches:
         self.depth = depth or self.threads + 2
         rows = max((_rows(b) for b in self.batches), default=0)
         shape = (rows,) + tuple(x.shape[1:])
-        self.raw = [torch.empty(shape, dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
+        # Normal tensors even under the consumer's inference_mode: the
+        # reader threads (outside it) write them in place.
+        with torch.inference_mode(False):
+            self.raw = [torch.empty(shape, dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
         # On the CPU the readers make the input too, into these.
         self.made = [None] * self.depth
         self.lock = threading.Condition()

@@ -37,6 +37,12 @@ class BatchesTest(unittest.TestCase):
                 self.assertEqual(x.shape[0], b - a)
                 torch.testing.assert_close(x, self.want(torch.arange(a, b)), rtol=1e-6, atol=1e-6)
 
+    def test_under_inference_mode(self):
+        # The worker's jobs iterate inside inference_mode; the readers are not.
+        with torch.inference_mode():
+            got = [x.clone() for _, x in Batches(self.x, ranges(53, 16), self.inputs, threads=2)]
+        torch.testing.assert_close(torch.cat(got), self.want(torch.arange(53)), rtol=1e-6, atol=1e-6)
+
     def test_index_batches(self):
         g = torch.Generator().manual_seed(5)
         idx = [torch.randperm(53, generator=g)[:11] for _ in range(9)]
