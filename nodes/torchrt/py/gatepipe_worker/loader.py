@@ -39,17 +39,24 @@ class Batches:
         rows = max((_rows(b) for b in self.batches), default=0)
         shape = (rows,) + tuple(x.shape[1:])
         # Normal tensors even under the consumer's inference_mode: the
-        # reader threads (outside it) write them in place.
+        # reader threads (outside it) write them in place. On the CPU,
+        # ranges are made straight from the map and need none.
+        need = self.cuda or any(not isinstance(b, tuple) for b in self.batches)
         with torch.inference_mode(False):
-            self.raw = [torch.empty(shape, dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
+            self.raw = [torch.empty(shape if need else (0,), dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
         # On the CPU the readers make the input too, into these.
         self.made = [None] * self.depth
-        self.lock = threading.Condition()
+        # One lock, two conditions: readers wait for a free slot, the
+        # consumer for its next batch; neither wakes the other kind.
+        self.mutex = threading.Lock()
+        self.lock = threading.Condition(self.mutex)  # a slot is free
+        self.done = threading.Condition(self.mutex)  # a batch is ready
         self.free = list(range(self.depth))
         self.ready = {}  # batch number -> (slot, input or None, error)
         self.next = 0
         self.stop = False
         self.events = [None] * self.depth
+        self.device_out = [None, None]
         self.workers = [threading.Thread(target=self._read, daemon=True) for _ in range(self.threads)]
         for w in self.workers:
             w.start()
@@ -70,34 +77,36 @@ class Batches:
                 err = None
             except BaseException as e:  # handed to the consumer
                 made, err = None, e
-            with self.lock:
+            with self.mutex:
                 self.ready[k] = (slot, made, err)
-                self.lock.notify_all()
+                self.done.notify()
 
     def _fill(self, slot, b):
-        n = _rows(b)
-        buf = self.raw[slot][:n]
-        if isinstance(b, tuple):
-            buf.copy_(self.x[b[0]:b[1]])
+        if isinstance(b, tuple) and not self.cuda:
+            buf = self.x[b[0]:b[1]]  # the input is made straight from the map
         else:
-            torch.index_select(self.x, 0, b, out=buf)
+            buf = self.raw[slot][:_rows(b)]
+            if isinstance(b, tuple):
+                buf.copy_(self.x[b[0]:b[1]])
+            else:
+                torch.index_select(self.x, 0, b, out=buf)
         if self.cuda:
             return None
         made, self.made[slot] = self.inputs.make(buf, self.made[slot])
         return made
 
     def _release(self, slot):
-        with self.lock:
+        with self.mutex:
             self.free.append(slot)
-            self.lock.notify_all()
+            self.lock.notify()
 
     def __iter__(self):
         held = None
         try:
             for k in range(len(self.batches)):
-                with self.lock:
+                with self.mutex:
                     while k not in self.ready:
-                        self.lock.wait()
+                        self.done.wait()
                     slot, made, err = self.ready.pop(k)
                 if held is not None:  # the previous buffer's copy is done
                     if self.events[held] is not None:
@@ -112,7 +121,10 @@ class Batches:
                     x = self.raw[slot][:n].to(self.inputs.device, non_blocking=True)
                     ev = self.events[slot] = self.events[slot] or torch.cuda.Event()
                     ev.record()
-                    made = self.inputs.make(x)[0]
+                    # Two device buffers in turn: the previous input may
+                    # still be read by work queued on it.
+                    turn = k % 2
+                    made, self.device_out[turn] = self.inputs.make(x, self.device_out[turn])
                     held = slot
                 else:
                     held = slot  # the input lives in the slot's buffer
@@ -123,7 +135,7 @@ class Batches:
                 self._release(held)
 
     def close(self):
-        with self.lock:
+        with self.mutex:
             self.stop = True
             self.lock.notify_all()
         for w in self.workers:
