@@ -107,11 +107,11 @@ func runPeer(b *testing.B, threads int, args ...string) peerResult {
 	return r
 }
 
+// benchEnv is a node's: the worker runs in the user's environment
+// without the peers' settings, with what gatepipe adds itself
+// (torchrt.WorkerEnv, which torchrt.Run gives it).
 func benchEnv(b *testing.B, cuda bool, threads int) *nodes.Env {
-	for _, kv := range peerEnv(threads) {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
-	}
+	unsetPeerSettings(b)
 	env := &nodes.Env{OutDir: b.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: threads}}
 	if cuda {
 		env.Devices.GPUs = []string{"0"}
@@ -123,8 +123,17 @@ func report(b *testing.B, what string, ours, peer float64, p peerResult, threads
 	b.ReportMetric(ours, "img/s")
 	b.ReportMetric(peer, "peer-img/s")
 	b.ReportMetric(ours/peer, "ratio")
-	fmt.Printf("%s: torch runtime %.1f img/s%s, bare PyTorch loop %.1f img/s (%s, %d threads; peer env %s): %.2fx\n",
-		what, ours, busy, peer, p.Device, p.Threads, strings.Join(peerEnv(threads), " "), ours/peer)
+	fmt.Printf("%s: torch runtime %.1f img/s%s (node env %s), bare PyTorch loop %.1f img/s (%s, %d threads; peer env %s): %.2fx\n",
+		what, ours, busy, strings.Join(torchrt.WorkerEnv(threads), " "), peer, p.Device, p.Threads, strings.Join(peerEnv(threads), " "), ours/peer)
+}
+
+// unsetPeerSettings takes the peers' settings out of this process's
+// environment (restored after b), which the worker inherits.
+func unsetPeerSettings(b *testing.B) {
+	for _, k := range []string{"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} {
+		b.Setenv(k, "")
+		os.Unsetenv(k)
+	}
 }
 
 // utilisation samples GPU 0's utilisation (nvidia-smi) every 200 ms
@@ -265,15 +274,9 @@ func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
 // nodeEnv is the environment a node's worker runs in: the user's, without
 // the malloc and thread settings the benchmarks' peers get, plus what
 // gatepipe itself sets for its worker (torchrt.WorkerEnv).
-func nodeEnv(threads int) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "MALLOC_") || strings.HasPrefix(kv, "OMP_NUM_THREADS=") || strings.HasPrefix(kv, "OPENBLAS_NUM_THREADS=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, torchrt.WorkerEnv(threads)...)
+func nodeEnv(b *testing.B, threads int) []string {
+	unsetPeerSettings(b)
+	return append(os.Environ(), torchrt.WorkerEnv(threads)...)
 }
 
 // BenchmarkTorchRuntimeFeed: the worker's loader alone (store to
@@ -300,7 +303,7 @@ func BenchmarkTorchRuntimeFeed(b *testing.B) {
 				var one float64
 				for _, threads := range []int{1, 2} {
 					cmd := exec.Command(torchtest.Python(), filepath.Join("testdata", "feed.py"), store, strconv.Itoa(batch), "2", strconv.Itoa(threads))
-					cmd.Env = append(nodeEnv(threads), "PYTHONPATH="+worker)
+					cmd.Env = append(nodeEnv(b, threads), "PYTHONPATH="+worker)
 					out, err := cmd.Output()
 					if err != nil {
 						b.Fatalf("feed.py: %v", err)
@@ -319,5 +322,56 @@ func BenchmarkTorchRuntimeFeed(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// mallocSettings are the glibc settings the peers get (peerEnv) and a
+// user's shell does not.
+var mallocSettings = []string{"MALLOC_MMAP_THRESHOLD_=1000000000", "MALLOC_TRIM_THRESHOLD_=1000000000"}
+
+// BenchmarkTorchRuntimeFeaturesEnv: the features job over a store of
+// GATEPIPE_BENCH_IMAGES (default 3,000) 3x224x224 images, gatepipe's
+// convnet at batch 256 on 1 CPU, as a node runs it (the user's
+// environment and what gatepipe adds, torchrt.WorkerEnv) and the same
+// with the peers' malloc settings: the ratio of the two times.
+func BenchmarkTorchRuntimeFeaturesEnv(b *testing.B) {
+	torchtest.Need(b, "torch")
+	images := 3000
+	if v, err := strconv.Atoi(os.Getenv("GATEPIPE_BENCH_IMAGES")); err == nil && v > 0 {
+		images = v
+	}
+	store := imageStore(b, images, 10)
+	enc := train.EncoderSpec{Arch: "convnet", Channels: []int{16, 32}, Hidden: []int{64}}
+	run := func(b *testing.B, extra []string) (float64, string) {
+		unsetPeerSettings(b)
+		for _, kv := range extra {
+			k, v, _ := strings.Cut(kv, "=")
+			b.Setenv(k, v)
+		}
+		added := strings.Join(torchrt.WorkerEnv(1), " ")
+		env := &nodes.Env{OutDir: b.TempDir(), Log: zerolog.Nop(), Progress: nodes.NoProgress{}, Devices: nodes.Assignment{CPUs: 1}}
+		dir := filepath.Join(env.OutDir, "w")
+		work := filepath.Join(dir, "out")
+		os.MkdirAll(dir, 0o755)
+		weights := filepath.Join(dir, "weights.safetensors")
+		if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 1, nil, 0); err != nil {
+			b.Fatal(err)
+		}
+		cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
+			"classes": 0, "precision": "fp32", "batch_size": 256, "work": work}
+		start := time.Now()
+		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start).Seconds(), added
+	}
+	for range b.N {
+		node, added := run(b, nil)
+		tuned, _ := run(b, mallocSettings)
+		b.ReportMetric(node, "s-node-env")
+		b.ReportMetric(tuned, "s-malloc-env")
+		b.ReportMetric(node/tuned, "x-slower")
+		fmt.Printf("features job, %d images, convnet, batch 256, 1 CPU: %.1f s in a node's environment (gatepipe adds %s), %.1f s with the user's environment setting %s: %.2fx\n",
+			images, node, added, tuned, strings.Join(mallocSettings, " "), node/tuned)
 	}
 }
