@@ -29,7 +29,9 @@
 #   library    the families on torchvision:resnet18 (and timm:resnet18 where
 #              timm is installed), and the torchvision ResNet as the preset
 #   resume     kill -9 during training, then resume, on the GPU
-#   tier       the small tier at test scale, trainer = "torch", gpus = 1
+#   tier       the small tier at test scale, trainer = "torch", gpus = 1,
+#              and with the default trainer (auto: the torch runtime on a GPU,
+#              each node planned with its time)
 #   transform  the evaluation transform on both runtimes
 #   probe      linear probes agree (TestProbeOnTorchEqualsGo)
 #   episodes   few-shot adapters agree (TestEpisodesOnTorchEqualGo)
@@ -222,7 +224,7 @@ checks() {
 	else
 		skip resume "no GPU (make test runs it on CPU torch)"
 	fi
-	started gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer'
+	started gotest tier 300 cmd/gatepipe cmd_gatepipe 'TestSmallTierOnTheTorchTrainer|TestSmallTierOnAutoUsesTheGPU|TestPlanEstimateMatchesTheRun'
 	started gotest transform 180 cmd/gatepipe cmd_gatepipe 'TestEvaluationTransformOnBothRuntimes'
 	started gotest probe 120 nodes/probenode nodes_probenode 'Torch'
 	started gotest episodes 120 nodes/episodesnode nodes_episodesnode 'Torch'
@@ -245,9 +247,9 @@ else
 	skip two-gpus "$gpus GPU(s)"
 fi
 if [ "$gpus" != 0 ]; then
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime(Features|TrainResNet18|Feed)$' -test.benchtime 1x
 else
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime' -test.benchtime 1x
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime(Features|TrainResNet18|Feed)$' -test.benchtime 1x
 fi
 [ ${#samplers[@]} -eq 0 ] || kill "${samplers[@]}" 2>/dev/null
 

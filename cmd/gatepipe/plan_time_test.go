@@ -301,3 +301,34 @@ module "gate" {
 		}
 	}
 }
+
+// TestSmallTierOnAutoUsesTheGPU (on a GPU machine: GATEPIPE_TEST_CUDA):
+// the small tier at test scale with the default trainer plans every train
+// node on the torch runtime with a GPU, with a time, and trains there.
+func TestSmallTierOnAutoUsesTheGPU(t *testing.T) {
+	if torchtest.GPUCount() == 0 {
+		t.Skip("needs a GPU (GATEPIPE_TEST_CUDA): elsewhere auto is the Go runtime, which TestAutoRuntimeFollowsTheMachine checks")
+	}
+	needTorch(t)
+	hub, srv := newTierHub(t)
+	hub.token = "hf_tier"
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(tierPipeline, `scale   = "test"`, `scale   = "test"
+  python  = "@PYTHON@"`, 1)))
+	cache := filepath.Join(t.TempDir(), "c")
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
+	r := gpEnv(t, cache, env, "plan", dir)
+	lines := trainLine.FindAllStringSubmatch(r.stdout, -1)
+	if r.code != exitOK || len(lines) == 0 {
+		t.Fatalf("plan: exit %d, no train lines\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l[2], "torch, 1 GPU, ") || strings.Contains(l[2], "time unknown") {
+			t.Errorf("%s: [%s], want the torch runtime on a GPU with a time", l[1], l[2])
+		}
+	}
+	t.Logf("plan:\n%s", r.stdout)
+	if r := gpEnv(t, cache, env, "apply", dir); r.code != exitOK {
+		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
