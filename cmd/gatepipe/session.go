@@ -227,7 +227,7 @@ func (c *cli) machine(devs engine.Devices, note string) (*torchrt.Machine, error
 	if len(devs.GPUs) == 0 && note == "" {
 		note = "the devices given list none"
 	}
-	return &torchrt.Machine{GPUs: len(devs.GPUs), CPUs: devs.CPUs, Note: note}, nil
+	return &torchrt.Machine{GPUs: len(devs.GPUs), CPUs: devs.CPUs, Share: devs.GPUShare, Note: note}, nil
 }
 
 // keepRuns is how many run records to keep: $GATEPIPE_KEEP_RUNS (first,

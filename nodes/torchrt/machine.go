@@ -46,6 +46,9 @@ type Probe struct {
 // starts).
 type Machine struct {
 	GPUs, CPUs int
+	// Share is how many nodes run on one GPU at once (gpu_share; 0 or
+	// 1: one): a node's CPUs are the machine's over GPUs x Share.
+	Share int
 	// Note is what device discovery said (nvidia-smi missing, ...).
 	Note string
 	// ProbeFunc runs the probe (nil: the interpreter itself); tests
@@ -66,7 +69,7 @@ type probeOnce struct {
 func (m *Machine) Accelerate(python string) nodes.Acceleration {
 	acc := nodes.Acceleration{GPUs: m.GPUs, CPUsPerGPU: 1}
 	if m.GPUs > 0 {
-		acc.CPUsPerGPU = max(1, m.CPUs/m.GPUs)
+		acc.CPUsPerGPU = max(1, m.CPUs/(m.GPUs*max(m.Share, 1)))
 	}
 	if m.GPUs == 0 {
 		why := "no GPU found"
@@ -159,6 +162,7 @@ const MachineEnv = "GATEPIPE_MACHINE"
 type machineState struct {
 	GPUs   int              `json:"gpus"`
 	CPUs   int              `json:"cpus"`
+	Share  int              `json:"share,omitempty"`
 	Note   string           `json:"note,omitempty"`
 	Probes map[string]Probe `json:"probes,omitempty"`
 }
@@ -166,7 +170,7 @@ type machineState struct {
 // Encode returns the Machine, with the answers of the interpreters it has
 // probed, for MachineEnv.
 func (m *Machine) Encode() string {
-	st := machineState{GPUs: m.GPUs, CPUs: m.CPUs, Note: m.Note, Probes: map[string]Probe{}}
+	st := machineState{GPUs: m.GPUs, CPUs: m.CPUs, Share: m.Share, Note: m.Note, Probes: map[string]Probe{}}
 	m.mu.Lock()
 	pythons := make([]string, 0, len(m.probes))
 	for py := range m.probes {
@@ -189,7 +193,7 @@ func DecodeMachine(s string) (*Machine, error) {
 	if err := json.Unmarshal([]byte(s), &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", MachineEnv, err)
 	}
-	m := &Machine{GPUs: st.GPUs, CPUs: st.CPUs, Note: st.Note, probes: map[string]*probeOnce{}}
+	m := &Machine{GPUs: st.GPUs, CPUs: st.CPUs, Share: st.Share, Note: st.Note, probes: map[string]*probeOnce{}}
 	for py, p := range st.Probes {
 		po := &probeOnce{p: p}
 		po.once.Do(func() {})

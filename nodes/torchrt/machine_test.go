@@ -1,0 +1,91 @@
+package torchrt
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestAutoChoosesByTheMachine(t *testing.T) {
+	cuda := func(context.Context, string) (Probe, error) {
+		return Probe{Torch: "2.11.0", CUDA: true, CUDAVersion: "13.0", Devices: 8}, nil
+	}
+	for _, c := range []struct {
+		name       string
+		m          *Machine
+		torch      bool
+		cpusPerGPU int
+		why        string
+	}{
+		{"no gpu", &Machine{CPUs: 16, Note: "nvidia-smi not found"}, false, 1, "no GPU found (nvidia-smi not found): the Go runtime"},
+		{"gpus and cuda", &Machine{GPUs: 8, CPUs: 64, ProbeFunc: cuda}, true, 8, "8 GPUs and torch 2.11.0 with CUDA 13.0 found (py): the torch runtime, 1 GPU and 8 CPUs per node"},
+		{"shared gpus", &Machine{GPUs: 2, CPUs: 16, Share: 4, ProbeFunc: cuda}, true, 2, "1 GPU and 2 CPUs per node"},
+		{"cpu torch", &Machine{GPUs: 1, CPUs: 4, ProbeFunc: func(context.Context, string) (Probe, error) {
+			return Probe{Torch: "2.11.0+cpu"}, nil
+		}}, false, 4, "torch 2.11.0+cpu in py has no CUDA"},
+		{"no torch", &Machine{GPUs: 1, CPUs: 4, ProbeFunc: func(context.Context, string) (Probe, error) {
+			return Probe{Error: "ModuleNotFoundError: No module named 'torch'"}, nil
+		}}, false, 4, "cannot import torch (ModuleNotFoundError"},
+		{"no python", &Machine{GPUs: 1, CPUs: 4, ProbeFunc: func(context.Context, string) (Probe, error) {
+			return Probe{}, errors.New(`no interpreter "py"`)
+		}}, false, 4, "could not be asked about torch"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := c.m.Accelerate("py")
+			if a.UseGPUs() != c.torch || a.CPUsPerGPU != c.cpusPerGPU || !strings.Contains(a.Why, c.why) {
+				t.Errorf("got torch %v, %d CPUs a GPU, %q; want %v, %d, containing %q", a.UseGPUs(), a.CPUsPerGPU, a.Why, c.torch, c.cpusPerGPU, c.why)
+			}
+		})
+	}
+}
+
+// TestMachineTravelsToChildren: a child decodes the parent's machine and
+// answers as it did without asking the interpreter again.
+func TestMachineTravelsToChildren(t *testing.T) {
+	asked := 0
+	m := &Machine{GPUs: 2, CPUs: 8, ProbeFunc: func(context.Context, string) (Probe, error) {
+		asked++
+		return Probe{Torch: "2.11.0", CUDA: true}, nil
+	}}
+	want := m.Accelerate("py")
+	child, err := DecodeMachine(m.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.ProbeFunc = func(context.Context, string) (Probe, error) {
+		t.Error("the child asked the interpreter again")
+		return Probe{}, nil
+	}
+	if got := child.Accelerate("py"); got != want {
+		t.Errorf("child: %+v, parent: %+v", got, want)
+	}
+	if asked != 1 {
+		t.Errorf("the parent asked %d times, want once", asked)
+	}
+	if _, err := DecodeMachine("{"); err == nil {
+		t.Error("a broken GATEPIPE_MACHINE was read")
+	}
+}
+
+func TestRunProbeReadsTheLastLine(t *testing.T) {
+	dir := t.TempDir()
+	py := dir + "/python"
+	writeScript(t, py, "#!/bin/sh\necho 'site banner'\necho '{\"torch\": \"2.1\", \"cuda\": true, \"cuda_version\": \"12.1\", \"devices\": 2}'\n")
+	p, err := RunProbe(context.Background(), py)
+	if err != nil || !p.CUDA || p.Torch != "2.1" || p.Devices != 2 {
+		t.Errorf("got %+v, %v", p, err)
+	}
+	writeScript(t, py, "#!/bin/sh\necho nonsense\n")
+	if _, err := RunProbe(context.Background(), py); err == nil {
+		t.Error("an unreadable answer was accepted")
+	}
+}
+
+func writeScript(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
