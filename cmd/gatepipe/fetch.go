@@ -197,9 +197,11 @@ func (c *cli) pinnedFiles(ctx context.Context, s *session, later string) ([]pinn
 
 func runFetch(ctx context.Context, c *cli, args []string) int {
 	var toHF bool
+	var parallel int
 	s, _, code := loadSourcesWith(ctx, c, args, "fetch", "fetch [flags] [PATH]\n\nDownloads every remote source the pipeline declares into the cache and pins\nits checksums in "+sources.LockFileName+", without running anything: run it on\na login node, then `apply -offline` on a compute node that shares the cache.\nWith -hf-cache, Hub files also go into the Hugging Face cache, as\nhuggingface_hub lays it out, for Python tools to share.", sourcesResolve, 0,
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&toHF, "hf-cache", false, "also write every Hub file into the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub), as huggingface_hub would")
+			fs.IntVar(&parallel, "parallel", sources.DefaultParallel, fmt.Sprintf("download up to N files at once (at most %d from one host)", sources.DefaultPerHost))
 		})
 	if s == nil {
 		return code
@@ -215,31 +217,42 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 	r := s.engine.Options().Sources
 	var files, fetched int
 	var bytes int64
+	// Every file once, fetched side by side (sources.FetchAll: a few at a
+	// time, fewer from one host); a failure is reported and the others go
+	// on.
+	var jobs []sources.FetchJob
+	var owners []engine.Download
 	seen := map[string]bool{}
 	for _, pf := range pinned {
-		d, file := pf.d, pf.file
-		if seen[file.SHA256] {
+		if seen[pf.file.SHA256] {
 			continue
 		}
-		seen[file.SHA256] = true
+		seen[pf.file.SHA256] = true
 		files++
-		have := r.Has(file)
-		if !have {
-			fmt.Fprintf(c.stdout, "fetching %s (%s)\n", file.URL, humanBytes(file.Size))
-		}
-		if !have || (!hf.IsZero() && d.Ref.HF != "") {
-			p, err := r.Fetch(ctx, d.Ref, file, nil)
-			if err == nil && !hf.IsZero() && d.Ref.HF != "" {
-				err = hf.Store(d.Ref, d.Pin.Commit, file, p)
-			}
-			if err != nil {
-				fmt.Fprintf(c.stderr, "Error: %s: %v\n", d.Addr, err)
-				return exitRunFailure
-			}
+		have := r.Has(pf.file)
+		if have && (hf.IsZero() || pf.d.Ref.HF == "") {
+			continue
 		}
 		if !have {
+			fmt.Fprintf(c.stdout, "fetching %s (%s)\n", pf.file.URL, humanBytes(pf.file.Size))
 			fetched++
-			bytes += file.Size
+			bytes += pf.file.Size
+		}
+		jobs = append(jobs, sources.FetchJob{Ref: pf.d.Ref, File: pf.file})
+		owners = append(owners, pf.d)
+	}
+	var failures []string
+	for i, res := range r.FetchAll(ctx, jobs, parallel, nil) {
+		d, err := owners[i], res.Err
+		if err == nil && !hf.IsZero() && d.Ref.HF != "" {
+			err = hf.Store(d.Ref, d.Pin.Commit, res.Job.File, res.Path)
+		}
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %s: %v", d.Addr, res.Job.File.URL, err))
+			if !r.Has(res.Job.File) {
+				fetched--
+				bytes -= res.Job.File.Size
+			}
 		}
 	}
 	if !hf.IsZero() {
@@ -251,6 +264,14 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 		pins = "no remote source to pin"
 	case err != nil:
 		pins = "no lock file written: the configuration pins every source itself"
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files-len(failures), fetched, humanBytes(bytes), pins)
+		fmt.Fprintf(c.stderr, "Error: %d file(s) could not be fetched (the others were):\n", len(failures))
+		for _, f := range failures {
+			fmt.Fprintln(c.stderr, "  "+f)
+		}
+		return exitRunFailure
 	}
 	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files, fetched, humanBytes(bytes), pins)
 	return exitOK

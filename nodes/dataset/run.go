@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -290,16 +291,38 @@ func (n *Node) fetchRemote(ctx context.Context, env *nodes.Env, s *source) ([]fe
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.URL, err)
 	}
-	var out []fetched
-	for _, file := range pin.Files {
+	jobs := make([]sources.FetchJob, len(pin.Files))
+	for i, file := range pin.Files {
 		if err := sources.CheckRelPath(file.Path); err != nil {
 			return nil, fmt.Errorf("source %s: %w", s.URL, err)
 		}
-		p, err := env.Sources.Fetch(ctx, s.ref, file, env.Progress)
+		jobs[i] = sources.FetchJob{Ref: s.ref, File: file}
+	}
+	if len(jobs) == 1 { // one file: its bytes are the progress
+		p, err := env.Sources.Fetch(ctx, s.ref, jobs[0].File, env.Progress)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, fetched{s: s, name: file.Path, path: p, url: file.URL, sha: file.SHA256})
+		return []fetched{{s: s, name: jobs[0].File.Path, path: p, url: jobs[0].File.URL, sha: jobs[0].File.SHA256}}, nil
+	}
+	// Several (a Hub dataset's shards): side by side, the count of files
+	// done as progress; every failure is named.
+	done := int64(0)
+	results := env.Sources.FetchAll(ctx, jobs, 0, func(sources.FetchResult) {
+		done++
+		env.Progress.Update(done, int64(len(jobs)), "files fetched")
+	})
+	var out []fetched
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+			continue
+		}
+		out = append(out, fetched{s: s, name: r.Job.File.Path, path: r.Path, url: r.Job.File.URL, sha: r.Job.File.SHA256})
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("source %s: %d of %d files not fetched: %w", s.URL, len(errs), len(jobs), errors.Join(errs...))
 	}
 	return out, nil
 }
