@@ -56,6 +56,7 @@ dataset "data" {
   val_fraction = 0.1
   test         = ["data/test-*.parquet"]
   label_column = "mask"
+  task         = "segmentation" # the label column holds masks: plan counts them
   image_size   = var.image_size
   split_seed   = var.split_seed
   max_train    = var.max_train > 0 ? var.max_train : null
