@@ -81,7 +81,7 @@ var steps = map[string]string{
 	"families":  "cmd_gatepipe:TestEveryFamilyTrainsOnTorchAsInGo|TestPipelineDefaultRuntime",
 	"library":   "cmd_gatepipe:TestLibraryEncoderTrainsEveryFamilyOnTorch|TestLibraryResNetTrainsAsThePreset",
 	"resume":    "cmd_gatepipe:TestKilledTrainOnTorchRuntimeResumes",
-	"tier":      "cmd_gatepipe:TestSmallTierOnTheTorchTrainer",
+	"tier":      "cmd_gatepipe:TestSmallTierOnTheTorchTrainer|TestSmallTierOnAutoUsesTheGPU|TestPlanEstimateMatchesTheRun",
 	"transform": "cmd_gatepipe:TestEvaluationTransformOnBothRuntimes",
 	"probe":     "nodes_probenode:Torch",
 	"episodes":  "nodes_episodesnode:Torch",
