@@ -25,6 +25,10 @@ import threading
 import torch
 
 
+# RING_BYTES bounds a loader's buffers.
+RING_BYTES = 1 << 30
+
+
 class Batches:
     """The batches of split tensor x (on the CPU, memory-mapped), each a
     (start, end) range of rows or a LongTensor of row indices, in order, as
@@ -34,10 +38,15 @@ class Batches:
     def __init__(self, x, batches, inputs, threads=1, depth=None):
         self.x, self.batches, self.inputs = x, list(batches), inputs
         self.cuda = inputs.device.type == "cuda"
-        self.threads = max(1, min(int(threads), len(self.batches) or 1))
-        self.depth = depth or self.threads + 2
         rows = max((_rows(b) for b in self.batches), default=0)
         shape = (rows,) + tuple(x.shape[1:])
+        # The ring holds at most RING_BYTES (pinned memory is the
+        # machine's; 128 clips of 10 frames at 224 px are 193 MB a
+        # buffer), and at least two buffers.
+        per = max(1, rows * x[0].numel() * x.element_size()) if len(x) else 1
+        most = max(2, RING_BYTES // per)
+        self.threads = max(1, min(int(threads), len(self.batches) or 1, most - 1))
+        self.depth = min(depth or self.threads + 2, most)
         # Normal tensors even under the consumer's inference_mode: the
         # reader threads (outside it) write them in place. On the CPU,
         # ranges are made straight from the map and need none.

@@ -56,6 +56,19 @@ class BatchesTest(unittest.TestCase):
             seen.add(x.data_ptr())
         self.assertLessEqual(len(seen), 4)  # the ring's depth: threads + 2
 
+    def test_the_ring_is_bounded(self):
+        import gatepipe_worker.loader as loader
+        keep = loader.RING_BYTES
+        loader.RING_BYTES = 3 * 8 * self.x[0].numel()  # three buffers of 8 rows
+        try:
+            b = Batches(self.x, [torch.arange(8)] * 5, self.inputs, threads=6)
+            self.assertEqual((b.depth, b.threads), (3, 2))
+            got = [x.clone() for _, x in b]
+            self.assertEqual(len(got), 5)
+            torch.testing.assert_close(got[4], self.want(torch.arange(8)), rtol=1e-6, atol=1e-6)
+        finally:
+            loader.RING_BYTES = keep
+
     def test_a_bad_batch_fails_the_consumer(self):
         bad = [torch.tensor([0, 1]), torch.tensor([2, 99])]
         with self.assertRaises(IndexError):
