@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math/big"
 	"sort"
 
 	"github.com/gatepipe/gatepipe/nodes"
@@ -91,30 +90,7 @@ func (e *Engine) planNode(in *instance) (n nodes.Node) {
 // plannedResources are the devices a waiting instance will ask for: its
 // node's defaults, with the block's own resources where they are known.
 func (e *Engine) plannedResources(in *instance, n nodes.Node) nodes.Resources {
-	res := nodes.Resources{CPUs: 1}
-	if d, ok := n.(nodes.ResourceDefaulter); ok {
-		res = d.DefaultResources()
-	}
-	if r := in.v.block.Resources; r != nil {
-		ctx := e.evalContext(in.v, in)
-		set := func(val cty.Value, dst *int) {
-			if val.IsKnown() && !val.IsNull() && val.Type() == cty.Number {
-				if i, acc := val.AsBigFloat().Int64(); acc == big.Exact && i >= 0 {
-					*dst = int(i)
-				}
-			}
-		}
-		if r.CPUs != nil {
-			if val, d := r.CPUs.Value(ctx); !d.HasErrors() {
-				set(val, &res.CPUs)
-			}
-		}
-		if r.GPUs != nil {
-			if val, d := r.GPUs.Value(ctx); !d.HasErrors() {
-				set(val, &res.GPUs)
-			}
-		}
-	}
+	res, _ := e.evalResources(in, n, e.evalContext(in.v, in))
 	return res
 }
 

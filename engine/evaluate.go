@@ -203,16 +203,18 @@ func (e *Engine) evalInstance(in *instance) hcl.Diagnostics {
 		in.node = node
 	}
 	// Resources come after decoding, so a kind's defaults apply.
-	res, rDiags := e.evalResources(in, ctx)
+	res, rDiags := e.evalResources(in, in.node, ctx)
 	diags = append(diags, rDiags...)
 	in.resources = res
 	return diags
 }
 
-func (e *Engine) evalResources(in *instance, ctx *hcl.EvalContext) (nodes.Resources, hcl.Diagnostics) {
+// evalResources is what in asks the scheduler for: node's defaults (node
+// may be nil), with the block's resources where it sets them.
+func (e *Engine) evalResources(in *instance, node nodes.Node, ctx *hcl.EvalContext) (nodes.Resources, hcl.Diagnostics) {
 	res := nodes.Resources{CPUs: 1}
-	if in.node != nil {
-		if d, ok := in.node.(nodes.ResourceDefaulter); ok {
+	if node != nil {
+		if d, ok := node.(nodes.ResourceDefaulter); ok {
 			res = d.DefaultResources()
 		}
 	}
