@@ -22,7 +22,11 @@ func evaluate(enc EncoderSpec, params []*param, outputs int, d *Data, sets []map
 	if err != nil {
 		return nil, nil, err
 	}
-	return metrics(d.task(), d, pred, outputs), pred, nil
+	m, err := metrics(d.task(), d, pred, outputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, pred, nil
 }
 
 // ensemblePredictions returns every example's prediction averaged over
@@ -85,7 +89,9 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 	n, pixels, b := d.Len(), d.pixels(), d.evalBatch()
 	width := pixels * classes
 	sum := make([]float32, b*width)
-	best, py := make([]int32, n*pixels), make([]float32, n*pixels)
+	best, py := make([]int32, pixels), make([]float32, pixels)
+	conf := newSegConfusion(classes)
+	var y []int64
 	for off := 0; off < n; off += b {
 		clear(sum)
 		cnt := 0
@@ -99,19 +105,25 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 				sum[i] += v / float32(len(sets))
 			}
 		}
-		for px := range cnt * pixels {
-			row := sum[px*classes : (px+1)*classes]
-			k := 0
-			for c := range row {
-				if row[c] > row[k] {
-					k = c
-				}
+		for i := range cnt {
+			var err error
+			if y, err = d.mask(off+i, y); err != nil {
+				return nil, err
 			}
-			at := off*pixels + px
-			best[at], py[at] = int32(k), row[d.Y[at]]
+			for px := range pixels {
+				row := sum[(i*pixels+px)*classes : (i*pixels+px+1)*classes]
+				k := 0
+				for c := range row {
+					if row[c] > row[k] {
+						k = c
+					}
+				}
+				best[px], py[px] = int32(k), row[y[px]]
+			}
+			conf.add(y, best, py)
 		}
 	}
-	return segmentationScores(d.Y[:n*pixels], best, py, classes), nil
+	return conf.scores(), nil
 }
 
 // evalRunner is one parameter set's evaluation graph and its inputs.

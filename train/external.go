@@ -72,7 +72,7 @@ func MetricsOf(task Task, d *Data, pred [][]float32, outputs int) (map[string]fl
 			return nil, fmt.Errorf("prediction %d has %d values, want %d", i, len(p), want)
 		}
 	}
-	return metrics(task, d, pred, outputs), nil
+	return metrics(task, d, pred, outputs)
 }
 
 // EpisodeMetricsOf computes the few-shot metrics from the ensemble's
@@ -98,13 +98,23 @@ func EpisodeMetricsOf(h HeadSpec, probs [][][]float32) map[string]float64 {
 // and its probability of the pixel's true class (py): what the per-pixel
 // probabilities give, without holding N x H x W x K of them.
 func SegmentationMetricsOf(d *Data, best []int32, py []float32, classes int) (map[string]float64, error) {
-	if len(best) != len(d.Y) || len(py) != len(d.Y) {
-		return nil, fmt.Errorf("%d predicted pixels and %d probabilities for %d labelled pixels", len(best), len(py), len(d.Y))
+	if n := d.labelledPixels(); len(best) != n || len(py) != n {
+		return nil, fmt.Errorf("%d predicted pixels and %d probabilities for %d labelled pixels", len(best), len(py), n)
 	}
 	for i, b := range best {
 		if b < 0 || int(b) >= classes {
 			return nil, fmt.Errorf("pixel %d: predicted class %d of %d", i, b, classes)
 		}
 	}
-	return segmentationScores(d.Y, best, py, classes), nil
+	c := newSegConfusion(classes)
+	pixels := d.pixels()
+	var y []int64
+	for k := range len(best) / max(pixels, 1) {
+		var err error
+		if y, err = d.mask(k, y); err != nil {
+			return nil, err
+		}
+		c.add(y, best[k*pixels:(k+1)*pixels], py[k*pixels:(k+1)*pixels])
+	}
+	return c.scores(), nil
 }

@@ -87,7 +87,7 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 
 // targetRow writes example k's target row (one-hot, labels or
 // standardised values) into dst.
-func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
+func (d *Data) targetRow(dst []float32, k int, std *standardizer, buf *[]int64) error {
 	switch d.task() {
 	case Classification, Video, Relational:
 		clear(dst)
@@ -95,7 +95,14 @@ func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
 	case Segmentation:
 		clear(dst)
 		classes := len(dst) / d.pixels()
-		for px, y := range d.Y[k*d.pixels() : (k+1)*d.pixels()] {
+		m, err := d.mask(k, *buf)
+		if err != nil {
+			return err
+		}
+		if d.masks != nil {
+			*buf = m // reused by the next mask read
+		}
+		for px, y := range m {
 			dst[px*classes+int(y)] = 1
 		}
 	default:
@@ -106,6 +113,7 @@ func (d *Data) targetRow(dst []float32, k int, std *standardizer) {
 			}
 		}
 	}
+	return nil
 }
 
 // standardizer holds the training targets' mean and std per output, for

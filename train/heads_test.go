@@ -477,7 +477,10 @@ func TestSegmentationEnsembleScoresAsItGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := segmentationMetrics(d, pred, 2)
+	want, err := segmentationMetrics(d, pred, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, _, err := evaluate(enc, ps, 2, d, sets, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -45,12 +46,14 @@ func (d *Data) readRange(dst []float32, off, cnt int) error {
 	return d.Source.Read(dst, idx)
 }
 
-// Close releases what d's Source holds (a mapped store), if anything.
+// Close releases what d's Source and masks hold (a mapped store), if
+// anything.
 func (d *Data) Close() error {
+	err := d.masks.close()
 	if c, ok := d.Source.(io.Closer); ok {
-		return c.Close()
+		err = errors.Join(err, c.Close())
 	}
-	return nil
+	return err
 }
 
 // StoreInputs reads a split's inputs from its mapped store file as they
@@ -96,7 +99,7 @@ func OpenSplitFor(store, split string, meta *examplestore.Meta, task Task, p *im
 
 // openSplit makes the Data of a mapped split s.
 func openSplit(s *examplestore.Split, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
-	d, outputs, err := targetsOf(s, split, meta, task)
+	d, outputs, err := openTargets(s, split, meta, task, p)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -133,11 +136,6 @@ func openSplit(s *examplestore.Split, split string, meta *examplestore.Meta, tas
 			shape = append([]int{in.frames}, shape...)
 		}
 		d.Shape = shape
-		if task == Segmentation {
-			if d.Y, err = transformMasks(d.Y, s.Len(), in.h, in.w, p); err != nil {
-				return nil, 0, fmt.Errorf("split %s: %w", split, err)
-			}
-		}
 	}
 	if s.X.DType == safetensors.U8 {
 		in.lut = make([]float32, in.chans*256)

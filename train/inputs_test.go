@@ -29,6 +29,7 @@ func TestOpenSplitForEqualsLoadSplitFor(t *testing.T) {
 		{"grey images, transformed", []int{1, 10, 12}, safetensors.U8, Classification, pre},
 		{"clips, transformed", []int{2, 3, 10, 12}, safetensors.U8, Video, pre},
 		{"segmentation, transformed", []int{3, 10, 12}, safetensors.U8, Segmentation, pre},
+		{"segmentation", []int{3, 10, 12}, safetensors.U8, Segmentation, nil},
 		{"table", []int{5}, safetensors.F32, Classification, nil},
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -66,7 +67,16 @@ func TestOpenSplitForEqualsLoadSplitFor(t *testing.T) {
 			for i := range index {
 				index[i] = int64(i)
 			}
-			split := &examplestore.Split{X: x, Y: safetensors.I64Tensor("y", yShape, ys), Index: index}
+			y := safetensors.I64Tensor("y", yShape, ys)
+			if c.task == Segmentation && c.p == nil {
+				// Masks as the dataset node stores them.
+				var err error
+				if y.Data, err = safetensors.PutLabels(safetensors.U8, ys); err != nil {
+					t.Fatal(err)
+				}
+				y.DType = safetensors.U8
+			}
+			split := &examplestore.Split{X: x, Y: y, Index: index}
 			if err := examplestore.Write(dir, meta, map[string]*examplestore.Split{"train": split}); err != nil {
 				t.Fatal(err)
 			}
@@ -79,8 +89,12 @@ func TestOpenSplitForEqualsLoadSplitFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer got.Close()
-			if got.Len() != want.Len() || gotOut != wantOut || !slices.Equal(got.Shape, want.Shape) || !slices.Equal(got.Y, want.Y) {
-				t.Fatalf("opened: %d examples of %v, %d outputs, labels %v; loaded: %d of %v, %d, %v", got.Len(), got.Shape, gotOut, got.Y[:min(len(got.Y), 5)], want.Len(), want.Shape, wantOut, want.Y[:min(len(want.Y), 5)])
+			gotY, wantY := allLabels(t, got), allLabels(t, want)
+			if got.Len() != want.Len() || gotOut != wantOut || !slices.Equal(got.Shape, want.Shape) || !slices.Equal(gotY, wantY) {
+				t.Fatalf("opened: %d examples of %v, %d outputs, labels %v; loaded: %d of %v, %d, %v", got.Len(), got.Shape, gotOut, gotY[:min(len(gotY), 5)], want.Len(), want.Shape, wantOut, wantY[:min(len(wantY), 5)])
+			}
+			if c.task == Segmentation && got.masks == nil {
+				t.Fatal("an opened split holds its masks")
 			}
 			esize := want.exampleSize()
 			order := rng.Perm(n)
@@ -104,4 +118,25 @@ func TestOpenSplitForEqualsLoadSplitFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// allLabels is every label of d: its class indices, or every mask in turn.
+func allLabels(t *testing.T, d *Data) []int64 {
+	t.Helper()
+	if d.task() != Segmentation {
+		return d.Y
+	}
+	var all, buf []int64
+	for k := range d.Len() {
+		m, err := d.mask(k, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, m...)
+		buf = m[:0:cap(m)]
+		if d.masks == nil {
+			buf = nil
+		}
+	}
+	return all
 }

@@ -12,18 +12,18 @@ import (
 
 // metrics computes a task's metrics from predictions (ensemble averages;
 // regression values already in target units).
-func metrics(task Task, d *Data, pred [][]float32, outputs int) map[string]float64 {
+func metrics(task Task, d *Data, pred [][]float32, outputs int) (map[string]float64, error) {
 	switch task {
 	case Segmentation:
 		return segmentationMetrics(d, pred, outputs)
 	case Retrieval:
-		return retrievalMetrics(d, pred)
+		return retrievalMetrics(d, pred), nil
 	case MultiLabel:
-		return multiLabelMetrics(d, pred)
+		return multiLabelMetrics(d, pred), nil
 	case Regression, VideoRegression:
-		return regressionMetrics(d, pred)
+		return regressionMetrics(d, pred), nil
 	default:
-		return classificationMetrics(d, pred)
+		return classificationMetrics(d, pred), nil
 	}
 }
 

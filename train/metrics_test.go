@@ -15,7 +15,10 @@ func TestCLEVRAnswerTypeAccuracy(t *testing.T) {
 		{0.9, 0, 0, 0, 0.1}, {0, 0.8, 0, 0.2, 0}, {0, 0.1, 0, 0.9, 0},
 		{0, 0.7, 0, 0.3, 0}, {0, 0, 0.4, 0, 0.6}, {0, 0, 0.3, 0, 0.7},
 	}
-	m := metrics(Relational, d, probs, 5)
+	m, err := metrics(Relational, d, probs, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]float64{"acc1": 50, "acc1/Count": 100, "acc1/Colour": 100.0 / 3, "acc1/Yes/No": 50}
 	for k, v := range want {
 		if math.Abs(m[k]-v) > 1e-9 {
@@ -35,7 +38,7 @@ func TestCLEVRAnswerTypeAccuracy(t *testing.T) {
 		t.Error("a type with no test question is reported")
 	}
 	d.ClassNames = []string{"2", "blue", "no", "red", "maybe"}
-	if m := metrics(Relational, d, probs, 5); len(m) != 2 {
+	if m, _ := metrics(Relational, d, probs, 5); len(m) != 2 {
 		t.Errorf("answers outside CLEVR's got per-type metrics: %v", m)
 	}
 }

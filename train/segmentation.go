@@ -3,6 +3,7 @@ package train
 // The segmentation head and its metrics.
 
 import (
+	"fmt"
 	"math"
 
 	G "gorgonia.org/gorgonia"
@@ -70,12 +71,21 @@ func bilinear(h, w, height, width int) []float32 {
 // truth or the prediction, mean per-class pixel accuracy over the classes
 // present in the truth, overall pixel accuracy (all in %) and the
 // per-pixel cross-entropy.
-func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]float64 {
+func segmentationMetrics(d *Data, prob [][]float32, classes int) (map[string]float64, error) {
+	c := newSegConfusion(classes)
+	var y []int64
 	var best []int32
 	var py []float32
-	var ys []int64
 	for i, p := range prob {
+		var err error
+		if y, err = d.mask(i, y); err != nil {
+			return nil, err
+		}
 		n := len(p) / classes
+		if n != len(y) {
+			return nil, fmt.Errorf("example %d: %d predicted pixels for a mask of %d", i, n, len(y))
+		}
+		best, py = best[:0], py[:0]
 		for px := 0; px < n; px++ {
 			row := p[px*classes : (px+1)*classes]
 			b := 0
@@ -84,27 +94,25 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) map[string]floa
 					b = k
 				}
 			}
-			y := d.Y[i*n+px]
-			best, py, ys = append(best, int32(b)), append(py, row[y]), append(ys, y)
+			best, py = append(best, int32(b)), append(py, row[y[px]])
 		}
+		c.add(y, best, py)
 	}
-	return segmentationScores(ys, best, py, classes)
+	return c.scores(), nil
 }
 
 // segmentationScores computes the segmentation metrics from every
 // pixel's true class y, predicted class best and predicted probability of
 // its true class py.
 func segmentationScores(y []int64, best []int32, py []float32, classes int) map[string]float64 {
-	conf := make([][]float64, classes) // [truth][pred]
-	for i := range conf {
-		conf[i] = make([]float64, classes)
-	}
-	var loss float64
-	for px, t := range y {
-		conf[t][best[px]]++
-		loss -= math.Log(float64(py[px]) + 1e-7)
-	}
-	pixels := len(y)
+	c := newSegConfusion(classes)
+	c.add(y, best, py)
+	return c.scores()
+}
+
+// scores are the metrics of the pixels added.
+func (c *segConfusion) scores() map[string]float64 {
+	conf, classes, pixels := c.conf, c.classes, c.pixels
 	// mIoU and Dice average over the classes in the truth or the
 	// prediction, Mean Acc over the classes in the truth: a class never
 	// true has no accuracy (HF evaluate's mean_iou, torchmetrics and
@@ -130,7 +138,7 @@ func segmentationScores(y []int64, best []int32, py []float32, classes int) map[
 			truthClasses++
 		}
 	}
-	out := map[string]float64{"loss": loss / float64(pixels), "overall_acc": 100 * correct / float64(pixels)}
+	out := map[string]float64{"loss": c.loss / float64(pixels), "overall_acc": 100 * correct / float64(pixels)}
 	if present > 0 {
 		out["miou"], out["dice"] = 100*iou/float64(present), 100*dice/float64(present)
 	}
@@ -139,3 +147,6 @@ func segmentationScores(y []int64, best []int32, py []float32, classes int) map[
 	}
 	return out
 }
+
+// logProb is the log of a predicted probability, as the losses take it.
+func logProb(p float32) float64 { return math.Log(float64(p) + 1e-7) }

@@ -68,32 +68,55 @@ func transformMasks(y []int64, n, h, w int, p *imageops.Preprocess) ([]int64, er
 // LoadTargetsFor is LoadTargets for an encoder with an evaluation
 // transform (nil for none): segmentation masks go through its geometry.
 func LoadTargetsFor(store, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, int, error) {
-	d, n, outputs, err := LoadTargets(store, split, meta, task)
-	if err != nil || p == nil || task != Segmentation || len(meta.Shape) != 3 {
-		return d, n, outputs, err
+	s, unmap, err := examplestore.MapSplit(store, split)
+	if err != nil {
+		return nil, 0, 0, err
 	}
-	if d.Y, err = transformMasks(d.Y, n, meta.Shape[1], meta.Shape[2], p); err != nil {
-		return nil, 0, 0, fmt.Errorf("split %s: %w", split, err)
+	d, outputs, err := openTargets(s, split, meta, task, p)
+	if err != nil {
+		unmap()
+		return nil, 0, 0, err
 	}
-	return d, n, outputs, nil
+	if d.masks != nil {
+		// The masks are read from the mapping as they are used; Close
+		// unmaps it.
+		d.masks.unmap = unmap
+	} else if err := unmap(); err != nil {
+		return nil, 0, 0, err
+	}
+	return d, s.Len(), outputs, nil
 }
 
 // LoadTargets reads one split's targets (labels, targets, questions) and
 // not its examples, for metrics computed from another runtime's
 // predictions; the Data's X is nil. It also returns the number of
 // examples. The split file is mapped, not read: its inputs are never
-// paged in.
+// paged in, and segmentation masks are read one at a time as they are
+// used (Close the Data when done).
 func LoadTargets(store, split string, meta *examplestore.Meta, task Task) (*Data, int, int, error) {
-	s, unmap, err := examplestore.MapSplit(store, split)
-	if err != nil {
-		return nil, 0, 0, err
+	return LoadTargetsFor(store, split, meta, task, nil)
+}
+
+// openTargets is targetsOf for a mapped split: segmentation masks are
+// checked a batch at a time and left in the store (Data.masks, through
+// p's geometry when p is set), not held.
+func openTargets(s *examplestore.Split, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
+	if task != Segmentation {
+		return targetsOf(s, split, meta, task)
 	}
-	defer unmap()
-	d, outputs, err := targetsOf(s, split, meta, task)
-	if err != nil {
-		return nil, 0, 0, err
+	if len(meta.Shape) != 3 {
+		return nil, 0, fmt.Errorf("segmentation needs image examples [C, H, W], not %v", meta.Shape)
 	}
-	return d, s.Len(), outputs, nil
+	n := s.Len()
+	if n == 0 {
+		return nil, 0, fmt.Errorf("split %s: no examples", split)
+	}
+	h, w := meta.Shape[1], meta.Shape[2]
+	m, err := newStoreMasks(s.Y, n, h, w, meta.NumClasses, p)
+	if err != nil {
+		return nil, 0, fmt.Errorf("split %s: %w", split, err)
+	}
+	return &Data{Shape: meta.Shape, Task: task, ClassNames: meta.Classes, Group: meta.Group, masks: m}, meta.NumClasses, nil
 }
 
 // targetsOf checks and keeps the targets of split s.

@@ -50,6 +50,9 @@ type Data struct {
 	// Source, when set, gives the inputs instead of X: a split read from
 	// its store a batch at a time (OpenSplitFor).
 	Source Inputs
+	// masks, when set, gives a segmentation split's masks instead of Y,
+	// read from its store one at a time.
+	masks *storeMasks
 }
 
 func (d *Data) task() Task {
@@ -419,8 +422,11 @@ func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, outputs int, st
 		return nil, err
 	}
 	if ys != nil {
+		var buf []int64
 		for i, k := range ks {
-			d.targetRow(ys[i*w:(i+1)*w], k, std)
+			if err := d.targetRow(ys[i*w:(i+1)*w], k, std, &buf); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return ks, nil

@@ -6,6 +6,7 @@ package hfparquet
 
 import (
 	"fmt"
+	"image"
 	"image/color"
 	"slices"
 
@@ -130,7 +131,8 @@ func (d *Data) setTask(t string) error {
 }
 
 // appendMaskImage appends a segmentation mask stored as an encoded
-// image, sampled to o's size where it has one.
+// image, sampled to o's size where it has one; under MaskSummary it only
+// counts the mask and its largest value.
 func appendMaskImage(d *Data, encoded []byte, o Options) error {
 	img, err := imagedec.DecodeLimited(encoded, o.MaxPixels)
 	if err != nil {
@@ -144,14 +146,48 @@ func appendMaskImage(d *Data, encoded []byte, o Options) error {
 		return err
 	}
 	d.YShape = []int{h, w}
+	if o.LabelsOnly && o.MaskSummary {
+		d.MaskMax = max(d.MaskMax, maxMaskValue(img, h, w))
+		return nil
+	}
+	d.Y = appendMaskValues(d.Y, img, h, w)
+	return nil
+}
+
+// appendMaskValues appends the classes of img's pixels sampled at h x w
+// (nearest neighbour, from the top-left of each cell) to y.
+func appendMaskValues(y []int64, img image.Image, h, w int) []int64 {
 	b := img.Bounds()
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			sx, sy := b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h
-			d.Y = append(d.Y, int64(maskValue(img.At(sx, sy))))
+	y = slices.Grow(y, h*w)
+	for r := 0; r < h; r++ {
+		sy := b.Min.Y + r*b.Dy()/h
+		switch m := img.(type) {
+		case *image.Gray:
+			row := m.Pix[(sy-b.Min.Y)*m.Stride:]
+			for c := 0; c < w; c++ {
+				y = append(y, int64(row[c*b.Dx()/w]))
+			}
+		case *image.Paletted:
+			row := m.Pix[(sy-b.Min.Y)*m.Stride:]
+			for c := 0; c < w; c++ {
+				y = append(y, int64(row[c*b.Dx()/w]))
+			}
+		default:
+			for c := 0; c < w; c++ {
+				y = append(y, int64(maskValue(img.At(b.Min.X+c*b.Dx()/w, sy))))
+			}
 		}
 	}
-	return nil
+	return y
+}
+
+// maxMaskValue is the largest class among img's pixels sampled at h x w.
+func maxMaskValue(img image.Image, h, w int) int {
+	best := int64(0)
+	for _, v := range appendMaskValues(nil, img, h, w) {
+		best = max(best, v)
+	}
+	return int(best)
 }
 
 // appendListTarget appends a list label: a mask as nested lists, or a

@@ -60,6 +60,14 @@ type Options struct {
 	// examples are a group (Winoground's two images and two captions);
 	// LabelsOnly and Rows then count examples too.
 	Pairs []Pair
+	// MaskSummary, with LabelsOnly, decodes masks stored as images only
+	// to count them and find their largest value (Data.MaskMax), without
+	// keeping them: a dataset's masks are read later, a batch of Rows at a
+	// time (Masks).
+	MaskSummary bool
+	// Masks, with Rows, reads those rows' masks into Data.Y (and their
+	// shape into YShape) instead of their images.
+	Masks bool
 	// MaxPixels bounds the pixels an encoded image or mask may declare
 	// (0: imagedec.DefaultMaxPixels); a larger one is refused before it
 	// is decoded.
@@ -95,6 +103,8 @@ type Data struct {
 	Targets int       // YF values per example
 	Classes []string
 	Rows    int
+	// MaskMax is the largest mask value a MaskSummary pass saw.
+	MaskMax int
 	// Text holds TextColumn's value per example.
 	Text []string
 	// next is the first of Options.Rows not read yet.
@@ -203,7 +213,7 @@ func readFile(ctx context.Context, path string, o Options, d *Data, names *[]str
 	}
 	cols := []string{imgCol, labCol}
 	switch {
-	case o.LabelsOnly:
+	case o.LabelsOnly, o.Rows != nil && o.Masks:
 		cols = []string{labCol}
 	case o.Rows != nil:
 		cols = []string{imgCol}
@@ -417,15 +427,18 @@ func column(tbl arrow.Table, name string) ([]arrow.Array, error) {
 func readTable(tbl arrow.Table, imgCol, labCol string, o Options, d *Data, names *[]string) error {
 	var xs, ys, texts []arrow.Array
 	var err error
-	if !o.LabelsOnly {
+	masks := o.Rows != nil && o.Masks
+	if !o.LabelsOnly && !masks {
 		if xs, err = column(tbl, imgCol); err != nil {
 			return err
 		}
 	}
-	if o.Rows == nil {
+	if o.Rows == nil || masks {
 		if ys, err = column(tbl, labCol); err != nil {
 			return err
 		}
+	}
+	if o.Rows == nil {
 		if o.TextColumn != "" {
 			if texts, err = column(tbl, o.TextColumn); err != nil {
 				return err

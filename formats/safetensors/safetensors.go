@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 )
 
@@ -21,7 +22,9 @@ type DType string
 
 // Supported element types.
 const (
-	U8  DType = "U8"
+	U8 DType = "U8"
+	// U16 holds segmentation masks of more than 256 classes.
+	U16 DType = "U16"
 	I64 DType = "I64"
 	F32 DType = "F32"
 	F64 DType = "F64"
@@ -37,7 +40,7 @@ func (d DType) Size() int {
 	switch d {
 	case U8:
 		return 1
-	case F16, BF16:
+	case F16, BF16, U16:
 		return 2
 	case I32, F32:
 		return 4
@@ -159,17 +162,94 @@ func HalfToFloat32(h uint16) float32 {
 	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
-// Int64s decodes an I64 tensor.
+// Int64s decodes an integer tensor (I64, or the compact U8, U16 and I32
+// that class indices and masks are stored in); nil for another type.
 func (t *Tensor) Int64s() []int64 {
-	n := t.NumElements()
-	out := make([]int64, n)
-	if t.DType != I64 {
+	if !t.DType.Integer() {
 		return nil
 	}
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
+	return AppendInt64s(nil, t.DType, t.Data)
+}
+
+// Integer reports whether d holds integers that Int64s reads.
+func (d DType) Integer() bool {
+	switch d {
+	case U8, U16, I32, I64:
+		return true
 	}
-	return out
+	return false
+}
+
+// AppendInt64s appends the integers of data, little-endian values of the
+// integer type d, to dst.
+func AppendInt64s(dst []int64, d DType, data []byte) []int64 {
+	n := len(data) / max(d.Size(), 1)
+	dst = slices.Grow(dst, n)
+	switch d {
+	case U8:
+		for _, v := range data {
+			dst = append(dst, int64(v))
+		}
+	case U16:
+		for i := range n {
+			dst = append(dst, int64(binary.LittleEndian.Uint16(data[2*i:])))
+		}
+	case I32:
+		for i := range n {
+			dst = append(dst, int64(int32(binary.LittleEndian.Uint32(data[4*i:]))))
+		}
+	case I64:
+		for i := range n {
+			dst = append(dst, int64(binary.LittleEndian.Uint64(data[8*i:])))
+		}
+	}
+	return dst
+}
+
+// LabelType is the smallest dtype that holds class indices 0..classes-1:
+// U8 up to 256 classes, U16 up to 65,536, I64 beyond.
+func LabelType(classes int) DType {
+	switch {
+	case classes <= 1<<8:
+		return U8
+	case classes <= 1<<16:
+		return U16
+	}
+	return I64
+}
+
+// PutLabels writes labels as little-endian values of the integer type d
+// (LabelType's) into a new slice; a label d cannot hold is an error.
+func PutLabels(d DType, labels []int64) ([]byte, error) {
+	b := make([]byte, len(labels)*d.Size())
+	limit := int64(math.MaxInt64)
+	switch d {
+	case U8:
+		limit = math.MaxUint8
+	case U16:
+		limit = math.MaxUint16
+	case I32:
+		limit = math.MaxInt32
+	case I64:
+	default:
+		return nil, fmt.Errorf("safetensors: labels cannot be stored as %s", d)
+	}
+	for i, v := range labels {
+		if v < 0 && d != I64 && d != I32 || v > limit {
+			return nil, fmt.Errorf("safetensors: label %d does not fit %s", v, d)
+		}
+		switch d {
+		case U8:
+			b[i] = byte(v)
+		case U16:
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
+		case I32:
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(v)))
+		default:
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+		}
+	}
+	return b, nil
 }
 
 // Int32s decodes an I32 tensor (nil for another type).

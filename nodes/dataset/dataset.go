@@ -40,8 +40,10 @@ func (Kind) Name() string { return "dataset" }
 // splits are written as they are decoded. 3: U8 normalisation statistics
 // from exact byte counts (the last digits of mean and std may change).
 // 4: image_folder reads images in sub-directories of a class, as
-// torchvision's ImageFolder does; a bad example may be skipped.
-func (Kind) Version() string { return "4" }
+// torchvision's ImageFolder does; a bad example may be skipped. 5:
+// masks are stored as U8 (U16 past 256 classes), Parquet masks read a
+// batch at a time, paletted masks by their palette index.
+func (Kind) Version() string { return "5" }
 
 // Formats lists the accepted format values.
 var Formats = []string{"idx", "cifar10", "cifar100", "csv", "tsv", "image_folder", "parquet", "image_csv", "captions_csv", "image_list", "vqa_json", "camera_traps", "gulp", "voc_mat", "hdf5", "video_list", "raw", "generated"}

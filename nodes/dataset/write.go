@@ -82,7 +82,7 @@ type writeOptions struct {
 func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channelStats, o writeOptions) ([]skippedExample, error) {
 	e := p.from
 	size := e.exampleSize()
-	ySpec := safetensors.Spec{DType: safetensors.I64, Shape: e.yShape}
+	ySpec := safetensors.Spec{DType: e.labelType(), Shape: e.yShape}
 	if e.yf != nil {
 		ySpec = safetensors.Spec{DType: safetensors.F32}
 		if e.targets > 0 {
@@ -252,19 +252,38 @@ func (e *examples) inputsOneByOne(idx []int) ([]byte, []badPosition, error) {
 }
 
 // targetBytes returns the targets of the examples idx as the split file
-// stores them (I64 labels or F32 targets).
+// stores them (labels as labelType says, or F32 targets).
 func (e *examples) targetBytes(idx []int) ([]byte, error) {
-	switch {
-	case e.yf != nil:
+	if e.yf != nil {
 		return f32Bytes(gather(e.yf, idx, max(e.targets, 1))), nil
-	case e.lazyY != nil:
-		ys, err := e.lazyY.labels(idx)
-		if err != nil {
+	}
+	var ys []int64
+	if e.lazyY != nil {
+		var err error
+		if ys, err = e.lazyY.labels(idx); err != nil {
 			return nil, err
 		}
-		return i64Bytes(ys), nil
+	} else {
+		ys = gather(e.y, idx, e.labelsPerExample())
 	}
-	return i64Bytes(gather(e.y, idx, e.labelsPerExample())), nil
+	if want := len(idx) * e.labelsPerExample(); len(ys) != want {
+		return nil, fmt.Errorf("%d labels for %d examples of %d each (internal error)", len(ys), len(idx), e.labelsPerExample())
+	}
+	b, err := safetensors.PutLabels(e.labelType(), ys)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%d classes)", err, len(e.classes))
+	}
+	return b, nil
+}
+
+// labelType is the dtype the split files store labels in: per-pixel
+// labels (masks) in the smallest type that holds the classes, one label
+// per example as I64.
+func (e *examples) labelType() safetensors.DType {
+	if len(e.yShape) == 0 || len(e.classes) == 0 {
+		return safetensors.I64
+	}
+	return safetensors.LabelType(len(e.classes))
 }
 
 // gather copies the runs of size values of the examples idx.

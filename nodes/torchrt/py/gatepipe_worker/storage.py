@@ -13,7 +13,10 @@ import torch.nn.functional as F
 
 DTYPES = {"F32": (torch.float32, np.float32), "F16": (torch.float16, np.float16), "F64": (torch.float64, np.float64),
           "I64": (torch.int64, np.int64), "I32": (torch.int32, np.int32), "U8": (torch.uint8, np.uint8),
-          "I8": (torch.int8, np.int8), "BF16": (torch.bfloat16, None)}
+          "I8": (torch.int8, np.int8), "BF16": (torch.bfloat16, None),
+          # Masks of more than 256 classes; torch before 2.3 has no uint16,
+          # so tensor() widens them to int32.
+          "U16": (torch.int32, np.uint16)}
 
 
 # ---- safetensors -----------------------------------------------------------
@@ -59,9 +62,12 @@ class SafeTensors:
         return a
 
     def tensor(self, name, rows=None):
+        a = self.numpy(name, rows)
+        if a.dtype == np.uint16:
+            a = a.astype(np.int32)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # read-only buffers: copied where written
-            return torch.from_numpy(self.numpy(name, rows))
+            return torch.from_numpy(a)
 
 
 def write_safetensors(path, tensors, metadata=None):

@@ -31,17 +31,41 @@ REGRESSION = ("regression", "video_regression")
 
 class Targets:
     """A split's targets on the device: class indices, float targets
-    (multi-label, regression), masks, and question / caption tokens."""
+    (multi-label, regression), masks, and question / caption tokens.
 
-    def __init__(self, f, task, device):
+    Masks stay in the type they are stored in (uint8 for up to 256
+    classes), on the GPU only when they fit a quarter of its free memory
+    (as Examples' inputs), else memory-mapped; labels() makes a batch's
+    int64 masks, through the encoder transform's geometry (inputs.masks)."""
+
+    def __init__(self, f, task, device, inputs=None):
+        self.task, self.device, self.inputs = task, device, inputs
+        self.q = f.tensor("q").to(device).long() if "q" in f.header else None
+        if task == "segmentation":
+            y = f.tensor("y")
+            if device.type == "cuda":
+                free, _ = torch.cuda.mem_get_info()
+                if y.numel() * y.element_size() < free // 4:
+                    y = y.to(device)
+            self.y = y
+            self.n = y.shape[0]
+            return
         self.y = f.tensor("y").to(device)
+        self.n = self.y.shape[0]
         if task in ("multilabel", "regression", "video_regression"):
             self.y = self.y.float()
             if self.y.dim() == 1:
                 self.y = self.y.unsqueeze(1)
         elif task != "retrieval":
             self.y = self.y.long()
-        self.q = f.tensor("q").to(device).long() if "q" in f.header else None
+
+    def labels(self, idx):
+        """The targets of rows idx (a LongTensor), on the device: a
+        segmentation batch's masks as int64, transformed."""
+        if self.task != "segmentation":
+            return self.y[idx]
+        y = self.y[idx.to(self.y.device)].to(self.device).long()
+        return self.inputs.masks(y) if self.inputs is not None else y
 
 
 class Examples:
@@ -156,12 +180,16 @@ def val_metrics(task, pred, tg, classes, episodes=None):
         return out
     if task == "segmentation":
         best, ptrue = pred  # from Trainer.dense
-        y = tg.y.flatten(1).cpu()
         loss = -torch.log(ptrue.double() + 1e-7).mean().item()
-        conf = torch.bincount((y * classes + best.long()).flatten(), minlength=classes * classes).view(classes, classes).double()
+        # The confusion a block of masks at a time: the split's are not held.
+        conf = torch.zeros(classes * classes, dtype=torch.float64)
+        for a, b in ranges(best.shape[0], 64):
+            y = tg.labels(torch.arange(a, b)).flatten(1).cpu()
+            conf += torch.bincount((y * classes + best[a:b].long()).flatten(), minlength=classes * classes).double()
+        conf = conf.view(classes, classes)
         tp, truth, predicted = conf.diag(), conf.sum(dim=1), conf.sum(dim=0)
         present = (truth + predicted) > 0
-        out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(y.numel(), 1)}
+        out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(best.numel(), 1)}
         if present.any():
             out["miou"] = 100 * (tp / (truth + predicted - tp))[present].mean().item()
             out["dice"] = 100 * (2 * tp / (truth + predicted))[present].mean().item()
@@ -249,9 +277,7 @@ class Trainer:
         self.splits = {}
         for name in ("train", "val", "test"):
             f = store.split(name)
-            tg = Targets(f, self.task, run.device)
-            if self.task == "segmentation":
-                tg.y = self.inputs.masks(tg.y)
+            tg = Targets(f, self.task, run.device, self.inputs)
             self.splits[name] = (Examples(f, self.inputs, run.device), tg)
         self.extra = None
         if self.task in REGRESSION:
@@ -276,7 +302,7 @@ class Trainer:
             if self.task == "fewshot":
                 s = self.sizes
                 return self.model(x, episode=(s["ways"], shots or s["shots"], s["queries"])), None
-            return self.model(x, q), tg.y[idx] if self.task != "retrieval" else None
+            return self.model(x, q), tg.labels(idx) if self.task != "retrieval" else None
 
     def evaluate(self, split, states):
         """The ensemble's predictions on split (mean over states), and, for
@@ -332,7 +358,7 @@ class Trainer:
                     p = torch.softmax(self.forward(split, idx, x=x)[0].float(), dim=1)
                     total = p if total is None else total + p
                 total /= len(states)
-                y = tg.y[idx]
+                y = tg.labels(idx)
                 best.append(total.argmax(dim=1).flatten(1).to(torch.int32).cpu())
                 ptrue.append(total.gather(1, y.unsqueeze(1)).flatten(1).cpu())
         self.model.load_state_dict(keep)

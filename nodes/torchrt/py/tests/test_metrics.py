@@ -11,6 +11,9 @@ class Targets:
     def __init__(self, y):
         self.y = y
 
+    def labels(self, idx):
+        return self.y[idx]
+
 
 class ProbeMetricsTest(unittest.TestCase):
     scores = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
@@ -45,6 +48,15 @@ class SegmentationTest(unittest.TestCase):
         self.assertAlmostEqual(m["mean_acc"], 50.0)
         self.assertAlmostEqual(m["miou"], 25.0)
         self.assertAlmostEqual(m["overall_acc"], 50.0)
+
+    def test_confusion_is_summed_over_blocks_of_masks(self):
+        # 130 masks: more than one block of 64.
+        g = torch.Generator().manual_seed(3)
+        y = torch.randint(0, 3, (130, 4), generator=g)
+        best = torch.randint(0, 3, (130, 4), generator=g, dtype=torch.int32)
+        ptrue = torch.full((130, 4), 0.5)
+        m = val_metrics("segmentation", (best, ptrue), Targets(y), 3)
+        self.assertAlmostEqual(m["overall_acc"], 100 * (best.long() == y).double().mean().item())
 
 
 class RegressionTest(unittest.TestCase):
