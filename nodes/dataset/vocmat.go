@@ -56,43 +56,78 @@ func (n *Node) parseVOCMat(ctx context.Context, env *nodes.Env, rawDir string) (
 	_, channels, h, w := n.clipGeometry(0)
 	classes := len(n.cfg.ClassNames)
 	lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w, maxPixels: n.media.maxPixels}
-	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, yShape: []int{h, w}, classes: n.cfg.ClassNames, lazy: lazy, task: "segmentation"}
+	labels := &vocLabelMaps{h: h, w: w, classes: classes}
+	ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, yShape: []int{h, w}, classes: n.cfg.ClassNames, lazy: lazy, lazyY: labels, task: "segmentation"}
 	for i, p := range maps {
 		if i%64 == 0 {
 			env.Progress.Update(int64(i), int64(len(maps)), "label maps")
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		id := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 		img, err := index.Find(id + ".jpg")
 		if err != nil {
 			continue // GATE keeps the ids with both an image and a map
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
+		// Each map is read now, to fail early on a bad one, and again when
+		// its split is written: the masks are never all held.
+		if _, err := labels.read(p, nil); err != nil {
 			return nil, err
 		}
-		m, err := matv5.Read(data, p, "LabelMap")
-		if err != nil {
-			return nil, err
-		}
-		if m.Rows == 0 || m.Cols == 0 {
-			return nil, fmt.Errorf("%s: an empty LabelMap", p)
-		}
-		for y := range h {
-			sy := min(int((float64(y)+0.5)*float64(m.Rows)/float64(h)), m.Rows-1)
-			for x := range w {
-				sx := min(int((float64(x)+0.5)*float64(m.Cols)/float64(w)), m.Cols-1)
-				v := m.At(sy, sx)
-				label := int64(0)
-				if v >= 0 && v < float64(classes) {
-					label = int64(v)
-				}
-				ex.y = append(ex.y, label)
-			}
-		}
+		labels.paths = append(labels.paths, p)
 		lazy.paths = append(lazy.paths, img)
 	}
+	ex.count = len(labels.paths)
 	if len(lazy.paths) == 0 {
 		return nil, fmt.Errorf("no label map has an image of the same name under %v", n.cfg.Images)
 	}
 	return ex, nil
+}
+
+// vocLabelMaps reads the LabelMaps of the examples when a split takes them,
+// resized to h x w by nearest neighbour, labels past classes background.
+type vocLabelMaps struct {
+	paths   []string
+	h, w    int
+	classes int
+}
+
+func (v *vocLabelMaps) labels(idx []int) ([]int64, error) {
+	out := make([]int64, 0, len(idx)*v.h*v.w)
+	for _, i := range idx {
+		var err error
+		if out, err = v.read(v.paths[i], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// read appends the label map at p, resized, to dst.
+func (v *vocLabelMaps) read(p string, dst []int64) ([]int64, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	m, err := matv5.Read(data, p, "LabelMap")
+	if err != nil {
+		return nil, err
+	}
+	if m.Rows == 0 || m.Cols == 0 {
+		return nil, fmt.Errorf("%s: an empty LabelMap", p)
+	}
+	for y := range v.h {
+		sy := min(int((float64(y)+0.5)*float64(m.Rows)/float64(v.h)), m.Rows-1)
+		for x := range v.w {
+			sx := min(int((float64(x)+0.5)*float64(m.Cols)/float64(v.w)), m.Cols-1)
+			val := m.At(sy, sx)
+			label := int64(0)
+			if val >= 0 && val < float64(v.classes) {
+				label = int64(val)
+			}
+			dst = append(dst, label)
+		}
+	}
+	return dst, nil
 }
