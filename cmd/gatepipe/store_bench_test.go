@@ -246,18 +246,21 @@ func storeMeta(cache string) (*examplestore.Meta, error) {
 	return examplestore.ReadMeta(dir)
 }
 
-func storeDir(cache string) (string, error) {
+func storeDir(cache string) (string, error) { return storeDirOf(cache, "image_folder") }
+
+// storeDirOf finds the one store of a dataset of the format under cache.
+func storeDirOf(cache, format string) (string, error) {
 	var found []string
 	filepath.Walk(cache, func(p string, info os.FileInfo, err error) error {
 		if err == nil && info.Name() == "meta.json" {
-			if m, err := examplestore.ReadMeta(filepath.Dir(p)); err == nil && m.Format == "image_folder" {
+			if m, err := examplestore.ReadMeta(filepath.Dir(p)); err == nil && m.Format == format {
 				found = append(found, filepath.Dir(p))
 			}
 		}
 		return nil
 	})
 	if len(found) != 1 {
-		return "", fmt.Errorf("%d image_folder stores under %s, want 1", len(found), cache)
+		return "", fmt.Errorf("%d %s stores under %s, want 1", len(found), format, cache)
 	}
 	return found[0], nil
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
 )
@@ -61,11 +62,17 @@ func (n *Node) EstimateStore() nodes.StoreEstimate {
 	for _, d := range est.Shape {
 		size *= int64(d)
 	}
-	// Per example: its index and label (and, for segmentation, a label a
-	// pixel) in the store; in memory, its label, index and file name.
+	// Per example: its index and label (for segmentation, a label a
+	// pixel, in the smallest type that holds the classes) in the store; in
+	// memory, its label, index and file name (masks are read a batch at a
+	// time, not held).
 	labels := int64(8)
 	if n.segmentation() && len(est.Shape) == 3 {
-		labels = 8 * int64(est.Shape[1]) * int64(est.Shape[2])
+		classes := len(n.cfg.ClassNames)
+		if classes == 0 {
+			classes = 256 // unnamed mask values: U8 unless they pass 255
+		}
+		labels = int64(safetensors.LabelType(classes).Size()) * int64(est.Shape[1]) * int64(est.Shape[2])
 	}
 	perExample := int64(8) + labels
 	held := 3*int64(n.batchBytes) + int64(runtime.GOMAXPROCS(0))*8<<20 + baseMemory
@@ -73,7 +80,7 @@ func (n *Node) EstimateStore() nodes.StoreEstimate {
 		if len(est.Shape) > 0 {
 			est.Bytes = est.Examples * (size + perExample)
 		}
-		est.PeakMemory = held + est.Examples*(labels+96)
+		est.PeakMemory = held + est.Examples*(8+96)
 	}
 	return est
 }
@@ -86,9 +93,14 @@ func capped(count int64, limit int) int64 {
 	return count
 }
 
-// segmentation reports whether the labels are masks.
+// segmentation reports whether the labels are masks: the task says so,
+// the format only holds masks, or a Parquet label column has a mask's
+// name (ADE20K's "annotation").
 func (n *Node) segmentation() bool {
-	return n.task == "segmentation" || n.cfg.Format == "voc_mat" || n.cfg.Format == "hdf5"
+	if n.task == "segmentation" || n.cfg.Format == "voc_mat" || n.cfg.Format == "hdf5" {
+		return true
+	}
+	return n.cfg.Format == "parquet" && n.cfg.LabelColumn != nil && slices.Contains([]string{"annotation", "mask"}, *n.cfg.LabelColumn)
 }
 
 // exampleShape is one stored example's shape as far as the configuration

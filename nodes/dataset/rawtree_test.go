@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/rs/zerolog"
 )
 
 // An image_folder tarball read in place stores the same bytes as the same
@@ -165,5 +167,43 @@ image_size = [4, 4]
 	_, _, err := runErr(t, n)
 	if err == nil || !strings.Contains(err.Error(), "imgs.tar changed while it was being read") {
 		t.Fatalf("err = %v, want the source named as changed", err)
+	}
+}
+
+// TestSourcesAreReadInPlace: a plain source file (a Parquet shard) is put
+// in the temporary raw directory as a link to its blob, not a copy, and a
+// later source of the same name replaces the link without writing through
+// it; format "raw", whose directory is the output, gets a copy.
+func TestSourcesAreReadInPlace(t *testing.T) {
+	dir := t.TempDir()
+	blob, later := filepath.Join(dir, "blob1"), filepath.Join(dir, "blob2")
+	os.WriteFile(blob, []byte("first"), 0o444)
+	os.WriteFile(later, []byte("second"), 0o444)
+	for _, format := range []string{"parquet", "raw"} {
+		n := &Node{}
+		n.cfg.Format = format
+		tree := &rawTree{dir: filepath.Join(t.TempDir(), "raw")}
+		env := &nodes.Env{Log: zerolog.Nop()}
+		got := []fetched{{s: &source{}, name: "data/train.parquet", path: blob}}
+		if err := n.layOut(env, tree, got); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(tree.dir, "data", "train.parquet")
+		info, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if linked := info.Mode()&os.ModeSymlink != 0; linked != (format != "raw") {
+			t.Errorf("%s: the source is a link: %v", format, linked)
+		}
+		if err := n.layOut(env, tree, []fetched{{s: &source{}, name: "data/train.parquet", path: later}}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != "second" {
+			t.Errorf("%s: the later source reads %q", format, b)
+		}
+		if b, _ := os.ReadFile(blob); string(b) != "first" {
+			t.Fatalf("%s: the first blob was written through: %q", format, b)
+		}
 	}
 }

@@ -142,14 +142,41 @@ func (n *Node) layOut(env *nodes.Env, tree *rawTree, got []fetched) error {
 			}
 			continue
 		}
-		// A copy, never a link: the output must not share an inode with
-		// the blob, or damage to one would be damage to both. g.name is a
-		// checked relative path (sources.CheckRelPath).
-		if err := sources.CopyFile(g.path, filepath.Join(tree.dir, filepath.FromSlash(g.name))); err != nil {
+		// g.name is a checked relative path (sources.CheckRelPath).
+		if err := n.placeFile(g.path, filepath.Join(tree.dir, filepath.FromSlash(g.name))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// placeFile puts the blob at dst in the raw directory. The store's
+// formats read it where it lies, through a symbolic link: the directory is
+// temporary and only read, so a 150 GB Parquet source costs no second copy
+// on disk. Format "raw" copies it, since its directory is the output and
+// must not share an inode with the blob (damage to one would be damage to
+// both). An entry already at dst (an earlier source's) is replaced, never
+// written through.
+func (n *Node) placeFile(blob, dst string) error {
+	if n.cfg.Format == "raw" {
+		return sources.CopyFile(blob, dst)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return err
+	}
+	if info, err := os.Lstat(dst); err == nil {
+		if info.IsDir() {
+			return fmt.Errorf("%s: a source file would replace a directory of an earlier source", dst)
+		}
+		if err := os.Remove(dst); err != nil {
+			return err
+		}
+	}
+	abs, err := filepath.Abs(blob)
+	if err != nil {
+		return err
+	}
+	return os.Symlink(abs, dst)
 }
 
 // relabel returns the dataset's task (the block's, else what the label
