@@ -19,6 +19,9 @@ type Download struct {
 	Pinned bool
 	// Missing lists the pinned files the blob store does not hold.
 	Missing []sources.File
+	// Extracts, when set, reports whether the node unpacks the file at
+	// a path of the source into a temporary directory as it runs.
+	Extracts func(path string) bool
 }
 
 // Downloads lists the remote sources of every planned instance whose
@@ -35,6 +38,9 @@ func (e *Engine) Downloads() []Download {
 			}
 			for _, ref := range d.Downloads() {
 				dl := Download{Addr: in.key(), Status: in.status, Ref: ref}
+				if x, ok := in.node.(nodes.Extractor); ok {
+					dl.Extracts = func(path string) bool { return x.Extracts(ref, path) }
+				}
 				pin, err := r.Pinned(ref)
 				if err == nil {
 					dl.Pin, dl.Pinned = pin, true

@@ -196,6 +196,15 @@ type Downloader interface {
 	Downloads() []sources.Ref
 }
 
+// Extractor is a Downloader that unpacks some of its sources' files into
+// a temporary directory while it runs (archives it cannot read in place):
+// plan counts their size again for the disk's peak.
+type Extractor interface {
+	// Extracts reports whether the file at path of ref's files is
+	// unpacked.
+	Extracts(ref sources.Ref, path string) bool
+}
+
 // StoreEstimator is a node that can say before it runs how large its
 // output will be and how much memory it expects to need (`plan` prints
 // it, so a researcher knows the cost before paying it).

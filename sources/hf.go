@@ -26,6 +26,29 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 	if err := CheckRepo(ref.HF); err != nil {
 		return Pin{}, err
 	}
+	l, err := r.hfListing(ctx, ref)
+	if err != nil {
+		return Pin{}, err
+	}
+	entries, err := l.matching()
+	if err != nil {
+		return Pin{}, err
+	}
+	pin := Pin{Commit: l.commit}
+	for _, e := range entries {
+		f, err := l.file(e)
+		if err != nil {
+			return Pin{}, err
+		}
+		pin.Files = append(pin.Files, f)
+	}
+	sort.Slice(pin.Files, func(i, j int) bool { return pin.Files[i].Path < pin.Files[j].Path })
+	return pin, nil
+}
+
+// hfListing resolves ref's revision to a commit and returns a lister of
+// the repository at that commit.
+func (r *Resolver) hfListing(ctx context.Context, ref Ref) (*hfLister, error) {
 	creds := credsFor(ref)
 	commit := ref.revision()
 	if !commitRE.MatchString(commit) {
@@ -34,20 +57,25 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 		}
 		u := fmt.Sprintf("%s/api/%s/%s/revision/%s", r.endpoint, ref.hubKind(), ref.HF, url.PathEscape(commit))
 		if err := r.getJSON(ctx, u, creds, &info); err != nil {
-			return Pin{}, fmt.Errorf("hf %s: resolving revision %q: %w", ref.HF, commit, err)
+			return nil, fmt.Errorf("hf %s: resolving revision %q: %w", ref.HF, commit, err)
 		}
 		if !commitRE.MatchString(info.SHA) {
-			return Pin{}, fmt.Errorf("hf %s: revision %q resolved to %q, which is not a commit", ref.HF, commit, info.SHA)
+			return nil, fmt.Errorf("hf %s: revision %q resolved to %q, which is not a commit", ref.HF, commit, info.SHA)
 		}
 		commit = info.SHA
 	}
-	l := &hfLister{r: r, ctx: ctx, ref: ref, creds: creds, commit: commit, listed: map[string][]hfEntry{}}
+	return &hfLister{r: r, ctx: ctx, ref: ref, creds: creds, commit: commit, listed: map[string][]hfEntry{}}, nil
+}
+
+// matching lists the files of the ref's patterns, each once; a pattern
+// that matches none is an error.
+func (l *hfLister) matching() ([]hfEntry, error) {
 	seen := map[string]bool{}
-	pin := Pin{Commit: commit}
-	for _, pattern := range ref.Files {
+	var out []hfEntry
+	for _, pattern := range l.ref.Files {
 		entries, err := l.candidates(pattern)
 		if err != nil {
-			return Pin{}, err
+			return nil, err
 		}
 		matched := 0
 		for _, e := range entries {
@@ -58,25 +86,19 @@ func (r *Resolver) resolveHF(ctx context.Context, ref Ref) (Pin, error) {
 				continue
 			}
 			if err := CheckRelPath(e.Path); err != nil {
-				return Pin{}, fmt.Errorf("hf %s: the Hub listed %s", ref.HF, err)
+				return nil, fmt.Errorf("hf %s: the Hub listed %s", l.ref.HF, err)
 			}
 			matched++
-			if seen[e.Path] {
-				continue
+			if !seen[e.Path] {
+				seen[e.Path] = true
+				out = append(out, e)
 			}
-			seen[e.Path] = true
-			f, err := l.file(e)
-			if err != nil {
-				return Pin{}, err
-			}
-			pin.Files = append(pin.Files, f)
 		}
 		if matched == 0 {
-			return Pin{}, fmt.Errorf("hf %s: no file at %s matches %q", ref.HF, commit[:12], pattern)
+			return nil, fmt.Errorf("hf %s: no file at %s matches %q", l.ref.HF, l.commit[:12], pattern)
 		}
 	}
-	sort.Slice(pin.Files, func(i, j int) bool { return pin.Files[i].Path < pin.Files[j].Path })
-	return pin, nil
+	return out, nil
 }
 
 // hfEntry is one entry of the Hub's tree listing.

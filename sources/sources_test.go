@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -98,6 +99,10 @@ func (h *hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, ok := h.files[p]
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		return
 	}
 	h.bytes.Add(int64(len(b)))

@@ -72,9 +72,11 @@ func freeBytes(dir string) (int64, bool) {
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
-// printDownloads is plan's summary of what apply will download.
-func printDownloads(w io.Writer, s *session) {
-	n := needsOf(s.engine.Downloads())
+// printDownloads is plan's summary of what apply will download; the
+// sources not pinned yet show the sizes their servers listed.
+func printDownloads(w io.Writer, s *session, listings map[string]listing) {
+	dls := s.engine.Downloads()
+	n := needsOf(dls)
 	if n.files == 0 && len(n.unpinned) == 0 {
 		return
 	}
@@ -83,23 +85,33 @@ func printDownloads(w io.Writer, s *session) {
 		fmt.Fprintf(w, " (and %d of unknown size)", n.unsized)
 	}
 	if len(n.unpinned) > 0 {
-		fmt.Fprintf(w, ", plus %d source(s) not pinned yet whose size is unknown until they are fetched", len(n.unpinned))
-	}
-	if free, ok := freeBytes(s.cache.Dir()); ok {
-		fmt.Fprintf(w, "; the cache disk has %s free", humanBytes(free))
-		if n.bytes > free {
-			fmt.Fprint(w, " (NOT ENOUGH: apply will refuse)")
-		}
+		fmt.Fprintf(w, ", plus %d source(s) not pinned yet", len(n.unpinned))
 	}
 	fmt.Fprintln(w, ".")
 	for _, src := range n.sources {
 		fmt.Fprintln(w, "  "+src)
 	}
-	if len(n.unpinned) > 0 {
-		fmt.Fprintf(w, "%d source(s) not pinned in %s yet (apply or `gatepipe fetch` pins them; offline, Hub datasets in the Hugging Face cache are read there):\n", len(n.unpinned), sources.LockFileName)
-		for _, u := range n.unpinned {
-			fmt.Fprintln(w, "  "+u)
+	if len(n.unpinned) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d source(s) not pinned in %s yet (apply or `gatepipe fetch` pins them; offline, Hub datasets in the Hugging Face cache are read there):\n", len(n.unpinned), sources.LockFileName)
+	seen := map[string]bool{}
+	for _, d := range dls {
+		if d.Status == engine.StatusCached || d.Pinned || seen[d.Ref.Key()] {
+			continue
 		}
+		seen[d.Ref.Key()] = true
+		l, asked := listings[d.Ref.Key()]
+		size := "size unknown until it is fetched"
+		switch {
+		case asked && l.err != nil:
+			size = "size unknown: " + l.err.Error()
+		case asked && l.Files > 0 && l.Unsized == 0:
+			size = fmt.Sprintf("%d file(s), %s as its server lists them", l.Files, humanBytes(l.Bytes))
+		case asked && l.Files > 0:
+			size = fmt.Sprintf("%d file(s), %s and %d of unstated size as its server lists them", l.Files, humanBytes(l.Bytes), l.Unsized)
+		}
+		fmt.Fprintf(w, "  %s: %s (%s)\n", d.Addr, d.Ref.Key(), size)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // BenchmarkSegmentationStore measures an ADE20K-layout dataset at 1,500 and
 // 3,000 examples: a Hugging Face Parquet shard of 256 x 256 JPEG images
 // and PNG masks of 150 classes (plus "other", 0), stored at 224 px by the
-// real binary, then 40 iterations of Go-runtime segmentation training on
+// real binary, then 10 iterations of 8 of Go-runtime segmentation training on
 // the store (a small convnet, validation and a test pass). It prints the
 // peak RSS of each apply, the store's bytes beside what plan predicted,
 // and the masks' dtype: the dataset node and training must stay flat in
@@ -85,9 +85,9 @@ encoder "convnet" {
 adapter "seg" { task = "segmentation" }
 recipe "short" {
   lr             = 1e-3
-  batch_size     = 16
-  iterations     = 40
-  validate_every = 20
+  batch_size     = 8
+  iterations     = 10
+  validate_every = 10
   top_k          = 1
 }
 benchmark "ade" {

@@ -94,8 +94,12 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	timed := timePlan(ctx, s.engine.Estimates(), newTimings(ctx, c, s, *timing))
 	printPlan(c.stdout, plan, annotations(timed))
 	printTimes(c.stdout, timed, s.devices, autoReasons(timed), cpuModel())
-	printDownloads(c.stdout, s)
-	printStores(c.stdout, s)
+	dls := s.engine.Downloads()
+	listings := listUnpinned(ctx, s.engine.Options().Sources, dls)
+	printDownloads(c.stdout, s, listings)
+	stores := s.engine.Stores()
+	printStores(c.stdout, stores)
+	planDisk(dls, listings, stores).print(c.stdout, s.cache.Dir())
 	if out != "" {
 		abs, _ := filepath.Abs(path)
 		pf := planFile{Format: 1, Path: abs, Vars: f.vars, VarFiles: absAll(f.varFiles), CacheDir: s.cache.Dir(),
@@ -176,8 +180,7 @@ func absAll(paths []string) []string {
 
 // printStores says, for each dataset that will run, how large its store
 // will be and how much memory the node expects at its peak.
-func printStores(w io.Writer, s *session) {
-	stores := s.engine.Stores()
+func printStores(w io.Writer, stores []engine.Store) {
 	var total int64
 	shown := 0
 	for _, st := range stores {
@@ -207,10 +210,6 @@ func printStores(w io.Writer, s *session) {
 	}
 	if shown > 1 && total > 0 {
 		fmt.Fprintf(w, "  in all: %s of stores (lower image_size, or max_train and friends, to shrink them)\n", humanBytes(total))
-	}
-	if free, ok := freeBytes(s.cache.Dir()); ok && total > free {
-		fmt.Fprintf(w, "  Warning: the stores need %s but the cache disk (%s) has %s free: point -cache-dir at a larger disk, or shrink them\n",
-			humanBytes(total), s.cache.Dir(), humanBytes(free))
 	}
 }
 

@@ -288,7 +288,7 @@ source "url http://127.0.0.1:1/big.tar" {
 `)
 	cache := filepath.Join(t.TempDir(), "c")
 	r := gp(t, cache, "plan", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "NOT ENOUGH") {
+	if r.code != 0 || !strings.Contains(r.stdout, "Warning: the apply needs about 1.7 EiB") || !strings.Contains(r.stdout, "downloads  888.2 PiB") {
 		t.Fatalf("plan: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = gp(t, cache, "apply", dir)

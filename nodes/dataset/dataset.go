@@ -431,6 +431,20 @@ func (n *Node) Downloads() []sources.Ref {
 	return refs
 }
 
+// Extracts reports whether the file at path of ref's files is unpacked
+// into the node's temporary directory: an archive of an extracted
+// source, unless an image_folder tarball that is read in place.
+func (n *Node) Extracts(ref sources.Ref, path string) bool {
+	for _, s := range n.sources {
+		if s.scheme == "file" || s.ref.Key() != ref.Key() || !s.extract {
+			continue
+		}
+		kind := archive.Kind(path)
+		return kind != "" && !(n.cfg.Format == "image_folder" && kind == "tar")
+	}
+	return false
+}
+
 // Fingerprint hashes local sources that have no declared sha256, so that
 // editing the file re-runs the dataset.
 func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
