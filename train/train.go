@@ -82,7 +82,20 @@ func (d *Data) exampleSize() int {
 // evalBatch sizes evaluation batches to about 200,000 input values (250
 // Fashion-MNIST images, 38 three-frame clips), which bounds the
 // activations' memory.
-func (d *Data) evalBatch() int { return min(250, max(16, 200_000/d.exampleSize())) }
+func (d *Data) evalBatch() int {
+	b := min(250, max(16, 200_000/d.exampleSize()))
+	if d.task() == Segmentation && len(d.ClassNames) > 0 {
+		// A segmentation batch's outputs are a score per pixel and class
+		// (7.6 M floats an image for ADE20K at 224 px), held several
+		// times by the graph: at most segmentationOutputs of them.
+		b = min(b, max(1, segmentationOutputs/(d.pixels()*len(d.ClassNames))))
+	}
+	return b
+}
+
+// segmentationOutputs bounds the per-pixel class scores of one evaluation
+// batch (64 MiB of float32).
+const segmentationOutputs = 1 << 24
 
 // Recipe is how to train.
 type Recipe struct {
