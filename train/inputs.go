@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/formats/imagedec"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/internal/imageops"
 )
@@ -78,6 +80,11 @@ type StoreInputs struct {
 	// lut maps a U8 store's byte v of channel c to lut[c*256+v], the
 	// normalised value (nil for other dtypes).
 	lut []float32
+	// jpeg, in a JPEG store, holds the examples instead of x: each is
+	// decoded to shape as it is read, by decoders kept in decoders.
+	jpeg     *examplestore.JPEGInputs
+	shape    []int
+	decoders sync.Pool
 }
 
 // OpenSplitFor is LoadSplitFor with the inputs left in the store: the
@@ -103,12 +110,16 @@ func openSplit(s *examplestore.Split, split string, meta *examplestore.Meta, tas
 	if err != nil {
 		return nil, 0, err
 	}
-	in := &StoreInputs{x: s.X, n: s.Len(), norm: meta.Normalize, p: p}
+	in := &StoreInputs{x: s.X, n: s.Len(), norm: meta.Normalize, p: p, jpeg: s.JPEG, shape: meta.Shape}
+	in.decoders.New = func() any { return imagedec.New() }
 	in.raw = 1
 	for _, v := range meta.Shape {
 		in.raw *= v
 	}
-	if s.Len() > 0 && s.X.NumElements() != s.Len()*in.raw {
+	if s.JPEG != nil && len(meta.Shape) != 3 {
+		return nil, 0, fmt.Errorf("split %s: a JPEG store of examples %v, not images [C, H, W]", split, meta.Shape)
+	}
+	if s.Len() > 0 && s.JPEG == nil && s.X.NumElements() != s.Len()*in.raw {
 		return nil, 0, fmt.Errorf("split %s: %d examples of shape %v in %d values", split, s.Len(), meta.Shape, s.X.NumElements())
 	}
 	in.chans, in.inner = examplestore.ChannelLayout(meta.Shape)
@@ -161,18 +172,32 @@ func (s *StoreInputs) Read(dst []float32, idx []int) error {
 		out = s.frames * s.outSz
 		x = make([]float32, s.raw)
 	}
+	var dec *imagedec.Decoder
+	var row []byte // a JPEG store's example, decoded
+	if s.jpeg != nil {
+		dec = s.decoders.Get().(*imagedec.Decoder)
+		defer s.decoders.Put(dec)
+	}
 	for j, k := range idx {
 		if k < 0 || k >= s.n {
 			return fmt.Errorf("example %d of %d (internal error)", k, s.n)
 		}
-		b := s.x.Data[k*rowBytes : (k+1)*rowBytes]
 		o := dst[j*out : (j+1)*out]
 		norm := o
 		if s.p != nil {
 			norm = x
 		}
-		s.normalise(norm, b)
-		safetensors.Release(b)
+		if s.jpeg != nil {
+			var err error
+			if row, err = s.jpeg.DecodeRows(dec, row[:0], k, 1, s.shape); err != nil {
+				return err
+			}
+			s.normalise(norm, row)
+		} else {
+			b := s.x.Data[k*rowBytes : (k+1)*rowBytes]
+			s.normalise(norm, b)
+			safetensors.Release(b)
+		}
 		if s.p == nil {
 			continue
 		}

@@ -21,11 +21,23 @@ func StoreTask(meta *examplestore.Meta) (Task, error) {
 // meta.json says, with the targets the task needs, and returns it with the
 // number of outputs (classes, labels or targets).
 func LoadSplit(store, split string, meta *examplestore.Meta, task Task) (*Data, int, error) {
-	s, err := examplestore.ReadSplit(store, split)
+	s, err := readDecoded(store, split, meta)
 	if err != nil {
 		return nil, 0, err
 	}
 	return splitData(s, split, meta, task)
+}
+
+// readDecoded reads a split whole, a JPEG store's images decoded.
+func readDecoded(store, split string, meta *examplestore.Meta) (*examplestore.Split, error) {
+	s, err := examplestore.ReadSplit(store, split)
+	if err != nil {
+		return nil, err
+	}
+	if s, err = s.Decoded(meta.Shape); err != nil {
+		return nil, fmt.Errorf("split %s: %w", split, err)
+	}
+	return s, nil
 }
 
 // splitData is LoadSplit for a split (or a slice of one) already open.
@@ -182,7 +194,7 @@ func targetsOf(s *examplestore.Split, split string, meta *examplestore.Meta, tas
 // dataset's own normalisation is not applied) and every image goes
 // through the transform.
 func LoadSplitFor(store, split string, meta *examplestore.Meta, task Task, p *imageops.Preprocess) (*Data, int, error) {
-	s, err := examplestore.ReadSplit(store, split)
+	s, err := readDecoded(store, split, meta)
 	if err != nil {
 		return nil, 0, err
 	}

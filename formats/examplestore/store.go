@@ -11,6 +11,7 @@ package examplestore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,10 @@ type Meta struct {
 	// Skipped lists the examples left out because their media could not
 	// be decoded (on_bad_example = "skip"); none under the default.
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Encoding is how the inputs are kept: "" as raw values in x, or
+	// EncodingJPEG (images [C, H, W] of U8 as JPEGs of Quality).
+	Encoding string `json:"encoding,omitempty"`
+	Quality  int    `json:"quality,omitempty"`
 }
 
 // Normalization is the per-channel affine transform applied at load.
@@ -73,6 +78,9 @@ type Split struct {
 	// Q holds token ids [N, L] for tasks with text (questions of the
 	// relational task); its Data is nil otherwise. Meta.Vocab names them.
 	Q safetensors.Tensor
+	// JPEG, in a JPEG store, holds the inputs instead of X (whose Data is
+	// nil): each example's encoded image (Decoded makes X).
+	JPEG *JPEGInputs
 }
 
 // Len returns the number of examples.
@@ -111,14 +119,22 @@ func ReadMeta(dir string) (*Meta, error) {
 	return &m, nil
 }
 
-// ReadSplit reads one split.
+// ReadSplit reads one split (a JPEG store's inputs encoded: Decoded
+// makes them values).
 func ReadSplit(dir, name string) (*Split, error) {
 	p := filepath.Join(dir, name+".safetensors")
 	f, err := safetensors.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
-	return splitOf(f, p)
+	s, err := splitOf(f, p)
+	if err != nil || s.JPEG == nil {
+		return s, err
+	}
+	if s.JPEG.data, err = os.ReadFile(filepath.Join(dir, name+JPEGSuffix)); err != nil {
+		return nil, err
+	}
+	return s, s.JPEG.check()
 }
 
 // MapSplit maps one split's file into memory without reading it: the
@@ -135,6 +151,21 @@ func MapSplit(dir, name string) (s *Split, unmap func() error, err error) {
 		unmap()
 		return nil, nil, err
 	}
+	if s.JPEG != nil {
+		data, unmapJPEG, err := mapJPEG(filepath.Join(dir, name+JPEGSuffix))
+		if err != nil {
+			unmap()
+			return nil, nil, err
+		}
+		s.JPEG.data = data
+		unmapSplit := unmap // unmap is the result both replaces
+		both := func() error { return errors.Join(unmapJPEG(), unmapSplit()) }
+		if err := s.JPEG.check(); err != nil {
+			both()
+			return nil, nil, err
+		}
+		return s, both, nil
+	}
 	return s, unmap, nil
 }
 
@@ -150,16 +181,34 @@ func (s *Split) Slice(first, n int) *Split {
 		out.Data = t.Data[first*row : (first+n)*row]
 		return out
 	}
-	return &Split{X: rows(s.X), Y: rows(s.Y), Index: s.Index[first : first+n], Q: rows(s.Q)}
+	out := &Split{X: rows(s.X), Y: rows(s.Y), Index: s.Index[first : first+n], Q: rows(s.Q)}
+	if s.JPEG != nil {
+		j := *s.JPEG
+		j.spans = rows(j.spans)
+		out.JPEG = &j
+	}
+	return out
 }
 
 // splitOf checks a parsed split file (at p) and returns its split.
 func splitOf(f *safetensors.File, p string) (*Split, error) {
 	x, y, idx := f.Tensors["x"], f.Tensors["y"], f.Tensors["index"]
+	var spans *safetensors.Tensor
+	if x == nil {
+		if spans = f.Tensors[jpegSpans]; spans != nil {
+			x = &safetensors.Tensor{Name: "x", DType: safetensors.U8, Shape: spans.Shape[:min(1, len(spans.Shape))]}
+		}
+	}
 	if x == nil || y == nil || idx == nil {
 		return nil, fmt.Errorf("%s: missing x, y or index tensor", p)
 	}
 	s := &Split{X: *x, Y: *y, Index: idx.Int64s()}
+	if spans != nil {
+		if spans.DType != safetensors.I64 || len(spans.Shape) != 2 || spans.Shape[1] != 2 {
+			return nil, fmt.Errorf("%s: %s must be I64 [N, 2]", p, jpegSpans)
+		}
+		s.JPEG = &JPEGInputs{spans: *spans}
+	}
 	if len(x.Shape) == 0 || x.Shape[0] != s.Len() || len(y.Shape) == 0 || y.Shape[0] != s.Len() {
 		return nil, fmt.Errorf("%s: x, y and index disagree on the number of examples", p)
 	}
@@ -197,6 +246,11 @@ func ChannelLayout(shape []int) (channels, inner int) {
 type SplitWriter struct {
 	fw *safetensors.FileWriter
 	n  int
+	// jpeg, in a JPEG store, is the sidecar its images are appended to;
+	// jpegOff its length and nextJPEG the next example it expects.
+	jpeg     *os.File
+	jpegOff  int64
+	nextJPEG int
 }
 
 // CreateSplit starts dir/name.safetensors for n examples: x and y give
@@ -226,10 +280,23 @@ func (w *SplitWriter) Write(tensor string, first int, data []byte) error {
 
 // Close finishes the file; it fails, and removes it, when any example's
 // rows are missing.
-func (w *SplitWriter) Close() error { return w.fw.Close() }
+func (w *SplitWriter) Close() error {
+	if err := w.closeJPEG(); err != nil {
+		w.fw.Abort()
+		return err
+	}
+	if w.jpeg != nil && w.nextJPEG != w.n {
+		w.fw.Abort()
+		return fmt.Errorf("%d of %d JPEGs written (internal error)", w.nextJPEG, w.n)
+	}
+	return w.fw.Close()
+}
 
 // Abort removes the unfinished file.
-func (w *SplitWriter) Abort() { w.fw.Abort() }
+func (w *SplitWriter) Abort() {
+	w.abortJPEG()
+	w.fw.Abort()
+}
 
 // WriteMeta writes meta.json for splits of the given sizes.
 func WriteMeta(dir string, meta *Meta, counts map[string]int) error {

@@ -75,3 +75,38 @@ func (t *turbo) decode(buf, data []byte, w, h int, limit int64) (out []byte, ban
 	runtime.KeepAlive(data)
 	return buf, bands, iw, ih, nil
 }
+
+// turboEncoder is a libjpeg-turbo compressor, made on first use.
+type turboEncoder struct {
+	h *handle
+}
+
+// encode compresses interleaved pixels (bands 1 or 3) at quality, 4:2:0
+// for colour as PIL saves by default; errNotTurbo when libjpeg-turbo
+// cannot.
+func (t *turboEncoder) encode(dst, pix []byte, bands, w, h, quality int) ([]byte, error) {
+	if t.h == nil {
+		tj := C.tjInitCompress()
+		if tj == nil {
+			return dst, errNotTurbo
+		}
+		t.h = &handle{tj: tj}
+		runtime.AddCleanup(t.h, func(tj C.tjhandle) { C.tjDestroy(tj) }, tj)
+	}
+	pf, samp := C.int(C.TJPF_RGB), C.int(C.TJSAMP_420)
+	if bands == 1 {
+		pf, samp = C.TJPF_GRAY, C.TJSAMP_GRAY
+	}
+	var out *C.uchar
+	var size C.ulong
+	if C.tjCompress2(t.h.tj, (*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(w*bands), C.int(h), pf, &out, &size, samp, C.int(quality), 0) != 0 {
+		if out != nil {
+			C.tjFree(out)
+		}
+		return dst, errNotTurbo
+	}
+	dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(out)), int(size))...)
+	C.tjFree(out)
+	runtime.KeepAlive(pix)
+	return dst, nil
+}

@@ -114,6 +114,9 @@ var spec = hcldec.ObjectSpec{
 	"on_bad_example":   &hcldec.AttrSpec{Name: "on_bad_example", Type: cty.String},
 	"max_image_pixels": &hcldec.AttrSpec{Name: "max_image_pixels", Type: cty.Number},
 	"ffmpeg_timeout":   &hcldec.AttrSpec{Name: "ffmpeg_timeout", Type: cty.String},
+	// How the inputs are kept (storage.go).
+	"store":        &hcldec.AttrSpec{Name: "store", Type: cty.String},
+	"jpeg_quality": &hcldec.AttrSpec{Name: "jpeg_quality", Type: cty.Number},
 }
 
 // Spec returns the block schema.
@@ -199,6 +202,8 @@ type config struct {
 	OnBadExample   *string `cty:"on_bad_example"`
 	MaxImagePixels *int64  `cty:"max_image_pixels"`
 	FFmpegTimeout  *string `cty:"ffmpeg_timeout"`
+	Store          *string `cty:"store"`
+	JPEGQuality    *int    `cty:"jpeg_quality"`
 	// Examples are the source's published example counts per split
 	// (train, val, test), for plan's estimate of the store's size.
 	Examples map[string]int64 `cty:"examples"`
@@ -253,6 +258,9 @@ type Node struct {
 	fingerprinted sync.Map
 	// media is how hostile or damaged media are met (media.go).
 	media mediaPolicy
+	// jpegQuality, above 0, keeps the images as JPEGs of that quality
+	// (store = "jpeg", storage.go).
+	jpegQuality int
 	// resolver, when set, verifies local sources with a declared sha256
 	// against their stamps (Fingerprint).
 	resolver *sources.Resolver

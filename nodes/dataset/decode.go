@@ -29,6 +29,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	diags = append(diags, n.decodeLabels(decl)...)
 	diags = append(diags, n.decodeImageShape(decl)...)
 	diags = append(diags, n.decodeMedia(decl)...)
+	diags = append(diags, n.decodeStorage(decl)...)
 	n.resolver = decl.Sources
 	if cfg.Format == "parquet" && cfg.Task == nil {
 		n.task = "" // follows from the label column's type

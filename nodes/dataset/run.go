@@ -80,6 +80,12 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		Shape: train.shape, Features: train.features, DType: string(train.dtype), Vocab: train.vocab,
 		SplitSeed: n.splitSeed, Sources: metaSources, MetricNames: n.cfg.MetricNames,
 	}
+	if n.jpegQuality > 0 {
+		if err := jpegStorable(train); err != nil {
+			return cty.NilVal, err
+		}
+		meta.Encoding, meta.Quality = examplestore.EncodingJPEG, n.jpegQuality
+	}
 	if train.group > 1 {
 		meta.Group = train.group
 	}

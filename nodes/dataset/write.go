@@ -38,7 +38,7 @@ func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestor
 		if p.name == "train" {
 			s = stats
 		}
-		bad, err := writeSplit(ctx, env, p, s, writeOptions{batchBytes: n.batchBytes, skipBad: n.media.skipBad})
+		bad, err := writeSplit(ctx, env, p, s, writeOptions{batchBytes: n.batchBytes, skipBad: n.media.skipBad, jpegQuality: n.jpegQuality})
 		if err != nil {
 			return nil, fmt.Errorf("%s split: %w", p.name, err)
 		}
@@ -74,6 +74,8 @@ type writeOptions struct {
 	batchBytes int
 	// skipBad skips examples whose media cannot be decoded.
 	skipBad bool
+	// jpegQuality, above 0, keeps the images as JPEGs of that quality.
+	jpegQuality int
 }
 
 // writeSplit writes one split file. Its inputs are decoded a batch ahead
@@ -93,7 +95,15 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	if e.q != nil {
 		qLen = e.qLen
 	}
-	w, err := examplestore.CreateSplit(env.OutDir, p.name, len(p.idx), safetensors.Spec{DType: e.dtype, Shape: e.shape}, ySpec, qLen)
+	var w *examplestore.SplitWriter
+	var jw *jpegWriter
+	var err error
+	if o.jpegQuality > 0 {
+		jw = &jpegWriter{quality: o.jpegQuality}
+		w, err = examplestore.CreateJPEGSplit(env.OutDir, p.name, len(p.idx), ySpec, qLen)
+	} else {
+		w, err = examplestore.CreateSplit(env.OutDir, p.name, len(p.idx), safetensors.Spec{DType: e.dtype, Shape: e.shape}, ySpec, qLen)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +129,7 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 		if c.err != nil {
 			return nil, c.err
 		}
-		if err := writeChunk(w, e, c); err != nil {
+		if err := writeChunk(w, jw, e, c); err != nil {
 			return nil, err
 		}
 		stats.add(withoutRows(c.x, c.bad, size*e.dtype.Size()), e.dtype, size)
@@ -195,14 +205,19 @@ func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad 
 	return chunks
 }
 
-// writeChunk writes chunk c into the split: its examples' inputs,
-// targets and (for question-answer data) questions.
-func writeChunk(w *examplestore.SplitWriter, e *examples, c decodedChunk) error {
+// writeChunk writes chunk c into the split: its examples' inputs (as
+// JPEGs through jw when set), targets and (for question-answer data)
+// questions.
+func writeChunk(w *examplestore.SplitWriter, jw *jpegWriter, e *examples, c decodedChunk) error {
 	idx := c.idx
 	if len(c.x) != len(idx)*e.exampleSize()*e.dtype.Size() {
 		return fmt.Errorf("%d input bytes for %d examples of shape %v (internal error)", len(c.x), len(idx), e.shape)
 	}
-	if err := w.Write("x", c.first, c.x); err != nil {
+	if jw != nil {
+		if err := jw.write(w, e, c.first, c.x); err != nil {
+			return err
+		}
+	} else if err := w.Write("x", c.first, c.x); err != nil {
 		return err
 	}
 	y, err := e.targetBytes(idx)

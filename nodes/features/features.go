@@ -268,10 +268,17 @@ func (n *Node) computeSplit(env *nodes.Env, w train.Weights, meta *examplestore.
 	for first := 0; first < count; first += batch {
 		k := min(batch, count-first)
 		part := out.src.Slice(first, k)
+		mapped := part.X.Data
+		// A JPEG store's batch is decoded here (its X is then the
+		// process's memory, not the map).
+		part, err := part.Decoded(meta.Shape)
+		if err != nil {
+			return fmt.Errorf("split %s: %w", out.name, err)
+		}
 		d, _, err := train.SplitDataFor(part, out.name, meta, task, n.preprocess)
 		// The batch's mapped pages leave the process's resident
 		// memory: it holds a batch, not the split it has read.
-		safetensors.Release(part.X.Data)
+		safetensors.Release(mapped)
 		if err != nil {
 			return err
 		}

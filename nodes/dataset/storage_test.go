@@ -1,0 +1,144 @@
+package dataset
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/train"
+)
+
+// writeSmoothFolder writes n 64 x 48 RGB PNGs of smooth colour fields, in
+// three classes: photograph-like content, which JPEG keeps closely.
+func writeSmoothFolder(t *testing.T, dir string, n int) {
+	t.Helper()
+	for i := range n {
+		img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+		for y := range 48 {
+			for x := range 64 {
+				img.Set(x, y, color.NRGBA{byte(40 + x + i), byte(60 + y*2), byte(90 + (x+y)/2 + 10*(i%3)), 255})
+			}
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "imgs", fmt.Sprintf("c%d", i%3), fmt.Sprintf("%02d.png", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// storeBytes is the size of a store's split files.
+func storeBytes(t *testing.T, dir string) int64 {
+	var n int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".safetensors") || strings.HasSuffix(e.Name(), examplestore.JPEGSuffix) {
+			info, _ := e.Info()
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+// TestJPEGStore: store = "jpeg" keeps each image as a JPEG in a sidecar
+// of a fraction of the raw store's bytes; both of the Go runtime's
+// readers (a split loaded whole, and read a batch at a time from the
+// map) give the raw store's values within JPEG's error, the same from
+// either; the targets and index are the raw store's.
+func TestJPEGStore(t *testing.T) {
+	dir := t.TempDir()
+	writeSmoothFolder(t, dir, 30)
+	tarTree(t, dir, "imgs")
+	block := `
+source { url = "imgs.tar" }
+format        = "image_folder"
+train         = ["imgs"]
+image_size    = [48, 64]
+val_fraction  = 0.2
+test_fraction = 0.2
+`
+	stores := map[string]string{}
+	for name, extra := range map[string]string{"raw": "", "jpeg": "store = \"jpeg\"\njpeg_quality = 90\n"} {
+		n, diags := decode(t, dir, block+extra)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		_, stores[name] = run(t, n)
+	}
+	meta, err := examplestore.ReadMeta(stores["jpeg"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Encoding != examplestore.EncodingJPEG || meta.Quality != 90 {
+		t.Fatalf("meta encoding %q quality %d", meta.Encoding, meta.Quality)
+	}
+	raw, jpg := storeBytes(t, stores["raw"]), storeBytes(t, stores["jpeg"])
+	if jpg*3 > raw {
+		t.Errorf("the JPEG store is %d bytes, the raw one %d", jpg, raw)
+	}
+	rawMeta, _ := examplestore.ReadMeta(stores["raw"])
+	want, _, err := train.LoadSplit(stores["raw"], "train", rawMeta, train.Classification)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, _, err := train.LoadSplit(stores["jpeg"], "train", meta, train.Classification)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, _, err := train.OpenSplitFor(stores["jpeg"], "train", meta, train.Classification, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	if opened.Len() != want.Len() || loaded.Len() != want.Len() {
+		t.Fatalf("%d and %d examples, want %d", opened.Len(), loaded.Len(), want.Len())
+	}
+	got := make([]float32, len(want.X))
+	idx := make([]int, want.Len())
+	for i := range idx {
+		idx[i] = i
+	}
+	if err := opened.Source.Read(got, idx); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for i := range want.X {
+		if got[i] != loaded.X[i] {
+			t.Fatalf("value %d: %v read a batch at a time, %v loaded whole", i, got[i], loaded.X[i])
+		}
+		// In raw bytes: the normalised difference times std, times 255.
+		c := (i / (48 * 64)) % 3
+		sum += math.Abs(float64(got[i]-want.X[i])) * meta.Normalize.Std[c] * 255
+	}
+	mean := sum / float64(len(want.X))
+	t.Logf("raw store %d bytes, JPEG store %d (%.1fx smaller); mean error %.2f levels", raw, jpg, float64(raw)/float64(jpg), mean)
+	if mean > 2 {
+		t.Errorf("the JPEG store's values are %.2f levels from the raw store's on average", mean)
+	}
+	for i := range want.Y {
+		if opened.Y[i] != want.Y[i] {
+			t.Fatalf("label %d: %d, want %d", i, opened.Y[i], want.Y[i])
+		}
+	}
+	// Only images can be kept as JPEGs.
+	_, diags := decode(t, dir, block+"store = \"png\"\n")
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "store is") {
+		t.Errorf("store = png: %v", diags)
+	}
+	_, diags = decode(t, dir, block+"jpeg_quality = 50\n")
+	if !diags.HasErrors() {
+		t.Error("jpeg_quality on a raw store was accepted")
+	}
+}
