@@ -50,7 +50,8 @@ class Batches:
         # Normal tensors even under the consumer's inference_mode: the
         # reader threads (outside it) write them in place. On the CPU,
         # ranges are made straight from the map and need none.
-        need = self.cuda or any(not isinstance(b, tuple) for b in self.batches)
+        self.jpeg = hasattr(x, "read_into")  # a JPEG store's rows, decoded by the readers
+        need = self.cuda or self.jpeg or any(not isinstance(b, tuple) for b in self.batches)
         with torch.inference_mode(False):
             self.raw = [torch.empty(shape if need else (0,), dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
         # On the CPU the readers make the input too, into these.
@@ -91,11 +92,13 @@ class Batches:
                 self.done.notify()
 
     def _fill(self, slot, b):
-        if isinstance(b, tuple) and not self.cuda:
+        if isinstance(b, tuple) and not self.cuda and not self.jpeg:
             buf = self.x[b[0]:b[1]]  # the input is made straight from the map
         else:
             buf = self.raw[slot][:_rows(b)]
-            if isinstance(b, tuple):
+            if self.jpeg:
+                self.x.read_into(b, buf)
+            elif isinstance(b, tuple):
                 buf.copy_(self.x[b[0]:b[1]])
             else:
                 torch.index_select(self.x, 0, b, out=buf)

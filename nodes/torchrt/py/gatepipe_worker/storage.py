@@ -131,7 +131,115 @@ class Store:
         self.shape = list(self.meta["shape"])
 
     def split(self, name):
-        return SafeTensors(os.path.join(self.path, name + ".safetensors"))
+        f = SafeTensors(os.path.join(self.path, name + ".safetensors"))
+        if self.meta.get("encoding") == "jpeg":
+            return JPEGSplit(f, os.path.join(self.path, name + ".jpeg"), self.shape)
+        return f
+
+
+# ---- JPEG stores ------------------------------------------------------------
+
+class JPEGSplit:
+    """A JPEG store's split: its tensors as SafeTensors gives them, but
+    "x", whose examples are JPEGs in the sidecar (JPEGRows)."""
+
+    def __init__(self, f, sidecar, shape):
+        self.f, self.header, self.path = f, f.header, f.path
+        if len(shape) != 3 or shape[0] not in (1, 3):
+            raise SystemExit("%s: a JPEG store holds images [C, H, W] of 1 or 3 channels, not %s" % (sidecar, shape))
+        with open(sidecar, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size > 0 else b""
+        self.rows = JPEGRows(f.numpy("xjpeg"), data, shape, sidecar)
+
+    def tensor(self, name, rows=None):
+        if name == "x":
+            return self.rows if rows is None else self.rows[rows[0]:rows[1]]
+        return self.f.tensor(name, rows)
+
+    def numpy(self, name, rows=None):
+        return self.f.numpy(name, rows)
+
+
+class JPEGRows:
+    """A split's images as JPEGs (offset and length of each in data),
+    decoded as they are read: rows[a:b] or rows[indices] is a uint8
+    tensor [N, C, H, W]; read_into decodes into a buffer. Decoding is
+    torchvision's (libjpeg-turbo) where it is installed, else PIL's; both
+    release the GIL, so the loader's reader threads decode in parallel."""
+
+    dtype = torch.uint8
+    device = torch.device("cpu")
+
+    def __init__(self, spans, data, shape, path):
+        self.spans, self.data, self.path = spans, data, path
+        self.shape = torch.Size([spans.shape[0]] + list(shape))
+        end = spans[:, 0] + spans[:, 1] if len(spans) else np.zeros(0)
+        if len(spans) and (spans.min() < 0 or end.max() > len(data)):
+            raise SystemExit("%s: JPEG spans outside its %d bytes" % (path, len(data)))
+        self.decode = _jpeg_decoder()
+
+    def __len__(self):
+        return self.shape[0]
+
+    def numel(self):
+        return int(np.prod(self.shape))
+
+    def element_size(self):
+        return 1
+
+    def row(self, k):
+        off, n = int(self.spans[k, 0]), int(self.spans[k, 1])
+        return self.data[off:off + n]
+
+    def read_into(self, b, out):
+        """Decodes rows b (a (start, end) range or a LongTensor) into out."""
+        ks = range(b[0], b[1]) if isinstance(b, tuple) else b.tolist()
+        for i, k in enumerate(ks):
+            img = self.decode(self.row(k))
+            if tuple(img.shape) != tuple(self.shape[1:]):
+                raise SystemExit("%s: example %d decodes to %s, not %s" % (self.path, k, list(img.shape), list(self.shape[1:])))
+            out[i].copy_(img)
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            a, b, _ = key.indices(len(self))
+            rows = (a, b)
+            n = max(0, b - a)
+        else:
+            rows = torch.as_tensor(key).flatten()
+            n = rows.numel()
+        return self.read_into(rows, torch.empty((n,) + tuple(self.shape[1:]), dtype=torch.uint8))
+
+
+def _jpeg_decoder():
+    """A function from JPEG bytes to a uint8 tensor [C, H, W]."""
+    try:
+        from torchvision.io import ImageReadMode, decode_jpeg
+    except ImportError:
+        decode_jpeg = None
+    if decode_jpeg is not None:
+        def decode(b):
+            data = torch.frombuffer(bytearray(b), dtype=torch.uint8)
+            return decode_jpeg(data, mode=ImageReadMode.UNCHANGED)
+        return decode
+    try:
+        import io
+        from PIL import Image
+    except ImportError:
+        raise SystemExit("a JPEG store needs torchvision or PIL (python3-pil) in the torch runtime's Python")
+
+    def decode_pil(b):
+        img = Image.open(io.BytesIO(b))
+        img.draft(img.mode, img.size)
+        a = np.asarray(img)
+        if a.ndim == 2:
+            a = a[None]
+        else:
+            a = a.transpose(2, 0, 1)
+        return torch.from_numpy(np.ascontiguousarray(a))
+    return decode_pil
 
 
 def channel_layout(shape):

@@ -77,7 +77,7 @@ class Examples:
         self.inputs = inputs
         x = f.tensor("x")
         self.n = x.shape[0]
-        if device.type == "cuda":
+        if device.type == "cuda" and isinstance(x, torch.Tensor):  # a JPEG store is decoded by the loader
             free, _ = torch.cuda.mem_get_info()
             if x.numel() * x.element_size() < free // 4:
                 x = x.to(device)
