@@ -202,6 +202,10 @@ class JPEGRows:
             out[i].copy_(img)
         return out
 
+    def to(self, *args, **kwargs):
+        """Every image decoded, as Tensor.to gives them (a split read whole)."""
+        return self[0:len(self)].to(*args, **kwargs)
+
     def __getitem__(self, key):
         if isinstance(key, slice):
             a, b, _ = key.indices(len(self))
