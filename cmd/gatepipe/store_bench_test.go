@@ -108,12 +108,13 @@ func medianOfThree(b *testing.B, dir string, run storeRun, pil float64, files []
 }
 
 // imagenetLike writes n ImageNet-like JPEGs under dir with two Python
-// processes and returns their paths in name order.
-func imagenetLike(b *testing.B, dir string, n int) []string {
+// processes and returns their paths in name order; mode "classes" gives
+// each class its background's colour (imagenet_like.py).
+func imagenetLike(b *testing.B, dir string, n int, mode ...string) []string {
 	b.Helper()
 	var cmds []*exec.Cmd
 	for k := range 2 {
-		cmd := exec.Command("/usr/bin/python3", "testdata/imagenet_like.py", dir, strconv.Itoa(n*(k+1)/2), strconv.Itoa(n*k/2))
+		cmd := exec.Command("/usr/bin/python3", append([]string{"testdata/imagenet_like.py", dir, strconv.Itoa(n*(k+1)/2), strconv.Itoa(n*k/2)}, mode...)...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -143,6 +144,11 @@ type storeRun struct {
 // image_folder tarball or a Parquet shard of image structs) in a fresh
 // cache, with GOMAXPROCS=procs, and measures the apply.
 func storeApply(b *testing.B, dir string, files []string, format, procs string) storeRun {
+	return storeApplyWith(b, dir, files, format, procs, "")
+}
+
+// storeApplyWith is storeApply with attributes added to the dataset block.
+func storeApplyWith(b *testing.B, dir string, files []string, format, procs, attrs string) storeRun {
 	b.Helper()
 	work := b.TempDir()
 	var src, train string
@@ -162,14 +168,15 @@ dataset "imagenet" {
   image_size    = [224, 224]
   val_fraction  = 0.1
   test_fraction = 0.1
+%s
 }
 output "splits" { value = dataset.imagenet.splits }
-`, src, format, train))
+`, src, format, train, attrs))
 	cache := b.TempDir()
 	wall, ru, rss := timedApply(b, work, cache, "GOMAXPROCS="+procs)
 	var size int64
 	filepath.Walk(filepath.Join(cache), func(p string, info os.FileInfo, err error) error {
-		if err == nil && strings.HasSuffix(p, ".safetensors") {
+		if err == nil && (strings.HasSuffix(p, ".safetensors") || strings.HasSuffix(p, examplestore.JPEGSuffix)) {
 			size += info.Size()
 		}
 		return nil
