@@ -95,8 +95,7 @@ func (e EncoderSpec) stem(b *builder, x *G.Node, shape []int) (*G.Node, []int) {
 		y := b.conv(x, "stem.proj", shape[0], want[0], p, p, 0, true)
 		h, w := y.Shape()[2], y.Shape()[3]
 		if h != want[1] || w != want[2] {
-			up := b.constant([]int{h * w, want[1] * want[2]}, bilinear(h, w, want[1], want[2]))
-			y = b.must(G.Mul(b.must(G.Reshape(y, tensor.Shape{batch * want[0], h * w})), up))
+			y = b.upsample(y, batch*want[0], want[1], want[2])
 			y = b.must(G.Reshape(y, append(tensor.Shape{batch}, want...)))
 		}
 		return y, want

@@ -101,18 +101,22 @@ func TestHeadGradients(t *testing.T) {
 }
 
 // TestBilinearMatchesPyTorch: 2x2 -> 4x4 as F.interpolate(mode="bilinear",
-// align_corners=False) computes it.
+// align_corners=False) computes it, one axis at a time as upsample does.
 func TestBilinearMatchesPyTorch(t *testing.T) {
-	m := bilinear(2, 2, 4, 4)
+	ay, ax := bilinearAxis(2, 4), bilinearAxis(2, 4)
 	in := []float32{1, 2, 3, 4}
 	want := []float32{1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4}
-	for o := 0; o < 16; o++ {
-		var v float32
-		for i := 0; i < 4; i++ {
-			v += in[i] * m[i*16+o]
-		}
-		if math.Abs(float64(v-want[o])) > 1e-6 {
-			t.Fatalf("pixel %d: %v, want %v", o, v, want[o])
+	for oy := range 4 {
+		for ox := range 4 {
+			var v float32
+			for iy := range 2 {
+				for ix := range 2 {
+					v += in[iy*2+ix] * ay[iy*4+oy] * ax[ix*4+ox]
+				}
+			}
+			if o := oy*4 + ox; math.Abs(float64(v-want[o])) > 1e-6 {
+				t.Fatalf("pixel %d: %v, want %v", o, v, want[o])
+			}
 		}
 	}
 }
