@@ -161,11 +161,7 @@ func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, 
 // against one-hot targets y, averaged over the batch; it also returns the
 // softmax probabilities.
 func crossEntropyOn(b *builder, logits, y *G.Node, batch int) (probs, loss *G.Node) {
-	// Shift by the row maximum, then subtract the log-sum-exp.
-	col := func(n *G.Node) *G.Node { return b.must(G.Reshape(n, tensor.Shape{batch, 1})) }
-	shifted := b.must(G.BroadcastSub(logits, col(b.must(G.Max(logits, 1))), nil, []byte{1}))
-	lse := col(b.must(G.Log(b.must(G.Sum(b.must(G.Exp(shifted)), 1)))))
-	logp := b.must(G.BroadcastSub(shifted, lse, nil, []byte{1}))
+	logp := b.logSoftmax(logits)
 	probs = b.must(G.Exp(logp))
 	// -mean over the batch of log p[true class].
 	loss = b.must(G.Neg(b.must(G.HadamardProd(b.must(G.Sum(b.must(G.HadamardProd(logp, y)))), b.scalar(float32(1)/float32(batch))))))
