@@ -368,6 +368,12 @@ type BlobStore interface {
 	// (when not empty) and moves it into the store under its SHA-256,
 	// returning the blob's path and SHA-256.
 	AddBlob(tmpPath, want string) (path, sha256hex string, err error)
+	// UseBlob marks the blob as read by the caller until unlock (shared,
+	// across processes): DropBlob leaves it alone meanwhile.
+	UseBlob(ctx context.Context, sha256hex string) (unlock func(), err error)
+	// DropBlob removes the blob unless it is in use or being fetched, and
+	// reports whether it did.
+	DropBlob(sha256hex string) (bool, error)
 }
 
 // PartStore is the cache of node parts: directories of files stored

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 func (c *Cache) blobFile(sha string) string {
@@ -184,3 +185,51 @@ func isBlobName(name string) bool {
 
 // GotSHA256 is the checksum the file had.
 func (e *ChecksumError) GotSHA256() string { return e.Got }
+
+// blobUseLock is the file whose shared locks say that a running node
+// reads the blob sha (through a link to it), and whose exclusive lock
+// DropBlob needs.
+func (c *Cache) blobUseLock(sha string) string {
+	return filepath.Join(c.dir, "locks", "use-"+strings.ToLower(sha)+".lock")
+}
+
+// UseBlob takes a shared lock saying that the caller reads the blob sha
+// until it calls unlock: DropBlob leaves a blob in use alone.
+func (c *Cache) UseBlob(ctx context.Context, sha string) (unlock func(), err error) {
+	if err := checkKey(sha); err != nil {
+		return nil, err
+	}
+	return c.lock(ctx, c.blobUseLock(sha), true)
+}
+
+// DropBlob removes the blob sha (and its stamp) unless a node uses it
+// (UseBlob) or someone fetches it (LockBlob), and reports whether it was
+// removed. A source dropped so is fetched again through its pin when a
+// node needs it.
+func (c *Cache) DropBlob(sha string) (bool, error) {
+	if err := checkKey(sha); err != nil {
+		return false, err
+	}
+	// Try once, without waiting: a blob in use stays.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	unlockUse, err := c.lock(ctx, c.blobUseLock(sha), false)
+	if err != nil {
+		return false, nil
+	}
+	defer unlockUse()
+	unlockFetch, err := c.lock(ctx, filepath.Join(c.dir, "locks", "blob-"+strings.ToLower(sha)+".lock"), false)
+	if err != nil {
+		return false, nil
+	}
+	defer unlockFetch()
+	p := c.blobFile(strings.ToLower(sha))
+	if err := os.Remove(p); err != nil {
+		if os.IsNotExist(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	os.Remove(p + ".stat")
+	return true, nil
+}

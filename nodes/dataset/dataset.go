@@ -117,6 +117,7 @@ var spec = hcldec.ObjectSpec{
 	// How the inputs are kept (storage.go).
 	"store":        &hcldec.AttrSpec{Name: "store", Type: cty.String},
 	"jpeg_quality": &hcldec.AttrSpec{Name: "jpeg_quality", Type: cty.Number},
+	"keep_sources": &hcldec.AttrSpec{Name: "keep_sources", Type: cty.Bool},
 }
 
 // Spec returns the block schema.
@@ -204,6 +205,7 @@ type config struct {
 	FFmpegTimeout  *string `cty:"ffmpeg_timeout"`
 	Store          *string `cty:"store"`
 	JPEGQuality    *int    `cty:"jpeg_quality"`
+	KeepSources    *bool   `cty:"keep_sources"`
 	// Examples are the source's published example counts per split
 	// (train, val, test), for plan's estimate of the store's size.
 	Examples map[string]int64 `cty:"examples"`

@@ -20,10 +20,11 @@ import (
 
 // Run fetches, extracts, parses, splits and writes the example store.
 func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
-	got, err := n.fetchAll(ctx, env)
+	got, release, err := n.fetchInUse(ctx, env)
 	if err != nil {
 		return cty.NilVal, err
 	}
+	defer release()
 	files := map[string]cty.Value{}
 	var metaSources []examplestore.Source
 	for _, g := range got {
@@ -92,6 +93,11 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 	counts, err := n.writeStore(ctx, env, meta, train, parts)
 	if err != nil {
 		return cty.NilVal, err
+	}
+	if !n.keepSources() {
+		release()
+		n.dropSources(env, got)
+		out["files"] = cty.MapValEmpty(cty.String)
 	}
 	out["task"] = cty.StringVal(task)
 	storeOutputs(out, train, counts)

@@ -5,7 +5,9 @@ package dataset
 // photographs, decoded as they are read.
 
 import (
+	"context"
 	"fmt"
+	"os"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/imagedec"
@@ -88,4 +90,82 @@ func (j *jpegWriter) write(w *examplestore.SplitWriter, e *examples, first int, 
 		start = end
 	}
 	return w.WriteJPEG(first, images)
+}
+
+// keepSources reports whether the sources stay in the cache once the
+// store is written (keep_sources, default true).
+func (n *Node) keepSources() bool { return n.cfg.KeepSources == nil || *n.cfg.KeepSources }
+
+// fetchInUse fetches the sources and marks their blobs in use until
+// release (so that another dataset's keep_sources = false leaves them
+// alone); a blob dropped between its fetch and its mark is fetched again.
+func (n *Node) fetchInUse(ctx context.Context, env *nodes.Env) (got []fetched, release func(), err error) {
+	var unlocks []func()
+	release = func() {
+		for _, u := range unlocks {
+			u()
+		}
+		unlocks = nil
+	}
+	for try := 0; ; try++ {
+		if got, err = n.fetchAll(ctx, env); err != nil {
+			return nil, release, err
+		}
+		if env.Blobs == nil {
+			return got, release, nil
+		}
+		missing := false
+		seen := map[string]bool{}
+		for _, g := range got {
+			if g.sha == "" || seen[g.sha] {
+				continue
+			}
+			seen[g.sha] = true
+			u, err := env.Blobs.UseBlob(ctx, g.sha)
+			if err != nil {
+				release()
+				return nil, release, err
+			}
+			unlocks = append(unlocks, u)
+			if _, err := os.Stat(g.path); err != nil {
+				missing = true
+			}
+		}
+		if !missing || try == 2 {
+			return got, release, nil
+		}
+		release() // a source was dropped meanwhile: fetch it again
+	}
+}
+
+// dropSources removes the fetched sources' blobs from the cache (those no
+// other node is using), once the store is written: keep_sources = false.
+// They are fetched again through their pins if the store is ever rebuilt.
+func (n *Node) dropSources(env *nodes.Env, got []fetched) {
+	if env.Blobs == nil {
+		return
+	}
+	var freed int64
+	dropped, kept := 0, 0
+	seen := map[string]bool{}
+	for _, g := range got {
+		if g.sha == "" || seen[g.sha] {
+			continue
+		}
+		seen[g.sha] = true
+		info, _ := os.Stat(g.path)
+		ok, err := env.Blobs.DropBlob(g.sha)
+		switch {
+		case err != nil:
+			env.Log.Warn().Err(err).Str("source", g.url).Msg("keep_sources = false: the source could not be removed")
+		case ok:
+			dropped++
+			if info != nil {
+				freed += info.Size()
+			}
+		default:
+			kept++
+		}
+	}
+	env.Log.Info().Int("dropped", dropped).Int("in_use", kept).Int64("bytes", freed).Msg("keep_sources = false: the sources left the cache")
 }

@@ -2,18 +2,24 @@ package dataset
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/formats/examplestore"
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
+	"github.com/rs/zerolog"
 )
 
 // writeSmoothFolder writes n 64 x 48 RGB PNGs of smooth colour fields, in
@@ -140,5 +146,69 @@ test_fraction = 0.2
 	_, diags = decode(t, dir, block+"jpeg_quality = 50\n")
 	if !diags.HasErrors() {
 		t.Error("jpeg_quality on a raw store was accepted")
+	}
+}
+
+// TestKeepSourcesFalseDropsTheBlobs: with keep_sources = false the
+// source's blob leaves the cache once the store is written, unless
+// another node uses it (UseBlob); a later run fetches it again.
+func TestKeepSourcesFalseDropsTheBlobs(t *testing.T) {
+	dir := t.TempDir()
+	writeSmoothFolder(t, dir, 12)
+	tarTree(t, dir, "imgs")
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runIn := func() (*Node, error) {
+		n, diags := decode(t, dir, `
+source { url = "imgs.tar" }
+format        = "image_folder"
+train         = ["imgs"]
+image_size    = [24, 32]
+val_fraction  = 0.25
+test_fraction = 0.25
+keep_sources  = false
+`)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		out, _ := c.TempDir("dataset")
+		_, err := n.Run(context.Background(), &nodes.Env{OutDir: out, Blobs: c, Log: zerolog.Nop(), Progress: nodes.NoProgress{}})
+		return n, err
+	}
+	blobs := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(c.Dir(), "blobs"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".stat") {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	if _, err := runIn(); err != nil {
+		t.Fatal(err)
+	}
+	if n := blobs(); n != 0 {
+		t.Fatalf("%d blobs left after a keep_sources = false run", n)
+	}
+	sum, err := sources.FileSHA256(filepath.Join(dir, "imgs.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := c.UseBlob(context.Background(), sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runIn(); err != nil { // fetched again, and kept: in use
+		t.Fatal(err)
+	}
+	if n := blobs(); n != 1 {
+		t.Fatalf("%d blobs after a run whose source another node uses, want 1", n)
+	}
+	unlock()
+	if ok, err := c.DropBlob(sum); !ok || err != nil {
+		t.Fatalf("a blob no one uses was not dropped: %v %v", ok, err)
 	}
 }
