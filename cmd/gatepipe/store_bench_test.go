@@ -114,7 +114,7 @@ func imagenetLike(b *testing.B, dir string, n int, mode ...string) []string {
 	b.Helper()
 	var cmds []*exec.Cmd
 	for k := range 2 {
-		cmd := exec.Command("/usr/bin/python3", append([]string{"testdata/imagenet_like.py", dir, strconv.Itoa(n*(k+1)/2), strconv.Itoa(n*k/2)}, mode...)...)
+		cmd := exec.Command("/usr/bin/python3", append([]string{"testdata/imagenet_like.py", dir, strconv.Itoa(n * (k + 1) / 2), strconv.Itoa(n * k / 2)}, mode...)...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
