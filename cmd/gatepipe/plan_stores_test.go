@@ -8,7 +8,8 @@ import (
 // TestPlanSaysTheStoresCost plans the small tier at its default (full)
 // scale and at the cpu scale: plan names each dataset's store with its
 // examples, size on disk and peak memory before anything runs, ImageNet-1k
-// at 224 px being 186.6 GiB, and -var scale=cpu shrinks it.
+// at 224 px being 31.1 GiB as JPEGs (186.6 GiB raw), and -var scale=cpu
+// shrinks it.
 func TestPlanSaysTheStoresCost(t *testing.T) {
 	cases := []struct {
 		name string
@@ -17,7 +18,7 @@ func TestPlanSaysTheStoresCost(t *testing.T) {
 	}{
 		{"full", []string{"plan", "../../examples/tier_small.hcl"}, []string{
 			"Stores to write:",
-			"module.imagenet1k.dataset.data[0]  1,331,167 examples of [3 224 224] U8: 186.6 GiB on disk, about ",
+			"module.imagenet1k.dataset.data[0]  1,331,167 examples of [3 224 224] U8 as JPEG (quality 90): 31.1 GiB on disk, about ",
 			"MiB of memory at the peak",
 			"in all: ",
 		}},
@@ -44,7 +45,7 @@ func TestPlanSaysTheStoresCost(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(cpuLine, "186.6 GiB") || cpuLine == "" {
+	if strings.Contains(cpuLine, "31.1 GiB") || cpuLine == "" {
 		t.Errorf("at the cpu scale the ImageNet-1k store is still %q", cpuLine)
 	}
 	t.Log(cpuLine)
