@@ -120,7 +120,9 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	if err := w.Write("index", 0, i64Bytes(index)); err != nil {
 		return nil, err
 	}
-	per := max(1, o.batchBytes/max(size*e.dtype.Size(), 1))
+	// A batch's inputs, and its labels as they are read (int64 a pixel
+	// for masks, three times an image's bytes at 224 px), fit batchBytes.
+	per := max(1, o.batchBytes/max(size*e.dtype.Size()+8*e.labelsPerExample(), 1))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var skipped []skippedExample
