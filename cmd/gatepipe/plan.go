@@ -59,7 +59,7 @@ type planFile struct {
 }
 
 func runPlan(ctx context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "plan", "plan [flags] [PATH]\n\nShows every node instance and whether apply will find it cached, run it, or\nwait on upstream nodes that will run (blocked); for train and features nodes,\nthe runtime and devices each gets (runtime \"auto\": the torch runtime on a GPU\nwhere there is one, else Go) and how long it should take, from timings of its\nmodel on this machine (taken once, kept in the cache), with the whole apply's\ntime; then the downloads and the stores' sizes. With -out, saves the plan for\n'gatepipe apply FILE', which refuses it if the configuration or cache changed.")
+	fs := newFlagSet(c, "plan", "plan [flags] [PATH]\n\nShows every node instance and whether apply will find it cached, run it, or\nwait on upstream nodes that will run (blocked); for train and features nodes,\nthe runtime and devices each gets (runtime \"auto\": the torch runtime on a GPU\nwhere there is one, else Go) and how long it should take, from timings of its\nmodel on this machine (taken once, kept in the cache), with the whole apply's\ntime; then the downloads (sizes of sources not pinned yet asked of their\nservers), the stores' sizes and the cache disk's peak. With -out, saves the plan for\n'gatepipe apply FILE', which refuses it if the configuration or cache changed.")
 	var f runFlags
 	f.configFlags.register(fs)
 	var out string
