@@ -103,11 +103,16 @@ func (d *Decoder) appendPacked(out, pix []byte, bands, iw, ih, channels, h, w in
 		}
 		pix, bands = pix[:iw*ih], 1
 	}
-	if cap(d.small) < h*w*bands {
-		d.small = make([]byte, h*w*bands)
+	var small []byte
+	if iw == w && ih == h {
+		small = pix[:h*w*bands] // at its size already (a JPEG store's image): no copy
+	} else {
+		if cap(d.small) < h*w*bands {
+			d.small = make([]byte, h*w*bands)
+		}
+		small = d.small[:h*w*bands]
+		d.rs.resize(small, pix, iw*bands, bands, iw, ih, w, h)
 	}
-	small := d.small[:h*w*bands]
-	d.rs.resize(small, pix, iw*bands, bands, iw, ih, w, h)
 	start := len(out)
 	out = append(out, make([]byte, channels*h*w)...)
 	px := out[start:]
