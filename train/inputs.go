@@ -188,11 +188,15 @@ func (s *StoreInputs) Read(dst []float32, idx []int) error {
 			norm = x
 		}
 		if s.jpeg != nil {
-			var err error
-			if row, err = s.jpeg.DecodeRows(dec, row[:0], k, 1, s.shape); err != nil {
-				return err
+			if pix, ok := dec.Interleaved(s.jpeg.Row(k), s.shape[0], s.shape[1], s.shape[2]); ok && s.lut != nil {
+				s.normaliseInterleaved(norm, pix)
+			} else {
+				var err error
+				if row, err = s.jpeg.DecodeRows(dec, row[:0], k, 1, s.shape); err != nil {
+					return err
+				}
+				s.normalise(norm, row)
 			}
-			s.normalise(norm, row)
 		} else {
 			b := s.x.Data[k*rowBytes : (k+1)*rowBytes]
 			s.normalise(norm, b)
@@ -231,6 +235,27 @@ func (s *StoreInputs) normalise(x []float32, b []byte) {
 	for i, v := range row.Float32s() {
 		c := (i / s.inner) % s.chans
 		x[i] = float32((float64(v)*s.norm.Scale - s.norm.Mean[c]) / s.norm.Std[c])
+	}
+}
+
+// normaliseInterleaved writes an image of interleaved pixels ([H, W, C]
+// bytes, a JPEG store's decoded) into x channel-major, normalised: the
+// layout and the lookup in one pass.
+func (s *StoreInputs) normaliseInterleaved(x []float32, pix []byte) {
+	c := s.chans
+	plane := len(pix) / c
+	if c == 1 {
+		lut := s.lut[:256:256]
+		for i, v := range pix {
+			x[i] = lut[v]
+		}
+		return
+	}
+	r, g, b := x[:plane], x[plane:2*plane], x[2*plane:3*plane]
+	lr, lg, lb := s.lut[:256:256], s.lut[256:512:512], s.lut[512:768:768]
+	for i := range plane {
+		p := pix[3*i : 3*i+3 : 3*i+3]
+		r[i], g[i], b[i] = lr[p[0]], lg[p[1]], lb[p[2]]
 	}
 }
 

@@ -79,6 +79,27 @@ func (d *Decoder) AppendCHW(out, data []byte, channels, h, w int) ([]byte, error
 	return d.AppendImageCHW(out, img, channels, h, w), nil
 }
 
+// Interleaved decodes a JPEG of exactly h x w pixels and channels bands (a
+// JPEG store's image) with libjpeg-turbo, returning its pixels
+// interleaved ([H, W, C]), valid until the decoder's next use; false when
+// it cannot (another size or band count, Go's decoder, damage): AppendCHW
+// then decodes it. It saves a reader that lays the pixels out itself a
+// pass over them.
+func (d *Decoder) Interleaved(data []byte, channels, h, w int) ([]byte, bool) {
+	if !isJPEG(data) {
+		return nil, false
+	}
+	pix, bands, iw, ih, err := d.turbo.decode(d.pix[:0], data, w, h, d.MaxPixels)
+	if err != nil {
+		return nil, false
+	}
+	d.pix = pix
+	if bands != channels || iw != w || ih != h {
+		return nil, false
+	}
+	return pix[:h*w*bands], true
+}
+
 // AppendImageCHW does what AppendCHW does for an image already decoded.
 func (d *Decoder) AppendImageCHW(out []byte, img image.Image, channels, h, w int) []byte {
 	pix, bands := packed(d.pix[:0], img)
