@@ -3,6 +3,7 @@ package imagecsv
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -45,6 +46,41 @@ func NewIndex(dirs []string) (*Index, error) {
 			rel = filepath.ToSlash(rel)
 			base := filepath.Base(p)
 			stem := strings.TrimSuffix(base, filepath.Ext(base))
+			for _, k := range []string{rel, base, stem} {
+				ix.add(k, p)
+			}
+			ix.count++
+		}
+	}
+	return ix, nil
+}
+
+// NewIndexFS indexes the PNG and JPEG files under each of dirs in fsys;
+// the index holds their names in fsys.
+func NewIndexFS(fsys fs.FS, dirs []string) (*Index, error) {
+	ix := &Index{byKey: map[string]string{}, clash: map[string][2]string{}}
+	for _, dir := range dirs {
+		var found []string
+		err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && imageExts[strings.ToLower(path.Ext(p))] {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		for _, p := range found {
+			rel := strings.TrimPrefix(p, dir+"/")
+			if dir == "." {
+				rel = p
+			}
+			base := path.Base(p)
+			stem := strings.TrimSuffix(base, path.Ext(base))
 			for _, k := range []string{rel, base, stem} {
 				ix.add(k, p)
 			}

@@ -127,13 +127,16 @@ type annotatedRows struct {
 	// splits holds row indices per split ("train", "val", "test").
 	splits map[string][]int
 	index  *imagecsv.Index
+	// fsys, when set, holds the index's images (tarballs read in place).
+	fsys fs.FS
 }
 
 // parseAnnotated reads an image_csv or captions_csv dataset: the rows of
 // the annotation table go to the splits that split_column or the train,
 // val and test image lists name (all to train when neither is set), and
 // every split uses the training rows' classes or vocabulary.
-func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
+func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, tree *rawTree) (train, val, test *examples, err error) {
+	rawDir := tree.dir
 	switch n.cfg.Format {
 	case "camera_traps":
 		return n.parseCameraTraps(ctx, env, rawDir)
@@ -147,7 +150,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 	case "video_list":
 		return n.parseVideoList(ctx, env, rawDir)
 	}
-	rows, err := n.readAnnotations(rawDir)
+	rows, err := n.readAnnotations(tree)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -162,7 +165,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 			channels = *n.cfg.Channels
 		}
 		h, w := n.cfg.ImageSize[0], n.cfg.ImageSize[1]
-		lazy := &lazyImages{ctx: ctx, channels: channels, h: h, w: w, maxPixels: n.media.maxPixels}
+		lazy := &lazyImages{ctx: ctx, fsys: rows.fsys, channels: channels, h: h, w: w, maxPixels: n.media.maxPixels}
 		ex := &examples{dtype: safetensors.U8, shape: []int{channels, h, w}, lazy: lazy}
 		values := make([]string, len(idx))
 		for k, r := range idx {
@@ -211,12 +214,16 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, rawDir string
 
 // readAnnotations reads the tables, indexes the images and assigns rows
 // to splits.
-func (n *Node) readAnnotations(rawDir string) (*annotatedRows, error) {
+func (n *Node) readAnnotations(tree *rawTree) (*annotatedRows, error) {
+	if err := tree.materialize(slices.Concat(n.cfg.Annotations, n.cfg.Train, n.cfg.Val, n.cfg.Test)); err != nil {
+		return nil, err
+	}
+	rawDir := tree.dir
 	switch n.cfg.Format {
 	case "image_list":
-		return n.readImageLists(rawDir)
+		return n.readImageLists(tree)
 	case "vqa_json":
-		return n.readQuestions(rawDir)
+		return n.readQuestions(tree)
 	}
 	paths, err := resolveFiles(rawDir, n.cfg.Annotations)
 	if err != nil {
@@ -248,10 +255,34 @@ func (n *Node) readAnnotations(rawDir string) (*annotatedRows, error) {
 	if rows.value, err = t.Column(*valueColumn); err != nil {
 		return nil, err
 	}
-	if rows.index, err = n.imageIndex(rawDir); err != nil {
+	if rows.index, rows.fsys, err = n.imageIndexIn(tree); err != nil {
 		return nil, err
 	}
 	return rows, n.assignSplits(rawDir, rows)
+}
+
+// imageIndexIn indexes the images of tree under the images directories:
+// on disk, or, where tarballs are read in place, in the tree, whose names
+// the index then holds (fsys).
+func (n *Node) imageIndexIn(tree *rawTree) (*imagecsv.Index, fs.FS, error) {
+	if len(tree.tars) == 0 {
+		ix, err := n.imageIndex(tree.dir)
+		return ix, nil, err
+	}
+	dirs := []string{"."}
+	if len(n.cfg.Images) > 0 {
+		var err error
+		if dirs, err = resolveNames(tree, n.cfg.Images); err != nil {
+			return nil, nil, fmt.Errorf("images: %w", err)
+		}
+		for _, d := range dirs {
+			if info, err := fs.Stat(tree, d); err != nil || !info.IsDir() {
+				return nil, nil, fmt.Errorf("images: %s is not a directory", d)
+			}
+		}
+	}
+	ix, err := imagecsv.NewIndexFS(tree, dirs)
+	return ix, tree, err
 }
 
 // imageIndex indexes the image files under the images directories

@@ -450,7 +450,7 @@ func (n *Node) Extracts(ref sources.Ref, path string) bool {
 			continue
 		}
 		kind := archive.Kind(path)
-		return kind != "" && !(n.cfg.Format == "image_folder" && kind == "tar")
+		return kind != "" && !(readsTarsInPlace(n.cfg.Format) && kind == "tar")
 	}
 	return false
 }

@@ -45,7 +45,8 @@ func (n *Node) decodeImageList(decl nodes.Decl) hcl.Diagnostics {
 // table (image, label), each row in its list's split. A leading "/" on an
 // image path is dropped: Places365 writes paths from the image
 // directory's root (/a/airfield/00000001.jpg under data_256/).
-func (n *Node) readImageLists(rawDir string) (*annotatedRows, error) {
+func (n *Node) readImageLists(tree *rawTree) (*annotatedRows, error) {
+	rawDir := tree.dir
 	t := &imagecsv.Table{Name: "label lists", Header: []string{"image", "label"}}
 	rows := &annotatedRows{table: t, image: 0, value: 1, splits: map[string][]int{}}
 	seen := map[string]string{}
@@ -68,13 +69,14 @@ func (n *Node) readImageLists(rawDir string) (*annotatedRows, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows.index, err = n.imageIndex(rawDir)
+	rows.index, rows.fsys, err = n.imageIndexIn(tree)
 	return rows, err
 }
 
 // readQuestions reads CLEVR question files, train, val and test, into one
 // table (image, answer, question), each row in its file's split.
-func (n *Node) readQuestions(rawDir string) (*annotatedRows, error) {
+func (n *Node) readQuestions(tree *rawTree) (*annotatedRows, error) {
+	rawDir := tree.dir
 	t := &imagecsv.Table{Name: "questions", Header: []string{"image", "answer", "question"}}
 	rows := &annotatedRows{table: t, image: 0, value: 1, question: 2, splits: map[string][]int{}}
 	err := n.eachSplitFile(rawDir, "questions", func(split, p string) error {
@@ -91,7 +93,7 @@ func (n *Node) readQuestions(rawDir string) (*annotatedRows, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows.index, err = n.imageIndex(rawDir)
+	rows.index, rows.fsys, err = n.imageIndexIn(tree)
 	return rows, err
 }
 

@@ -233,3 +233,40 @@ func listNames(tree *rawTree) []string {
 	})
 	return names
 }
+
+// materialize copies the files patterns name from tarballs read in place
+// to the tree's directory on disk, where the readers of tables and lists
+// open them (they are small: CSVs, label lists, question files). Patterns
+// that match nothing in a tarball are left to those readers' errors.
+func (t *rawTree) materialize(patterns []string) error {
+	if len(t.tars) == 0 {
+		return nil
+	}
+	for _, p := range patterns {
+		names, err := resolveNames(t, []string{p})
+		if err != nil {
+			continue
+		}
+		for _, name := range names {
+			tfs := t.layer(name)
+			if tfs == nil {
+				continue
+			}
+			data, err := tfs.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("%s (in %s): %w", name, tfs.Name(), err)
+			}
+			dst, err := t.diskPath("write", name)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+				return err
+			}
+			if err := os.WriteFile(dst, data, 0o666); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,5 +206,73 @@ func TestSourcesAreReadInPlace(t *testing.T) {
 		if b, _ := os.ReadFile(blob); string(b) != "first" {
 			t.Fatalf("%s: the first blob was written through: %q", format, b)
 		}
+	}
+}
+
+// TestImageListTarsInPlaceEqualExtracted: an image_list whose list and
+// images come in uncompressed tarballs reads them where they lie (the list
+// copied out, the images decoded from the tarball: plan counts nothing
+// unpacked) and stores the bytes the same sources extracted from .tar.gz
+// give.
+func TestImageListTarsInPlaceEqualExtracted(t *testing.T) {
+	dir := t.TempDir()
+	writeSmoothFolder(t, dir, 12) // imgs/cK/NN.png
+	var list strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&list, "/c%d/%02d.png %d\n", i%3, i, i%3)
+	}
+	os.MkdirAll(filepath.Join(dir, "lists"), 0o755)
+	os.WriteFile(filepath.Join(dir, "lists", "train.txt"), []byte(list.String()), 0o644)
+	tarTree(t, dir, "imgs")
+	tarTree(t, dir, "lists")
+	for _, n := range []string{"imgs", "lists"} {
+		data, _ := os.ReadFile(filepath.Join(dir, n+".tar"))
+		os.WriteFile(filepath.Join(dir, n+".tgz"), gz(data), 0o644)
+	}
+	stores := map[string][]byte{}
+	for _, ext := range []string{"tar", "tgz"} {
+		n, diags := decode(t, dir, `
+source { url = "lists.`+ext+`" }
+source { url = "imgs.`+ext+`" }
+format        = "image_list"
+train         = ["lists/train.txt"]
+images        = ["imgs"]
+image_size    = [24, 32]
+val_fraction  = 0.25
+test_fraction = 0.25
+`)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		if ext == "tar" {
+			// Laid out: the tarballs are read in place, nothing is
+			// extracted, and the remote form would plan nothing unpacked.
+			tree := &rawTree{dir: filepath.Join(t.TempDir(), "raw")}
+			got := []fetched{{s: &source{extract: true}, name: "lists.tar", path: filepath.Join(dir, "lists.tar")},
+				{s: &source{extract: true}, name: "imgs.tar", path: filepath.Join(dir, "imgs.tar")}}
+			if err := n.layOut(&nodes.Env{Log: zerolog.Nop()}, tree, got); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(tree.dir, "imgs")); err == nil || len(tree.tars) != 2 {
+				t.Errorf("the tarballs were extracted (%d read in place)", len(tree.tars))
+			}
+			tree.close()
+			n.sources[1].scheme, n.sources[1].extract = "https", true
+			if n.Extracts(n.sources[1].ref, "imgs.tar") {
+				t.Error("plan counts an image_list tarball as unpacked")
+			}
+			n.sources[1].scheme = "file"
+		}
+		_, out := run(t, n)
+		for _, split := range []string{"train", "val", "test"} {
+			data, err := os.ReadFile(filepath.Join(out, split+".safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stores[ext] = append(stores[ext], data...)
+		}
+	}
+	if !bytes.Equal(stores["tar"], stores["tgz"]) {
+		t.Fatal("the tarballs read in place store other bytes than extracted")
 	}
 }

@@ -138,7 +138,7 @@ func (n *Node) layOut(env *nodes.Env, tree *rawTree, got []fetched) error {
 		return err
 	}
 	var inPlace map[int]bool
-	if n.cfg.Format == "image_folder" {
+	if readsTarsInPlace(n.cfg.Format) {
 		var err error
 		if inPlace, err = tree.inPlace(got); err != nil {
 			env.Log.Debug().Err(err).Msg("extracting the sources: they cannot be read in place")
@@ -189,6 +189,17 @@ func (n *Node) placeFile(blob, dst string) error {
 		return err
 	}
 	return os.Symlink(abs, dst)
+}
+
+// readsTarsInPlace reports whether a format reads its images from
+// uncompressed tarballs where they lie (rawTree.inPlace): an image folder,
+// or images a table or list names (their tables and lists are copied out).
+func readsTarsInPlace(format string) bool {
+	switch format {
+	case "image_folder", "image_list", "image_csv", "captions_csv", "vqa_json":
+		return true
+	}
+	return false
 }
 
 // relabel returns the dataset's task (the block's, else what the label
@@ -274,7 +285,7 @@ func (n *Node) parseSplits(ctx context.Context, env *nodes.Env, tree *rawTree) (
 		train, test, err = n.generate()
 		return train, nil, test, err
 	case annotated(n.cfg.Format):
-		train, val, test, err = n.parseAnnotated(ctx, env, tree.dir)
+		train, val, test, err = n.parseAnnotated(ctx, env, tree)
 		switch {
 		case err != nil:
 			return nil, nil, nil, err
