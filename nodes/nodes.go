@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gatepipe/gatepipe/internal/readset"
@@ -265,6 +267,19 @@ type Work struct {
 	// files (nil: nothing here can time it).
 	Key     string
 	Measure func(ctx context.Context, env *Env) (Rate, error)
+	// Label is Key as a person reads it, e.g. "resnet50 train (torch
+	// runtime) at 3x224x224".
+	Label string
+}
+
+// WorkLabel is a Work's Label: the model, the block kind, the runtime and
+// the example shape.
+func WorkLabel(arch, kind, runtime string, shape []int) string {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s (%s runtime) at %s", arch, kind, runtime, strings.Join(dims, "x")))
 }
 
 // Rate is how fast a model runs here: the time of one example through a

@@ -108,7 +108,7 @@ func (t *timings) rate(ctx context.Context, w *nodes.Work, res nodes.Resources) 
 		t.mem[id] = nil
 		return nil
 	}
-	fmt.Fprintf(t.log, "Timing %s on %s (once on this machine; kept in %s)...\n", shortKey(w.Key), devs, t.dir)
+	fmt.Fprintf(t.log, "Timing %s on %s (once on this machine; kept in %s)...\n", workName(*w), devs, t.dir)
 	r, err := t.run(ctx, w, dev)
 	if err != nil {
 		fmt.Fprintf(t.log, "  could not time it: %v\n", err)
@@ -146,23 +146,12 @@ func (t *timings) id(key, devices string) string {
 	return hex.EncodeToString(h[:12])
 }
 
-// shortKey is a timing key as a person reads it: the block kind, the
-// runtime and the shape, without the encoder's whole specification.
-func shortKey(key string) string {
-	f := strings.Fields(key)
-	if len(f) < 2 {
-		return key
+// workName is what a timing is of, as a person reads it.
+func workName(w nodes.Work) string {
+	if w.Label != "" {
+		return w.Label
 	}
-	arch := ""
-	if i := strings.Index(key, `"Arch":"`); i >= 0 {
-		rest := key[i+len(`"Arch":"`):]
-		arch = rest[:strings.IndexByte(rest, '"')] + " "
-	}
-	shape := ""
-	if i, j := strings.LastIndex(key, "["), strings.LastIndex(key, "]"); i >= 0 && j > i {
-		shape = " at " + strings.ReplaceAll(key[i+1:j], " ", "x")
-	}
-	return fmt.Sprintf("%s%s (%s runtime)%s", arch, f[0], f[1], shape)
+	return w.Key
 }
 
 // cpuModel is the CPU's name from /proc/cpuinfo ("" where unreadable).

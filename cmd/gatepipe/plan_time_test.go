@@ -228,7 +228,7 @@ func TestPlanEstimateMatchesTheRun(t *testing.T) {
 			writeEstimateIDX(t, dir, runtime)
 			r := gpEnv(t, cache, env, "plan", dir)
 			m := estimateOf.FindStringSubmatch(r.stdout)
-			if r.code != exitOK || m == nil || !strings.Contains(r.stderr, "Timing train ("+runtime+" runtime) at 1x32x32") {
+			if r.code != exitOK || m == nil || !strings.Contains(r.stderr, "Timing convnet train ("+runtime+" runtime) at 1x32x32") {
 				t.Fatalf("plan: exit %d, no estimate of train.t or no timing:\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
 			est, _ := strconv.ParseFloat(m[1], 64)

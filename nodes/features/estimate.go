@@ -52,6 +52,7 @@ func (n *Node) EstimateWork(data nodes.StoreEstimate) nodes.Work {
 		batch = n.batch
 	}
 	w.Key = fmt.Sprintf("features %s %s %v batch %d precision %s", n.rt.Runtime, spec, shape, batch, n.rt.Precision)
+	w.Label = nodes.WorkLabel(n.enc.Arch, "features", n.rt.Runtime, shape)
 	enc := n.enc
 	if n.rt.Torch() {
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {

@@ -61,6 +61,7 @@ func estimateWork(enc train.EncoderSpec, task train.Task, rec train.Recipe, seed
 	spec, _ := json.Marshal(enc)
 	batch := train.StepExamples(task, enc.Head, rec.BatchSize)
 	w.Key = fmt.Sprintf("train %s %s %v batch %d precision %s", runtime, spec, shape, batch, rt.Precision)
+	w.Label = nodes.WorkLabel(enc.Arch, "train", runtime, shape)
 	switch runtime {
 	case "go":
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {
