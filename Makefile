@@ -194,7 +194,7 @@ deps-bench:
 	fi
 
 bench: deps-blas deps-bench deps-demo
-	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/ ./formats/imagedec/ ./nodes/torchrt/
+	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 -timeout 240m ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/ ./formats/imagedec/ ./nodes/torchrt/
 
 # The GPU check (scripts/gpu-check.sh): here, with Go, it builds the test
 # binaries into .gpu-check/ and runs every step (on CPU torch without a
