@@ -21,7 +21,10 @@
 #   worker     the worker package's own unit tests (python -m unittest)
 #   features   Go and torch features agree (TestTorchRuntimeMatchesGo)
 #   bench      features of ResNet-50 and ViT-B/16 at 224 px (fp32, tf32, bf16)
-#              and ResNet-18 training, each beside a bare PyTorch loop,
+#              and ResNet-18 training, each beside a bare PyTorch loop, and
+#              on a GPU the feed (BenchmarkTorchRuntimeGPUFeed: ResNet-50
+#              bf16 features and training from a 20,000-image host store
+#              against the split resident on the GPU; GATEPIPE_FEED_IMAGES),
 #              with GPU utilisation sampled by nvidia-smi; 4,096 images on
 #              a GPU (2,048 timed a bf16 ResNet-50 pass of 0.24 s, too short
 #              for the utilisation to mean much), 96 on CPU
@@ -37,7 +40,9 @@
 #   episodes   few-shot adapters agree (TestEpisodesOnTorchEqualGo)
 #   two-gpus   two torch nodes at once on two GPUs (only with two)
 # GPU_CHECK_STEPS="resume tier ..." runs only the steps it names (a rerun
-# of those that failed, when device time is short).
+# of those that failed, when device time is short). GPU_CHECK_CHECKS_S caps
+# each agreement step's limit, so that the benchmarks after them keep the
+# rest of the budget.
 # Logs: OUTDIR/STEP.log, the samples of GPU and CPU use (nvidia-smi.csv,
 # cpu-busy.txt), and the logs of the gatepipe runs inside each
 # step's tests in OUTDIR/STEP.runs.tgz; table: OUTDIR/gpu-check.md, rewritten after every
@@ -173,6 +178,9 @@ gotest() { # gotest NAME LIMIT PKG_DIR BINARY REGEXP [extra args]
 	fi
 	local left=$((budget - SECONDS - 20))
 	[ "$limit" -gt "$left" ] && [ "$left" -gt 20 ] && limit=$left
+	if [ "$name" != bench ] && [ -n "${GPU_CHECK_CHECKS_S:-}" ] && [ "$limit" -gt "$GPU_CHECK_CHECKS_S" ]; then
+		limit=$GPU_CHECK_CHECKS_S
+	fi
 	step "$name" "$limit" "$top/$dir" "$b" -test.run "$re" -test.v -test.count=1 -test.timeout "$((limit - 5))s" "$@"
 }
 
@@ -247,7 +255,7 @@ else
 	skip two-gpus "$gpus GPU(s)"
 fi
 if [ "$gpus" != 0 ]; then
-	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime(Features|TrainResNet18|Feed)$' -test.benchtime 1x
+	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-4096} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime(Features|TrainResNet18|Feed|GPUFeed)$' -test.benchtime 1x
 else
 	GATEPIPE_BENCH_IMAGES=${GATEPIPE_BENCH_IMAGES:-96} gotest bench 420 nodes/torchrt nodes_torchrt '^$' -test.bench 'BenchmarkTorchRuntime(Features|TrainResNet18|Feed)$' -test.benchtime 1x
 fi

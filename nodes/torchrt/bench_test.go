@@ -62,12 +62,12 @@ func benchSetup(b *testing.B) (cuda bool, threads, images int) {
 // images: n in train, 8 in val and test.
 func imageStore(b *testing.B, n, classes int) string {
 	dir := b.TempDir()
-	rng := rand.New(rand.NewPCG(1, 2))
+	var seed [32]byte
+	seed[0] = 1
+	rng := rand.NewChaCha8(seed) // fills gigabytes in seconds (the GPU feed's 20,000 images are 3 GB)
 	split := func(n int) *examplestore.Split {
 		x := make([]byte, n*3*224*224)
-		for i := range x {
-			x[i] = byte(rng.IntN(256))
-		}
+		rng.Read(x)
 		ys, idx := make([]int64, n), make([]int64, n)
 		for i := range ys {
 			ys[i], idx[i] = int64(i%classes), int64(i)
@@ -169,6 +169,106 @@ func utilisation(cuda bool) (stop func() string) {
 	return func() string { close(done); return <-res }
 }
 
+// BenchmarkTorchRuntimeGPUFeed: does the loader keep a GPU busy? ResNet-50
+// in bf16 from a store of GATEPIPE_FEED_IMAGES (default 20,000) 3x224x224
+// images on the host: the features job (batch 256) and 156 training steps
+// of 128 streamed through the loader's reader threads (device_cache 0: the
+// split stays on the host, as ImageNet's must), each beside the bare loop
+// with the whole split already on the GPU (bare_loops.py's -resident jobs:
+// the model's speed with no feed at all), with nvidia-smi's utilisation
+// while each side runs. The training job with the split on the GPU (its
+// default for a store that fits) is printed too. GPU only; first in the file, so that the GPU check runs it first.
+func BenchmarkTorchRuntimeGPUFeed(b *testing.B) {
+	cuda, threads, _ := benchSetup(b)
+	if !cuda {
+		b.Skip("no CUDA device: the GPU feed needs one")
+	}
+	images := 20000
+	if v, err := strconv.Atoi(os.Getenv("GATEPIPE_FEED_IMAGES")); err == nil && v > 0 {
+		images = v
+	}
+	store := imageStore(b, images, 10)
+	enc, err := train.Preset("resnet50")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("features", func(b *testing.B) {
+		for range b.N {
+			env := benchEnv(b, cuda, threads)
+			dir := filepath.Join(env.OutDir, "w")
+			os.MkdirAll(dir, 0o755)
+			weights := filepath.Join(dir, "weights.safetensors")
+			if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 1, nil, 0); err != nil {
+				b.Fatal(err)
+			}
+			work := filepath.Join(dir, "out")
+			cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
+				"classes": 0, "precision": "bf16", "batch_size": 256, "work": work}
+			busy := utilisation(cuda)
+			if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+				b.Fatal(err)
+			}
+			ours := busy()
+			var st struct{ Images, Seconds float64 }
+			data, err := os.ReadFile(filepath.Join(work, "stats.json"))
+			if err != nil || json.Unmarshal(data, &st) != nil {
+				b.Fatalf("stats: %v", err)
+			}
+			busy = utilisation(cuda)
+			peer := runPeer(b, threads, "features-resident", store, "resnet50", "256", "bf16")
+			report(b, fmt.Sprintf("feed: features resnet50 bf16 batch 256, %d images from the host store against the split resident on the GPU", images),
+				st.Images/st.Seconds, peer.ImagesPerSec, peer, threads, ours+"; peer"+busy())
+		}
+	})
+	iters := 156
+	for _, streamed := range []bool{true, false} {
+		name := "train-streamed"
+		if !streamed {
+			name = "train-resident"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				env := benchEnv(b, cuda, threads)
+				dir := filepath.Join(env.OutDir, "w")
+				work := filepath.Join(dir, "out")
+				os.MkdirAll(work, 0o755)
+				weights := filepath.Join(dir, "init.safetensors")
+				if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 10, nil, 0); err != nil {
+					b.Fatal(err)
+				}
+				draws := writeDraws(b, dir, images, 128, iters)
+				recipe := train.Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 128, Iterations: iters, ValidateEvery: iters, TopK: 1,
+					PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
+				cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
+					"outputs": 10, "recipe": recipe, "draws": draws, "precision": "bf16", "work": work}
+				if streamed {
+					cfg["device_cache"] = 0
+				}
+				busy := utilisation(cuda)
+				if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+					b.Fatal(err)
+				}
+				ours := busy()
+				var res struct {
+					ImagesPerSec float64 `json:"images_per_sec"`
+				}
+				data, err := os.ReadFile(filepath.Join(work, "result.json"))
+				if err != nil || json.Unmarshal(data, &res) != nil {
+					b.Fatalf("result: %v", err)
+				}
+				busy = utilisation(cuda)
+				peer := runPeer(b, threads, "train-resident", store, "resnet50", "128", strconv.Itoa(iters-1), "10")
+				where := "streamed from the host store by the loader"
+				if !streamed {
+					where = "the split resident on the GPU"
+				}
+				report(b, fmt.Sprintf("feed: train resnet50 bf16 batch 128, %d steps, %s, against the split resident on the GPU", iters, where),
+					res.ImagesPerSec, peer.ImagesPerSec, peer, threads, ours+"; peer"+busy())
+			}
+		})
+	}
+}
+
 // BenchmarkTorchRuntimeFeatures: frozen features at 224 px through the
 // features job against a bare inference_mode loop, for ResNet-50 and
 // ViT-B/16, in fp32 and (on a GPU) tf32 and bf16 autocast: each the same
@@ -241,15 +341,7 @@ func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
 		if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 10, nil, 0); err != nil {
 			b.Fatal(err)
 		}
-		batches := train.DrawBatches(images, 32, iters, 0)
-		raw := make([]byte, 4*len(batches))
-		for i, v := range batches {
-			raw[4*i], raw[4*i+1], raw[4*i+2], raw[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-		}
-		draws := filepath.Join(dir, "draws.safetensors")
-		if err := safetensors.WriteFile(draws, []safetensors.Tensor{{Name: "batches", DType: safetensors.I32, Shape: []int{iters, 32}, Data: raw}}, nil); err != nil {
-			b.Fatal(err)
-		}
+		draws := writeDraws(b, dir, images, 32, iters)
 		recipe := train.Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 32, Iterations: iters, ValidateEvery: iters, TopK: 1,
 			PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
 		cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
@@ -374,4 +466,19 @@ func BenchmarkTorchRuntimeFeaturesEnv(b *testing.B) {
 		fmt.Printf("features job, %d images, convnet, batch 256, 1 CPU: %.1f s in a node's environment (gatepipe adds %s), %.1f s with the user's environment setting %s: %.2fx\n",
 			images, node, added, tuned, strings.Join(mallocSettings, " "), node/tuned)
 	}
+}
+
+// writeDraws writes the train job's batches (gatepipe draws them) for
+// iters steps of batch rows out of n, and returns the file's path.
+func writeDraws(b *testing.B, dir string, n, batch, iters int) string {
+	batches := train.DrawBatches(n, batch, iters, 0)
+	raw := make([]byte, 4*len(batches))
+	for i, v := range batches {
+		raw[4*i], raw[4*i+1], raw[4*i+2], raw[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	draws := filepath.Join(dir, "draws.safetensors")
+	if err := safetensors.WriteFile(draws, []safetensors.Tensor{{Name: "batches", DType: safetensors.I32, Shape: []int{iters, batch}, Data: raw}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	return draws
 }

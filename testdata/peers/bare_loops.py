@@ -9,6 +9,10 @@ PyTorch user writes for the same work on the same store.
   bare_loops.py feed STORE BATCH PASSES      no model: the split memory-mapped,
                                             each batch to torch, to float32 and
                                             normalised in place, one thread
+  bare_loops.py features-resident ...       as features and train, with the
+  bare_loops.py train-resident ...          whole split on the GPU (uint8)
+                                            before the clock starts: the
+                                            model's own speed, no feed at all
 
 ARCH is a torchvision model (resnet50, resnet18, vit_b_16). The store's
 split "train" (uint8 images) is read with numpy from its safetensors file.
@@ -86,8 +90,10 @@ def autocast():
     return torch.autocast(dev.type, enabled=False)
 
 
-def features(store, arch, batch):
+def features(store, arch, batch, resident=False):
     x = store_x(store)
+    if resident:
+        x = x.to(dev)
     if len(x) <= batch:
         raise SystemExit("features times the batches after the first: give more than %d images" % batch)
     m = model(arch, 1000)
@@ -110,8 +116,10 @@ def features(store, arch, batch):
     return len(x) - batch, time.time() - t
 
 
-def train(store, arch, batch, iters, classes):
+def train(store, arch, batch, iters, classes, resident=False):
     x = store_x(store)
+    if resident:
+        x = x.to(dev)
     m = model(arch, classes)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
     g = torch.Generator().manual_seed(0)
@@ -125,7 +133,7 @@ def train(store, arch, batch, iters, classes):
                 torch.cuda.synchronize()
             t = time.time()
         with autocast():
-            loss = torch.nn.functional.cross_entropy(m(prep(x[idx[it]])).float(), y[it].to(dev))
+            loss = torch.nn.functional.cross_entropy(m(prep(x[idx[it].to(x.device)])).float(), y[it].to(dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -136,6 +144,8 @@ def train(store, arch, batch, iters, classes):
 
 if __name__ == "__main__":
     job = sys.argv[1]
+    resident = job.endswith("-resident")
+    job = job.removesuffix("-resident")
     if job == "features" and len(sys.argv) > 5:
         PRECISION = sys.argv[5]
     if cuda:
@@ -143,11 +153,11 @@ if __name__ == "__main__":
         torch.backends.cudnn.allow_tf32 = PRECISION == "tf32"
         torch.backends.cudnn.benchmark = True
     if job == "features":
-        n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        n, s = features(sys.argv[2], sys.argv[3], int(sys.argv[4]), resident)
     elif job == "feed":
         import warnings
         warnings.simplefilter("ignore")  # torch.from_numpy on a read-only map
         n, s = feed(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
-        n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+        n, s = train(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), resident)
     print(json.dumps({"images": n, "seconds": s, "images_per_sec": n / s, "device": str(dev), "threads": torch.get_num_threads()}))

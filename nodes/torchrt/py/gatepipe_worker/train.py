@@ -69,17 +69,18 @@ class Targets:
 
 
 class Examples:
-    """A split's examples: the stored tensor (on the GPU when it fits in a
-    quarter of its free memory, else memory-mapped and copied per batch
-    through pinned memory), turned into the encoder's input per batch."""
+    """A split's examples: the stored tensor (on the GPU when it fits in
+    the share device_cache of its free memory, a quarter by default, else
+    memory-mapped and read ahead by the loader), turned into the encoder's
+    input per batch."""
 
-    def __init__(self, f, inputs, device):
+    def __init__(self, f, inputs, device, device_cache=0.25):
         self.inputs = inputs
         x = f.tensor("x")
         self.n = x.shape[0]
         if device.type == "cuda" and isinstance(x, torch.Tensor):  # a JPEG store is decoded by the loader
             free, _ = torch.cuda.mem_get_info()
-            if x.numel() * x.element_size() < free // 4:
+            if x.numel() * x.element_size() < free * device_cache:
                 x = x.to(device)
         self.x = x
 
@@ -278,7 +279,8 @@ class Trainer:
         for name in ("train", "val", "test"):
             f = store.split(name)
             tg = Targets(f, self.task, run.device, self.inputs)
-            self.splits[name] = (Examples(f, self.inputs, run.device), tg)
+            share = cfg.get("device_cache")
+            self.splits[name] = (Examples(f, self.inputs, run.device, 0.25 if share is None else float(share)), tg)
         self.extra = None
         if self.task in REGRESSION:
             self.extra = standardizer(self.splits["train"][1].y.cpu())
