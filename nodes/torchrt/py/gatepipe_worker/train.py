@@ -93,7 +93,7 @@ class Examples:
         """The inputs of batches (LongTensors of rows, or (start, end)
         ranges) in order: read ahead by the loader's threads unless the
         examples are on the device already."""
-        if self.x.device == self.inputs.device and self.x.device.type == "cuda":
+        if resident(self.x.device, self.inputs.device):
             for b in batches:
                 idx = torch.arange(b[0], b[1]) if isinstance(b, tuple) else b
                 yield self.batch(idx)
@@ -101,6 +101,14 @@ class Examples:
         cpu = [b if isinstance(b, tuple) else b.cpu() for b in batches]
         for _, x in Batches(self.x, cpu, self.inputs, threads=threads):
             yield x
+
+
+def resident(stored, inputs):
+    """Whether a split stored on device stored is on the device the inputs
+    are made on, to be indexed there rather than read by the loader. The
+    inputs' device is "cuda", the tensor's "cuda:0": not equal, the same
+    GPU (the node sees only its own, through CUDA_VISIBLE_DEVICES)."""
+    return stored.type == "cuda" and inputs.type == "cuda"
 
 
 def standardizer(t):
