@@ -206,6 +206,14 @@ func TestGradients(t *testing.T) {
 			f, _ := EncoderSpec{Arch: "vit", Patch: 2, Dim: 8, Depth: 1, Heads: 2, MLPRatio: 2}.forward(b, x, []int{2, 4, 4})
 			return f
 		}},
+		"segmentation maps + per-pixel cross-entropy": {shape: []int{2, 3, 3, 2}, layer: func(b *builder, x *G.Node) *G.Node {
+			z := b.conv(x, "head", 3, 4, 1, 1, 0, true) // [2, 4, 3, 2] class maps
+			y := make([]float32, 2*5*4)
+			for i := range y {
+				y[i] = float32((i * 7) % 4)
+			}
+			return b.pixelCrossEntropy(z, b.constant([]int{2, 20}, y), 5, 4)
+		}},
 		"classification head + cross-entropy": {shape: []int{3, 4}, layer: func(b *builder, x *G.Node) *G.Node {
 			logits := b.linear(x, "head", 4, 5, true)
 			y := make([]float32, 15)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 
 	G "gorgonia.org/gorgonia"
@@ -85,16 +86,16 @@ func headLoss(b *builder, task Task, z, y *G.Node, batch int) (pred, loss *G.Nod
 	}
 }
 
-// targetRow writes example k's target row (one-hot, labels or
-// standardised values) into dst.
+// targetRow writes example k's target row for a training step (one-hot,
+// labels, a class a pixel or standardised values) into dst.
 func (d *Data) targetRow(dst []float32, k int, std *standardizer, buf *[]int64) error {
 	switch d.task() {
 	case Classification, Video, Relational:
 		clear(dst)
 		dst[d.Y[k]] = 1
 	case Segmentation:
-		clear(dst)
-		classes := len(dst) / d.pixels()
+		// A training step's targets: the class of every pixel (the fused
+		// loss checks each against the classes).
 		m, err := d.mask(k, *buf)
 		if err != nil {
 			return err
@@ -102,8 +103,11 @@ func (d *Data) targetRow(dst []float32, k int, std *standardizer, buf *[]int64) 
 		if d.masks != nil {
 			*buf = m // reused by the next mask read
 		}
+		if len(m) != len(dst) {
+			return fmt.Errorf("example %d: a mask of %d pixels for %d", k, len(m), len(dst))
+		}
 		for px, y := range m {
-			dst[px*classes+int(y)] = 1
+			dst[px] = float32(y)
 		}
 	default:
 		copy(dst, d.T[k*len(dst):(k+1)*len(dst)])

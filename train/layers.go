@@ -51,6 +51,12 @@ type builder struct {
 	data *G.Node
 	// emb is a retrieval model's embeddings (its prediction).
 	emb *G.Node
+	// lossOnly: the graph is a training step's, which needs the loss and
+	// its gradients but no prediction, so a segmentation head ends in the
+	// fused per-pixel cross-entropy (pixelCrossEntropy) on its class maps,
+	// its targets one class a pixel; segLoss is that loss.
+	lossOnly bool
+	segLoss  *G.Node
 }
 
 // bnStats links a training-mode batch norm's batch statistics to its

@@ -72,6 +72,13 @@ func (b *builder) forward(enc EncoderSpec, task Task, shape []int, classes, batc
 	var logits *G.Node
 	switch task {
 	case Segmentation:
+		if b.lossOnly {
+			// Class maps [B, K, h, w]; targets one class a pixel.
+			logits = b.segmentationMaps(enc, x, shape, classes)
+			b.out[2] = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch, shape[1]*shape[2]), G.WithName("y"))
+			b.segLoss = b.pixelCrossEntropy(logits, b.out[2], shape[1], shape[2])
+			break
+		}
 		logits = b.segmentationHead(enc, x, shape, classes)
 	case Video, VideoRegression:
 		logits = b.videoHead(enc, x, shape, classes)
@@ -107,7 +114,18 @@ func (b *builder) forward(enc EncoderSpec, task Task, shape []int, classes, batc
 // parameters (their current values when set, else their init values); in
 // training mode batch norms use batch statistics.
 func build(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch int, values map[string][]float32, training bool) (*model, error) {
-	b := &builder{declared: map[string]*param{}, values: values, train: training}
+	return buildWith(&builder{declared: map[string]*param{}, values: values, train: training}, enc, task, ps, shape, classes, batch)
+}
+
+// buildStep is build for a training step's graph: the loss without a
+// prediction (probs is nil), which lets segmentation's loss be one fused
+// op on the class maps (builder.lossOnly). bnTraining is build's training.
+func buildStep(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch int, values map[string][]float32, bnTraining bool) (*model, error) {
+	return buildWith(&builder{declared: map[string]*param{}, values: values, train: bnTraining, lossOnly: true}, enc, task, ps, shape, classes, batch)
+}
+
+func buildWith(b *builder, enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch int) (*model, error) {
+	values, training := b.values, b.train
 	for _, p := range ps {
 		b.declared[p.name] = p
 	}
@@ -144,6 +162,10 @@ func build(enc EncoderSpec, task Task, ps []*param, shape []int, classes, batch 
 // outputs.
 func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, loss *G.Node, err error) {
 	err = b.try(func() {
+		if b.segLoss != nil {
+			loss = b.segLoss // y was added with it; no prediction
+			return
+		}
 		if task == Retrieval {
 			// The targets are the in-batch diagonal, fixed in the graph;
 			// the prediction is the pair of embeddings.

@@ -20,11 +20,17 @@ const Segmentation Task = "segmentation"
 // upsampled bilinearly (PyTorch's align_corners=False, upsample).
 func (b *builder) segmentationHead(enc EncoderSpec, x *G.Node, shape []int, classes int) *G.Node {
 	batch, height, width := x.Shape()[0], shape[1], shape[2]
-	fm, c := enc.spatial(b, x, shape)
-	z := b.conv(fm, "head", c, classes, 1, 1, 0, true) // [B, K, h, w]
+	z := b.segmentationMaps(enc, x, shape, classes)
 	z = b.upsample(z, batch*classes, height, width)
 	z = b.must(G.Transpose(b.must(G.Reshape(z, tensor.Shape{batch, classes, height * width})), 0, 2, 1))
 	return b.must(G.Reshape(z, tensor.Shape{batch * height * width, classes}))
+}
+
+// segmentationMaps returns the class maps [B, K, h, w] at the feature
+// map's size: the 1x1 conv ("head.weight" [K, C, 1, 1], "head.bias").
+func (b *builder) segmentationMaps(enc EncoderSpec, x *G.Node, shape []int, classes int) *G.Node {
+	fm, c := enc.spatial(b, x, shape)
+	return b.conv(fm, "head", c, classes, 1, 1, 0, true)
 }
 
 // upsample resizes the n maps of z ([..., h, w], n of them in all)

@@ -283,7 +283,7 @@ func newTrainRun(enc EncoderSpec, init Weights, classes int, rec Recipe, trainD 
 	}
 	// A linear probe freezes the encoder: batch norms keep their running
 	// statistics and only the adapter (head, stem) learns.
-	if t.m, err = build(enc, t.task, params, trainD.Shape, classes, t.b, nil, !rec.LinearProbe); err != nil {
+	if t.m, err = buildStep(enc, t.task, params, trainD.Shape, classes, t.b, nil, !rec.LinearProbe); err != nil {
 		return nil, err
 	}
 	learn := t.m.trainable(rec.LinearProbe)
@@ -429,7 +429,10 @@ func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, outputs int, st
 	if yb != nil {
 		ys = yb.Data().([]float32)
 	}
-	w := d.rowWidth(outputs)
+	w := 0
+	if ys != nil {
+		w = len(ys) / b // the step's targets per example (a class a pixel for segmentation)
+	}
 	ks := drawExamples(rng, d.Len(), b)
 	if err := d.readInputs(xs, ks); err != nil {
 		return nil, err

@@ -191,16 +191,20 @@ func (c *cli) pinnedFiles(ctx context.Context, s *session, later string) ([]pinn
 		return nil, exitConfigError
 	}
 	out := []pinnedFile{}
-	seen := map[string]bool{}
+	at := map[string]int{} // URL -> its index in out
 	for _, d := range s.engine.Downloads() {
 		if !d.Pinned {
 			fmt.Fprintf(c.stderr, "gatepipe: %s: %s is not pinned (its block waits on others); %s\n", d.Addr, d.Ref.Key(), later)
 			continue
 		}
 		for _, f := range d.Pin.Files {
-			if !seen[f.URL] {
-				seen[f.URL] = true
+			i, ok := at[f.URL]
+			switch {
+			case !ok:
+				at[f.URL] = len(out)
 				out = append(out, pinnedFile{d, f})
+			case out[i].d.Status == engine.StatusCached && d.Status != engine.StatusCached:
+				out[i] = pinnedFile{d, f} // a node that will run needs it
 			}
 		}
 	}
@@ -227,8 +231,8 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	r := s.engine.Options().Sources
-	var files, fetched int
-	var bytes int64
+	var files, fetched, spared int
+	var bytes, sparedBytes int64
 	// Every file once, fetched side by side (sources.FetchAll: a few at a
 	// time, fewer from one host); a failure is reported and the others go
 	// on.
@@ -243,6 +247,14 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 		files++
 		have := r.Has(pf.file)
 		if have && (hf.IsZero() || pf.d.Ref.HF == "") {
+			continue
+		}
+		if !have && pf.d.Status == engine.StatusCached {
+			// Only a node whose output is cached reads it: a dataset
+			// with keep_sources = false let it go once its store was
+			// written, and apply will not need it again.
+			spared++
+			sparedBytes += pf.file.Size
 			continue
 		}
 		if !have {
@@ -270,6 +282,9 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 	if !hf.IsZero() {
 		fmt.Fprintf(c.stdout, "Hub files also in the Hugging Face cache %s.\n", hf.Root)
 	}
+	if spared > 0 {
+		fmt.Fprintf(c.stdout, "%d file(s) (%s) not fetched: only nodes whose outputs are cached read them (keep_sources = false let them go).\n", spared, humanBytes(sparedBytes))
+	}
 	pins := "pins in " + r.Lock().Path()
 	switch _, err := os.Stat(r.Lock().Path()); {
 	case files == 0:
@@ -278,14 +293,14 @@ func runFetch(ctx context.Context, c *cli, args []string) int {
 		pins = "no lock file written: the configuration pins every source itself"
 	}
 	if len(failures) > 0 {
-		fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files-len(failures), fetched, humanBytes(bytes), pins)
+		fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files-spared-len(failures), fetched, humanBytes(bytes), pins)
 		fmt.Fprintf(c.stderr, "Error: %d file(s) could not be fetched (the others were):\n", len(failures))
 		for _, f := range failures {
 			fmt.Fprintln(c.stderr, "  "+f)
 		}
 		return exitRunFailure
 	}
-	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files, fetched, humanBytes(bytes), pins)
+	fmt.Fprintf(c.stdout, "%d file(s) in the cache, %d downloaded now (%s); %s.\n", files-spared, fetched, humanBytes(bytes), pins)
 	return exitOK
 }
 

@@ -88,3 +88,54 @@ func TestFetchDownloadsSideBySide(t *testing.T) {
 		t.Errorf("with one source gone: exit %d, want 1 with the 8 others fetched and the failure listed\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestFetchSparesSourcesOfCachedStores: a dataset with keep_sources =
+// false lets its source go once its store is written; a later fetch does
+// not download it again (apply would not read it), says so, and fetches
+// a source that a node still to run needs.
+func TestFetchSparesSourcesOfCachedStores(t *testing.T) {
+	files := map[string]string{}
+	for i := range 2 {
+		var b strings.Builder
+		b.WriteString("x,label\n")
+		for j := range 20 {
+			fmt.Fprintf(&b, "%d,%c\n", i+j, 'a'+rune(j%2))
+		}
+		files[fmt.Sprintf("/rows%d.csv", i)] = b.String()
+	}
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		body, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	block := func(name, path string, keep bool) string {
+		sum := sha256.Sum256([]byte(files[path]))
+		return fmt.Sprintf("dataset %q {\n  source {\n    url    = %q\n    sha256 = %q\n  }\n  format        = \"csv\"\n  train         = [%q]\n  label_column  = \"label\"\n  test_fraction = 0.3\n  keep_sources  = %v\n}\n",
+			name, srv.URL+path, hex.EncodeToString(sum[:]), filepath.Base(path), keep)
+	}
+	dir, cache := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), block("dropped", "/rows0.csv", false))
+	if r := gp(t, cache, "apply", dir); r.code != exitOK {
+		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
+	}
+	before := requests.Load()
+	r := gp(t, cache, "fetch", dir)
+	if r.code != exitOK || requests.Load() != before {
+		t.Fatalf("fetch: exit %d, %d request(s) for a cached store's source\n%s\n%s", r.code, requests.Load()-before, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "1 file(s) (") || !strings.Contains(r.stdout, "not fetched: only nodes whose outputs are cached read them") ||
+		!strings.Contains(r.stdout, "0 file(s) in the cache, 0 downloaded now") {
+		t.Errorf("fetch does not say what it spared:\n%s", r.stdout)
+	}
+	// A second dataset, not run yet, still gets its source.
+	writeFile(t, filepath.Join(dir, "main.hcl"), block("dropped", "/rows0.csv", false)+block("fresh", "/rows1.csv", true))
+	if r := gp(t, cache, "fetch", dir); r.code != exitOK || !strings.Contains(r.stdout, "fetching "+srv.URL+"/rows1.csv") || strings.Contains(r.stdout, "/rows0.csv") {
+		t.Fatalf("fetch: exit %d, want rows1.csv fetched and rows0.csv spared\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
