@@ -121,14 +121,11 @@ func (op *pixelCrossEntropyOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes
 }
 
 func (op *pixelCrossEntropyOp) Do(inputs ...G.Value) (G.Value, error) {
-	z, err := f32(inputs[0])
+	args, err := f32s(inputs[:2])
 	if err != nil {
 		return nil, err
 	}
-	y, err := f32(inputs[1])
-	if err != nil {
-		return nil, err
-	}
+	z, y := args[0], args[1]
 	k, hw, HW := op.classes, op.h*op.w, op.height*op.width
 	if len(z) != op.batch*k*hw || len(y) != op.batch*HW {
 		return nil, fmt.Errorf("%s: %d map values and %d targets", op, len(z), len(y))
