@@ -86,7 +86,7 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 		}
 		runners = append(runners, r)
 	}
-	n, pixels, b := d.Len(), d.pixels(), d.evalBatch()
+	n, pixels, b := d.Len(), d.pixels(), d.evalBatchFor(classes)
 	width := pixels * classes
 	sum := make([]float32, b*width)
 	best, py := make([]int32, pixels), make([]float32, pixels)
@@ -135,7 +135,7 @@ type evalRunner struct {
 }
 
 func newEvalRunner(enc EncoderSpec, params []*param, outputs int, d *Data, vals map[string][]float32) (*evalRunner, error) {
-	b := d.evalBatch()
+	b := d.evalBatchFor(outputs)
 	m, err := build(enc, d.task(), params, d.Shape, outputs, b, vals, false)
 	if err != nil {
 		return nil, err

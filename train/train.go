@@ -82,13 +82,17 @@ func (d *Data) exampleSize() int {
 // evalBatch sizes evaluation batches to about 200,000 input values (250
 // Fashion-MNIST images, 38 three-frame clips), which bounds the
 // activations' memory.
-func (d *Data) evalBatch() int {
+func (d *Data) evalBatch() int { return d.evalBatchFor(len(d.ClassNames)) }
+
+// evalBatchFor is evalBatch for a head of outputs classes (a store's
+// masks may come without class names: ADE20K's Parquet has none).
+func (d *Data) evalBatchFor(outputs int) int {
 	b := min(250, max(16, 200_000/d.exampleSize()))
-	if d.task() == Segmentation && len(d.ClassNames) > 0 {
+	if d.task() == Segmentation && outputs > 0 {
 		// A segmentation batch's outputs are a score per pixel and class
 		// (7.6 M floats an image for ADE20K at 224 px), held several
 		// times by the graph: at most segmentationOutputs of them.
-		b = min(b, max(1, segmentationOutputs/(d.pixels()*len(d.ClassNames))))
+		b = min(b, max(1, segmentationOutputs/(d.pixels()*outputs)))
 	}
 	return b
 }
