@@ -101,20 +101,64 @@ func SegmentationMetricsOf(d *Data, best []int32, py []float32, classes int) (ma
 	if n := d.labelledPixels(); len(best) != n || len(py) != n {
 		return nil, fmt.Errorf("%d predicted pixels and %d probabilities for %d labelled pixels", len(best), len(py), n)
 	}
-	for i, b := range best {
-		if b < 0 || int(b) >= classes {
-			return nil, fmt.Errorf("pixel %d: predicted class %d of %d", i, b, classes)
-		}
-	}
-	c := newSegConfusion(classes)
-	pixels := d.pixels()
-	var y []int64
-	for k := range len(best) / max(pixels, 1) {
-		var err error
-		if y, err = d.mask(k, y); err != nil {
+	s := NewSegmentationScores(d, classes)
+	pixels := max(d.pixels(), 1)
+	for k := range len(best) / pixels {
+		if err := s.Add(best[k*pixels:(k+1)*pixels], py[k*pixels:(k+1)*pixels]); err != nil {
 			return nil, err
 		}
-		c.add(y, best[k*pixels:(k+1)*pixels], py[k*pixels:(k+1)*pixels])
 	}
-	return c.scores(), nil
+	return s.Metrics()
+}
+
+// SegmentationScores accumulates the segmentation metrics of d's
+// examples one at a time, in order, from each pixel's predicted class and
+// predicted probability of its true class: a split's predictions need
+// not be held at once (the torch runtime's are read from a mapped file).
+type SegmentationScores struct {
+	d       *Data
+	classes int
+	c       *segConfusion
+	y       []int64
+	next    int
+}
+
+// NewSegmentationScores starts the metrics of d's examples.
+func NewSegmentationScores(d *Data, classes int) *SegmentationScores {
+	return &SegmentationScores{d: d, classes: classes, c: newSegConfusion(classes)}
+}
+
+// Pixels is the number of pixels of one example.
+func (s *SegmentationScores) Pixels() int { return s.d.pixels() }
+
+// Add scores the next example from its pixels' predicted classes and
+// predicted probabilities of their true classes.
+func (s *SegmentationScores) Add(best []int32, py []float32) error {
+	k := s.next
+	if k >= s.d.Len() {
+		return fmt.Errorf("predictions for %d examples, the split has %d", k+1, s.d.Len())
+	}
+	if p := s.d.pixels(); len(best) != p || len(py) != p {
+		return fmt.Errorf("example %d: %d predicted pixels and %d probabilities for %d pixels", k, len(best), len(py), p)
+	}
+	for i, b := range best {
+		if b < 0 || int(b) >= s.classes {
+			return fmt.Errorf("example %d, pixel %d: predicted class %d of %d", k, i, b, s.classes)
+		}
+	}
+	var err error
+	if s.y, err = s.d.mask(k, s.y); err != nil {
+		return err
+	}
+	s.c.add(s.y, best, py)
+	s.next++
+	return nil
+}
+
+// Metrics are the scores once every example was added.
+func (s *SegmentationScores) Metrics() (map[string]float64, error) {
+	if s.next != s.d.Len() {
+		return nil, fmt.Errorf("predictions for %d of %d examples", s.next, s.d.Len())
+	}
+	return s.c.scores(), nil
 }

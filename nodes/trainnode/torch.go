@@ -2,8 +2,10 @@ package trainnode
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -135,6 +137,12 @@ func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train
 		}
 		res.Checkpoints = append(res.Checkpoints, c)
 	}
+	if task == train.Segmentation {
+		if res.Metrics, err = segmentationMetricsFrom(filepath.Join(work, "pred.safetensors"), test, outputs); err != nil {
+			return nil, fmt.Errorf("torch runtime output: %w", err)
+		}
+		return res, nil
+	}
 	f, err := safetensors.ReadFile(filepath.Join(work, "pred.safetensors"))
 	if err != nil {
 		return nil, fmt.Errorf("torch runtime output: %w", err)
@@ -163,16 +171,6 @@ func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train
 		res.Metrics = train.EpisodeMetricsOf(h, probs)
 		return res, nil
 	}
-	if task == train.Segmentation {
-		best, ptrue := f.Tensors["best"], f.Tensors["ptrue"]
-		if best == nil || best.DType != safetensors.I32 || ptrue == nil || ptrue.DType != safetensors.F32 {
-			return nil, fmt.Errorf("torch runtime output pred.safetensors: no I32 best and F32 ptrue")
-		}
-		if res.Metrics, err = train.SegmentationMetricsOf(test, best.Int32s(), ptrue.Float32s(), outputs); err != nil {
-			return nil, fmt.Errorf("torch runtime output: %w", err)
-		}
-		return res, nil
-	}
 	pred, err := rows("pred")
 	if err != nil {
 		return nil, err
@@ -197,4 +195,41 @@ func episodeTensor(name string, eps [][]int) safetensors.Tensor {
 		width = len(eps[0])
 	}
 	return safetensors.I32Tensor(name, []int{len(eps), width}, flat)
+}
+
+// segmentationMetricsFrom scores the worker's per-pixel predictions
+// (pred.safetensors: I32 "best" and F32 "ptrue", 8 bytes a pixel, 800 MB
+// for ADE20K's test split) from a mapping of the file, one example at a
+// time, each example's pages released once it is scored: the process
+// holds one example's predictions, not the split's.
+func segmentationMetricsFrom(path string, test *train.Data, outputs int) (map[string]float64, error) {
+	f, unmap, err := safetensors.MapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
+	best, ptrue := f.Tensors["best"], f.Tensors["ptrue"]
+	if best == nil || best.DType != safetensors.I32 || ptrue == nil || ptrue.DType != safetensors.F32 {
+		return nil, fmt.Errorf("pred.safetensors: no I32 best and F32 ptrue")
+	}
+	s := train.NewSegmentationScores(test, outputs)
+	pixels := s.Pixels()
+	if best.NumElements() != test.Len()*pixels || ptrue.NumElements() != test.Len()*pixels {
+		return nil, fmt.Errorf("pred.safetensors: %d predicted pixels and %d probabilities for %d examples of %d pixels",
+			best.NumElements(), ptrue.NumElements(), test.Len(), pixels)
+	}
+	b, p := make([]int32, pixels), make([]float32, pixels)
+	for k := range test.Len() {
+		bs, ps := best.Data[4*k*pixels:4*(k+1)*pixels], ptrue.Data[4*k*pixels:4*(k+1)*pixels]
+		for i := range pixels {
+			b[i] = int32(binary.LittleEndian.Uint32(bs[4*i:]))
+			p[i] = math.Float32frombits(binary.LittleEndian.Uint32(ps[4*i:]))
+		}
+		safetensors.Release(bs)
+		safetensors.Release(ps)
+		if err := s.Add(b, p); err != nil {
+			return nil, err
+		}
+	}
+	return s.Metrics()
 }
