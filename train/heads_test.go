@@ -162,14 +162,13 @@ func TestSegmentationLearns(t *testing.T) {
 
 func TestSegmentationHeadGradients(t *testing.T) {
 	enc := EncoderSpec{Arch: "convnet", Channels: []int{3}}
-	y := make([]float32, 2*4*4*2)
-	for px := 0; px < 32; px++ {
-		y[px*2+px%3%2] = 1
+	y := make([]float32, 2*4*4)
+	for px := range y {
+		y[px] = float32(px % 3 % 2)
 	}
 	gradCase{shape: []int{2, 1, 4, 4}, seed: 7, layer: func(b *builder, x *G.Node) *G.Node {
-		z := b.segmentationHead(enc, x, []int{1, 4, 4}, 2)
-		_, loss := headLoss(b, Segmentation, z, b.constant([]int{32, 2}, y), 2)
-		return loss
+		z := b.segmentationMaps(enc, x, []int{1, 4, 4}, 2) // [2, 2, 2, 2]: pooled, upsampled by the loss
+		return b.pixelCrossEntropy(z, b.constant([]int{2, 16}, y), 4, 4)
 	}}.check(t)
 }
 

@@ -54,9 +54,10 @@ type builder struct {
 	// lossOnly: the graph is a training step's, which needs the loss and
 	// its gradients but no prediction, so a segmentation head ends in the
 	// fused per-pixel cross-entropy (pixelCrossEntropy) on its class maps,
-	// its targets one class a pixel; segLoss is that loss.
-	lossOnly bool
-	segLoss  *G.Node
+	// its targets one class a pixel; segLoss is that loss. Otherwise it
+	// ends in the fused per-pixel softmax, segProbs.
+	lossOnly          bool
+	segLoss, segProbs *G.Node
 }
 
 // bnStats links a training-mode batch norm's batch statistics to its

@@ -72,14 +72,13 @@ func (b *builder) forward(enc EncoderSpec, task Task, shape []int, classes, batc
 	var logits *G.Node
 	switch task {
 	case Segmentation:
-		if b.lossOnly {
-			// Class maps [B, K, h, w]; targets one class a pixel.
-			logits = b.segmentationMaps(enc, x, shape, classes)
-			b.out[2] = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch, shape[1]*shape[2]), G.WithName("y"))
-			b.segLoss = b.pixelCrossEntropy(logits, b.out[2], shape[1], shape[2])
-			break
+		// Class maps [B, K, h, w] at the feature map's size; the head's
+		// upsampling is fused into the loss (a training step: targets
+		// one class a pixel) or the probabilities (evaluation).
+		logits = b.segmentationMaps(enc, x, shape, classes)
+		if !b.declare {
+			b.segmentationOutputs(logits, batch, shape[1], shape[2])
 		}
-		logits = b.segmentationHead(enc, x, shape, classes)
 	case Video, VideoRegression:
 		logits = b.videoHead(enc, x, shape, classes)
 	case Relational:
@@ -162,8 +161,8 @@ func buildWith(b *builder, enc EncoderSpec, task Task, ps []*param, shape []int,
 // outputs.
 func addHead(b *builder, task Task, logits *G.Node, batch, classes int) (probs, loss *G.Node, err error) {
 	err = b.try(func() {
-		if b.segLoss != nil {
-			loss = b.segLoss // y was added with it; no prediction
+		if task == Segmentation {
+			probs, loss = b.segProbs, b.segLoss // one of them; y was added with the loss
 			return
 		}
 		if task == Retrieval {

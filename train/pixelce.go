@@ -25,9 +25,22 @@ import (
 // maps' size and one output row of class scores.
 type pixelCrossEntropyOp struct {
 	opBasics
+	pixelMaps
+	out outBuf
+}
+
+// pixelMaps are B class maps of K classes at h x w, upsampled bilinearly
+// to height x width one output row at a time.
+type pixelMaps struct {
 	batch, classes, h, w, height, width int
 	rows, cols                          []tap // per output row and column
-	out                                 outBuf
+}
+
+// newPixelMaps describes maps of shape s [B, K, h, w] upsampled to
+// height x width.
+func newPixelMaps(s tensor.Shape, height, width int) pixelMaps {
+	return pixelMaps{batch: s[0], classes: s[1], h: s[2], w: s[3], height: height, width: width,
+		rows: bilinearTaps(s[2], height), cols: bilinearTaps(s[3], width)}
 }
 
 // tap is one output coordinate's two source coordinates along an axis
@@ -71,8 +84,7 @@ func (b *builder) pixelCrossEntropy(z, y *G.Node, height, width int) *G.Node {
 		b.fail("per-pixel cross-entropy of %v class maps, not [B, K, h, w]", s)
 	}
 	op := &pixelCrossEntropyOp{opBasics: opBasics{desc: fmt.Sprintf("pixelCrossEntropy%v->%dx%d", s, height, width)},
-		batch: s[0], classes: s[1], h: s[2], w: s[3], height: height, width: width,
-		rows: bilinearTaps(s[2], height), cols: bilinearTaps(s[3], width)}
+		pixelMaps: newPixelMaps(s, height, width)}
 	return b.must(G.ApplyOp(op, z, y))
 }
 
@@ -189,7 +201,7 @@ func (op *pixelCrossEntropyOp) Do(inputs ...G.Value) (G.Value, error) {
 // upsampleRow writes output row ty's class scores into row [K, width]
 // from one example's maps zn [K, h, w]: along the width first, then the
 // height, as upsample multiplies.
-func (op *pixelCrossEntropyOp) upsampleRow(row, zn []float32, ty tap) {
+func (op *pixelMaps) upsampleRow(row, zn []float32, ty tap) {
 	hw := op.h * op.w
 	for j := range op.classes {
 		r0 := zn[j*hw+ty.i0*op.w : j*hw+(ty.i0+1)*op.w]
@@ -205,7 +217,7 @@ func (op *pixelCrossEntropyOp) upsampleRow(row, zn []float32, ty tap) {
 
 // scatterRow adds output row ty's score gradients row [K, width] into the
 // maps' gradient dzn [K, h, w] through the same weights.
-func (op *pixelCrossEntropyOp) scatterRow(dzn, row []float32, ty tap) {
+func (op *pixelMaps) scatterRow(dzn, row []float32, ty tap) {
 	hw := op.h * op.w
 	for j := range op.classes {
 		d0 := dzn[j*hw+ty.i0*op.w : j*hw+(ty.i0+1)*op.w]
@@ -219,6 +231,82 @@ func (op *pixelCrossEntropyOp) scatterRow(dzn, row []float32, ty tap) {
 			d1[tx.i1] += tx.w1 * b
 		}
 	}
+}
+
+// pixelSoftmaxOp is segmentation's prediction in one op: the class maps
+// z [B, K, h, w] upsampled as pixelCrossEntropyOp upsamples them and a
+// softmax at every pixel, as probabilities [B*H*W, K] (pixel-major, the
+// layout evaluation reads), written into one buffer that the next run
+// reuses. The graph it replaces (upsample, transposes, log-softmax and
+// exponential) allocated some eight values of that size on every
+// evaluation batch.
+type pixelSoftmaxOp struct {
+	opBasics
+	pixelMaps
+	out outBuf
+}
+
+// pixelSoftmax is the per-pixel class probabilities [B*H*W, K] of class
+// maps z [B, K, h, w] upsampled to height x width.
+func (b *builder) pixelSoftmax(z *G.Node, height, width int) *G.Node {
+	s := z.Shape()
+	if len(s) != 4 {
+		b.fail("per-pixel softmax of %v class maps, not [B, K, h, w]", s)
+	}
+	op := &pixelSoftmaxOp{opBasics: opBasics{desc: fmt.Sprintf("pixelSoftmax%v->%dx%d", s, height, width), grad: true},
+		pixelMaps: newPixelMaps(s, height, width)}
+	return b.must(G.ApplyOp(op, z))
+}
+
+func (op *pixelSoftmaxOp) Arity() int { return 1 }
+
+func (op *pixelSoftmaxOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(G.TensorType{Dims: 4, Of: a}, G.TensorType{Dims: 2, Of: a})
+}
+
+func (op *pixelSoftmaxOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.batch * op.height * op.width, op.classes}, nil
+}
+
+// SymDiff: evaluation only (opBasics.grad marks it not differentiable).
+func (op *pixelSoftmaxOp) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
+	return nil, fmt.Errorf("%s is not differentiable", op)
+}
+
+func (op *pixelSoftmaxOp) Do(inputs ...G.Value) (G.Value, error) {
+	z, err := f32(inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	k, hw, HW := op.classes, op.h*op.w, op.height*op.width
+	if len(z) != op.batch*k*hw {
+		return nil, fmt.Errorf("%s: %d map values", op, len(z))
+	}
+	out := op.out.get(op.batch * HW * k) // every value written below
+	row := make([]float32, k*op.width)
+	for n := range op.batch {
+		zn := z[n*k*hw : (n+1)*k*hw]
+		for Y, ty := range op.rows {
+			op.upsampleRow(row, zn, ty)
+			for X := range op.width {
+				m := row[X]
+				for j := 1; j < k; j++ {
+					m = max(m, row[j*op.width+X])
+				}
+				var s float64
+				for j := range k {
+					s += math.Exp(float64(row[j*op.width+X] - m))
+				}
+				lse := float64(m) + math.Log(s)
+				o := out[((n*op.height+Y)*op.width+X)*k:][:k]
+				for j := range o {
+					o[j] = float32(math.Exp(float64(row[j*op.width+X]) - lse))
+				}
+			}
+		}
+	}
+	return tensor.New(tensor.WithShape(op.batch*HW, k), tensor.WithBacking(out)), nil
 }
 
 // scalarOf is a scalar value's float32.

@@ -142,3 +142,48 @@ func TestSegmentationEvalBatchFollowsTheHead(t *testing.T) {
 		}
 	}
 }
+
+// TestPixelSoftmaxEqualsTheGraph: the fused per-pixel probabilities equal
+// the exponential of the upsampled maps' log-softmax, pixel-major.
+func TestPixelSoftmaxEqualsTheGraph(t *testing.T) {
+	s, height, width := []int{2, 4, 3, 5}, 7, 9
+	probs := func(fused bool, z []float32) []float32 {
+		b := &builder{declared: map[string]*param{}}
+		var out *G.Node
+		if err := b.try(func() {
+			b.g = G.NewGraph()
+			zn := G.NewTensor(b.g, tensor.Float32, 4, G.WithShape(s...), G.WithName("z"),
+				G.WithValue(tensor.New(tensor.WithShape(s...), tensor.WithBacking(append([]float32(nil), z...)))))
+			if fused {
+				out = b.pixelSoftmax(zn, height, width)
+				return
+			}
+			n, k := s[0], s[1]
+			up := b.upsample(zn, n*k, height, width)
+			up = b.must(G.Transpose(b.must(G.Reshape(up, tensor.Shape{n, k, height * width})), 0, 2, 1))
+			out = b.must(G.Exp(b.logSoftmax(b.must(G.Reshape(up, tensor.Shape{n * height * width, k})))))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(b.g)
+		defer vm.Close()
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		return append([]float32(nil), out.Value().Data().([]float32)...)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	z := make([]float32, prod(s))
+	for i := range z {
+		z[i] = float32(3 * rng.NormFloat64())
+	}
+	got, want := probs(true, z), probs(false, z)
+	if len(got) != len(want) || len(got) != s[0]*height*width*s[1] {
+		t.Fatalf("%d probabilities, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+			t.Fatalf("probability %d: %v, the graph's %v", i, got[i], want[i])
+		}
+	}
+}

@@ -15,15 +15,17 @@ import (
 // Data.Y holds a class per pixel.
 const Segmentation Task = "segmentation"
 
-// segmentationHead returns per-pixel logits [B*H*W, K] for x [B, C, H, W]:
-// the feature map's 1x1 conv ("head.weight" [K, C, 1, 1], "head.bias"),
-// upsampled bilinearly (PyTorch's align_corners=False, upsample).
-func (b *builder) segmentationHead(enc EncoderSpec, x *G.Node, shape []int, classes int) *G.Node {
-	batch, height, width := x.Shape()[0], shape[1], shape[2]
-	z := b.segmentationMaps(enc, x, shape, classes)
-	z = b.upsample(z, batch*classes, height, width)
-	z = b.must(G.Transpose(b.must(G.Reshape(z, tensor.Shape{batch, classes, height * width})), 0, 2, 1))
-	return b.must(G.Reshape(z, tensor.Shape{batch * height * width, classes}))
+// segmentationOutputs adds the loss of a training step (b.lossOnly:
+// targets y [B, H*W], one class a pixel) or the per-pixel probabilities
+// [B*H*W, K] of evaluation on class maps z [B, K, h, w] upsampled
+// bilinearly to height x width (PyTorch's align_corners=False).
+func (b *builder) segmentationOutputs(z *G.Node, batch, height, width int) {
+	if b.lossOnly {
+		b.out[2] = G.NewMatrix(b.g, tensor.Float32, G.WithShape(batch, height*width), G.WithName("y"))
+		b.segLoss = b.pixelCrossEntropy(z, b.out[2], height, width)
+		return
+	}
+	b.segProbs = b.pixelSoftmax(z, height, width)
 }
 
 // segmentationMaps returns the class maps [B, K, h, w] at the feature

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"image"
 	"image/png"
@@ -42,9 +43,9 @@ func noisePNG(t *testing.T, rng *rand.Rand, w, h int) []byte {
 
 // diskTier serves a test-scale tier's sources, none pinned, over HTTP: a
 // Parquet shard of labelled images, an ADE20K-layout Parquet shard of
-// images and masks, an image_folder zip (extracted while its dataset
-// runs), an image_folder tarball (read in place) and an image_list (a
-// list and a tarball of images, extracted). It returns the server and the
+// images and masks, an image_folder zip and an image_folder tarball (both
+// read in place) and an image_list (a list and a gzipped tarball of
+// images, extracted while its dataset runs). It returns the server and the
 // pipeline.
 func diskTier(t *testing.T) (*httptest.Server, string) {
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -98,6 +99,12 @@ func diskTier(t *testing.T) (*httptest.Server, string) {
 		}
 		files[n] = b
 	}
+	var gz bytes.Buffer
+	zw2 := gzip.NewWriter(&gz)
+	zw2.Write(files["list.tar"])
+	zw2.Close()
+	files["list.tgz"] = gz.Bytes()
+	delete(files, "list.tar")
 	files["train.txt"] = []byte(list.String())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
@@ -152,7 +159,7 @@ dataset "tarred" {
 }
 dataset "listed" {
   source { url = "%[1]s/train.txt" }
-  source { url = "%[1]s/list.tar" }
+  source { url = "%[1]s/list.tgz" }
   format        = "image_list"
   train         = ["train.txt"]
   images        = ["limgs"]

@@ -13,7 +13,7 @@ import (
 )
 
 // openTarFS writes data to a file and indexes it.
-func openTarFS(t testing.TB, data []byte, lim Limits) (*TarFS, error) {
+func openTarFS(t testing.TB, data []byte, lim Limits) (*Tree, error) {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "x.tar")
 	if err := os.WriteFile(src, data, 0o644); err != nil {

@@ -443,14 +443,14 @@ func (n *Node) Downloads() []sources.Ref {
 
 // Extracts reports whether the file at path of ref's files is unpacked
 // into the node's temporary directory: an archive of an extracted
-// source, unless an image_folder tarball that is read in place.
+// source, unless a tarball or zip that the format reads in place.
 func (n *Node) Extracts(ref sources.Ref, path string) bool {
 	for _, s := range n.sources {
 		if s.scheme == "file" || s.ref.Key() != ref.Key() || !s.extract {
 			continue
 		}
 		kind := archive.Kind(path)
-		return kind != "" && !(readsTarsInPlace(n.cfg.Format) && kind == "tar")
+		return kind != "" && !(readsArchivesInPlace(n.cfg.Format) && (kind == "tar" || kind == "zip"))
 	}
 	return false
 }

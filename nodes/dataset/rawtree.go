@@ -15,35 +15,39 @@ import (
 )
 
 // rawTree is a dataset's fetched files as its readers see them: the raw
-// directory on disk (extracted archives and copied files) and, for
-// image_folder, uncompressed tarballs read where they lie in the blob
-// store (archive.TarFS), each owning the top-level names it holds. Names
+// directory on disk (extracted archives and copied files) and, for the
+// image formats, uncompressed tarballs and zips read where they lie in
+// the blob store (archive.Tree), each owning the top-level names it holds. Names
 // are slash-separated and relative to the tree's root; any bytes are
 // allowed on disk, as the extracted files have them.
 type rawTree struct {
 	dir  string
-	tars map[string]*archive.TarFS // top-level name → the tarball holding it
+	tars map[string]*archive.Tree // top-level name → the tarball holding it
 }
 
 // errNotInPlace says why the sources are extracted after all.
 var errNotInPlace = errors.New("two sources write the same top-level name")
 
-// inPlace indexes the uncompressed tarballs among got that an image_folder
-// dataset reads in place, and returns the indices of got it covers. It
+// inPlace indexes the uncompressed tarballs and zips among got that an
+// image dataset reads in place, and returns the indices of got it covers. It
 // returns none when any archive is of another kind, a tarball holds links
 // or names io/fs cannot carry (archive.ErrNotInPlace), two sources write
 // the same top-level name, or indexing fails: extraction then runs as
 // before and reports what is wrong, with its usual precedence of later
 // sources over earlier ones.
 func (t *rawTree) inPlace(got []fetched) (map[int]bool, error) {
-	tars := map[string]*archive.TarFS{}
+	tars := map[string]*archive.Tree{}
 	owner := map[string]int{}
 	covered := map[int]bool{}
 	for i, g := range got {
 		var tops []string
 		switch kind := archive.Kind(g.name); {
-		case g.s.extract && kind == "tar":
-			tfs, err := archive.OpenTarFS(g.path, g.name, g.s.limits)
+		case g.s.extract && (kind == "tar" || kind == "zip"):
+			open := archive.OpenTarFS
+			if kind == "zip" {
+				open = archive.OpenZipFS
+			}
+			tfs, err := open(g.path, g.name, g.s.limits)
 			if err != nil {
 				closeTars(tars)
 				return nil, err
@@ -75,8 +79,8 @@ func (t *rawTree) inPlace(got []fetched) (map[int]bool, error) {
 	return covered, nil
 }
 
-func closeTars(tars map[string]*archive.TarFS) {
-	seen := map[*archive.TarFS]bool{}
+func closeTars(tars map[string]*archive.Tree) {
+	seen := map[*archive.Tree]bool{}
 	for _, tfs := range tars {
 		if !seen[tfs] {
 			seen[tfs] = true
@@ -90,7 +94,7 @@ func (t *rawTree) close() { closeTars(t.tars) }
 
 // layer routes name to the tarball owning its first element, or to disk
 // (nil).
-func (t *rawTree) layer(name string) *archive.TarFS {
+func (t *rawTree) layer(name string) *archive.Tree {
 	top, _, _ := strings.Cut(name, "/")
 	return t.tars[top]
 }
@@ -172,7 +176,7 @@ func (t *rawTree) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil || name != "." || len(t.tars) == 0 {
 		return entries, err
 	}
-	seen := map[*archive.TarFS]bool{}
+	seen := map[*archive.Tree]bool{}
 	for _, tfs := range t.tars {
 		if seen[tfs] {
 			continue

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -228,9 +229,10 @@ func TestImageListTarsInPlaceEqualExtracted(t *testing.T) {
 	for _, n := range []string{"imgs", "lists"} {
 		data, _ := os.ReadFile(filepath.Join(dir, n+".tar"))
 		os.WriteFile(filepath.Join(dir, n+".tgz"), gz(data), 0o644)
+		zipTree(t, dir, n)
 	}
 	stores := map[string][]byte{}
-	for _, ext := range []string{"tar", "tgz"} {
+	for _, ext := range []string{"tar", "zip", "tgz"} {
 		n, diags := decode(t, dir, `
 source { url = "lists.`+ext+`" }
 source { url = "imgs.`+ext+`" }
@@ -244,22 +246,23 @@ test_fraction = 0.25
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		if ext == "tar" {
-			// Laid out: the tarballs are read in place, nothing is
-			// extracted, and the remote form would plan nothing unpacked.
+		if ext != "tgz" {
+			// Laid out: the tarballs and zips are read in place, nothing
+			// is extracted, and the remote form would plan nothing
+			// unpacked.
 			tree := &rawTree{dir: filepath.Join(t.TempDir(), "raw")}
-			got := []fetched{{s: &source{extract: true}, name: "lists.tar", path: filepath.Join(dir, "lists.tar")},
-				{s: &source{extract: true}, name: "imgs.tar", path: filepath.Join(dir, "imgs.tar")}}
+			got := []fetched{{s: &source{extract: true}, name: "lists." + ext, path: filepath.Join(dir, "lists."+ext)},
+				{s: &source{extract: true}, name: "imgs." + ext, path: filepath.Join(dir, "imgs."+ext)}}
 			if err := n.layOut(&nodes.Env{Log: zerolog.Nop()}, tree, got); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(filepath.Join(tree.dir, "imgs")); err == nil || len(tree.tars) != 2 {
-				t.Errorf("the tarballs were extracted (%d read in place)", len(tree.tars))
+				t.Errorf("the %s archives were extracted (%d read in place)", ext, len(tree.tars))
 			}
 			tree.close()
 			n.sources[1].scheme, n.sources[1].extract = "https", true
-			if n.Extracts(n.sources[1].ref, "imgs.tar") {
-				t.Error("plan counts an image_list tarball as unpacked")
+			if n.Extracts(n.sources[1].ref, "imgs."+ext) {
+				t.Errorf("plan counts an image_list %s archive as unpacked", ext)
 			}
 			n.sources[1].scheme = "file"
 		}
@@ -272,7 +275,40 @@ test_fraction = 0.25
 			stores[ext] = append(stores[ext], data...)
 		}
 	}
-	if !bytes.Equal(stores["tar"], stores["tgz"]) {
-		t.Fatal("the tarballs read in place store other bytes than extracted")
+	if !bytes.Equal(stores["tar"], stores["tgz"]) || !bytes.Equal(stores["zip"], stores["tgz"]) {
+		t.Fatal("the tarballs or zips read in place store other bytes than extracted")
+	}
+}
+
+// zipTree zips dir/sub (deflated, as Kaggle's archives are) into
+// dir/sub.zip.
+func zipTree(t *testing.T, dir, sub string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	err := filepath.Walk(filepath.Join(dir, sub), func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		w, err := zw.Create(filepath.ToSlash(rel))
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	})
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, sub+".zip"), buf.Bytes(), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

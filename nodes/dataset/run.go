@@ -138,7 +138,7 @@ func (n *Node) layOut(env *nodes.Env, tree *rawTree, got []fetched) error {
 		return err
 	}
 	var inPlace map[int]bool
-	if readsTarsInPlace(n.cfg.Format) {
+	if readsArchivesInPlace(n.cfg.Format) {
 		var err error
 		if inPlace, err = tree.inPlace(got); err != nil {
 			env.Log.Debug().Err(err).Msg("extracting the sources: they cannot be read in place")
@@ -191,10 +191,10 @@ func (n *Node) placeFile(blob, dst string) error {
 	return os.Symlink(abs, dst)
 }
 
-// readsTarsInPlace reports whether a format reads its images from
-// uncompressed tarballs where they lie (rawTree.inPlace): an image folder,
+// readsArchivesInPlace reports whether a format reads its images from
+// uncompressed tarballs and zips where they lie (rawTree.inPlace): an image folder,
 // or images a table or list names (their tables and lists are copied out).
-func readsTarsInPlace(format string) bool {
+func readsArchivesInPlace(format string) bool {
 	switch format {
 	case "image_folder", "image_list", "image_csv", "captions_csv", "vqa_json":
 		return true
