@@ -164,15 +164,7 @@ func (op *pixelCrossEntropyOp) Do(inputs ...G.Value) (G.Value, error) {
 				if c < 0 || c >= k || float32(c) != yn[Y*op.width+X] {
 					return nil, fmt.Errorf("segmentation target %v at pixel (%d, %d) of batch example %d: not a class of 0..%d", yn[Y*op.width+X], Y, X, n, k-1)
 				}
-				m := row[X]
-				for j := 1; j < k; j++ {
-					m = max(m, row[j*op.width+X])
-				}
-				var s float64
-				for j := range k {
-					s += math.Exp(float64(row[j*op.width+X] - m))
-				}
-				lse := float64(m) + math.Log(s)
+				lse := logSumExp(row, X, op.width, k)
 				if !op.grad {
 					loss += lse - float64(row[c*op.width+X])
 					continue
@@ -196,6 +188,20 @@ func (op *pixelCrossEntropyOp) Do(inputs ...G.Value) (G.Value, error) {
 		return tensor.New(tensor.WithShape(op.batch, k, op.h, op.w), tensor.WithBacking(dz)), nil
 	}
 	return G.NewF32(float32(loss / float64(op.batch*HW))), nil
+}
+
+// logSumExp is log(sum(exp)) of output column X's k class scores in row
+// [k, width], stably (less their largest).
+func logSumExp(row []float32, X, width, k int) float64 {
+	m := row[X]
+	for j := 1; j < k; j++ {
+		m = max(m, row[j*width+X])
+	}
+	var s float64
+	for j := range k {
+		s += math.Exp(float64(row[j*width+X] - m))
+	}
+	return float64(m) + math.Log(s)
 }
 
 // upsampleRow writes output row ty's class scores into row [K, width]
@@ -290,15 +296,7 @@ func (op *pixelSoftmaxOp) Do(inputs ...G.Value) (G.Value, error) {
 		for Y, ty := range op.rows {
 			op.upsampleRow(row, zn, ty)
 			for X := range op.width {
-				m := row[X]
-				for j := 1; j < k; j++ {
-					m = max(m, row[j*op.width+X])
-				}
-				var s float64
-				for j := range k {
-					s += math.Exp(float64(row[j*op.width+X] - m))
-				}
-				lse := float64(m) + math.Log(s)
+				lse := logSumExp(row, X, op.width, k)
 				o := out[((n*op.height+Y)*op.width+X)*k:][:k]
 				for j := range o {
 					o[j] = float32(math.Exp(float64(row[j*op.width+X]) - lse))

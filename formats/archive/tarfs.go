@@ -21,13 +21,8 @@ var ErrNotInPlace = errors.New("the archive cannot be read in place")
 // An error wrapping ErrNotInPlace means the archive is sound but must be
 // extracted; any other is what extraction would report.
 func OpenTarFS(src, name string, lim Limits) (*Tree, error) {
-	f, err := os.Open(src)
+	f, info, err := openArchive(src)
 	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	t := &Tree{f: f, name: name, mod: info.ModTime()}
@@ -101,4 +96,18 @@ func sparse(hdr *tar.Header) bool {
 		}
 	}
 	return false
+}
+
+// openArchive opens src and describes it.
+func openArchive(src string) (*os.File, os.FileInfo, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
 }

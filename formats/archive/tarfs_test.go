@@ -14,16 +14,21 @@ import (
 
 // openTarFS writes data to a file and indexes it.
 func openTarFS(t testing.TB, data []byte, lim Limits) (*Tree, error) {
+	return openTree(t, data, "x.tar", lim, OpenTarFS)
+}
+
+// openTree writes data to a file named name and indexes it with open.
+func openTree(t testing.TB, data []byte, name string, lim Limits, open func(src, name string, lim Limits) (*Tree, error)) (*Tree, error) {
 	t.Helper()
-	src := filepath.Join(t.TempDir(), "x.tar")
+	src := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tfs, err := OpenTarFS(src, "x.tar", lim)
+	tree, err := open(src, name, lim)
 	if err == nil {
-		t.Cleanup(func() { tfs.Close() })
+		t.Cleanup(func() { tree.Close() })
 	}
-	return tfs, err
+	return tree, err
 }
 
 // treeOf is every file (with its bytes) and directory of fsys.

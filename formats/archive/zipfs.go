@@ -19,13 +19,8 @@ import (
 // ErrNotInPlace means the archive is sound but must be extracted; any
 // other is what extraction would report.
 func OpenZipFS(src, name string, lim Limits) (*Tree, error) {
-	f, err := os.Open(src)
+	f, info, err := openArchive(src)
 	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	zr, err := zip.NewReader(f, info.Size())

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -14,16 +13,7 @@ import (
 
 // openZipFS writes data to a file and indexes it.
 func openZipFS(t testing.TB, data []byte, lim Limits) (*Tree, error) {
-	t.Helper()
-	src := filepath.Join(t.TempDir(), "x.zip")
-	if err := os.WriteFile(src, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	z, err := OpenZipFS(src, "x.zip", lim)
-	if err == nil {
-		t.Cleanup(func() { z.Close() })
-	}
-	return z, err
+	return openTree(t, data, "x.zip", lim, OpenZipFS)
 }
 
 func TestZipFSEqualsExtraction(t *testing.T) {
