@@ -139,7 +139,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, tree *rawTree
 	rawDir := tree.dir
 	switch n.cfg.Format {
 	case "camera_traps":
-		return n.parseCameraTraps(ctx, env, rawDir)
+		return n.parseCameraTraps(ctx, env, tree)
 	case "gulp":
 		return n.parseGulp(ctx, env, rawDir)
 	case "voc_mat":

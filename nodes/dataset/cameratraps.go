@@ -3,7 +3,9 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/formats/cameratrap"
@@ -57,7 +59,13 @@ func (n *Node) decodeCameraTraps(decl nodes.Decl) hcl.Diagnostics {
 // parseCameraTraps reads the sequences the train, val and test lists name:
 // each a clip of its first frames (in seq_frame_num order, zero frames
 // after its last, as GATE pads them), the target its count.
-func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
+func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, tree *rawTree) (train, val, test *examples, err error) {
+	// The annotations and lists come out of a zip read in place (they are
+	// small); the frames are read in it.
+	if err := tree.materialize(slices.Concat(n.cfg.Annotations, n.cfg.Train, n.cfg.Val, n.cfg.Test)); err != nil {
+		return nil, nil, nil, err
+	}
+	rawDir := tree.dir
 	paths, err := resolveFiles(rawDir, n.cfg.Annotations)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("annotations: %w", err)
@@ -66,7 +74,7 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	index, err := n.imageIndex(rawDir)
+	index, fsys, err := n.imageIndexIn(tree)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -80,7 +88,7 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 		}
 		ex := split[name]
 		if ex == nil {
-			lazy := &sequenceImages{ctx: ctx, clip: frames, channels: channels, h: h, w: w, progress: env.Progress, maxPixels: n.media.maxPixels}
+			lazy := &sequenceImages{ctx: ctx, fsys: fsys, clip: frames, channels: channels, h: h, w: w, progress: env.Progress, maxPixels: n.media.maxPixels}
 			ex = &examples{dtype: safetensors.U8, shape: []int{frames, channels, h, w}, lazy: lazy, task: "video_regression"}
 			split[name] = ex
 		}
@@ -90,7 +98,7 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 				return fmt.Errorf("sequence %q is listed for both %s and %s", id, other, name)
 			}
 			seen[id] = name
-			fs, ok := seqs[id]
+			seqFrames, ok := seqs[id]
 			if !ok {
 				return fmt.Errorf("%s: sequence %q has no images in the annotations", p, id)
 			}
@@ -99,7 +107,7 @@ func (n *Node) parseCameraTraps(ctx context.Context, env *nodes.Env, rawDir stri
 				return fmt.Errorf("%s: sequence %q has no count", p, id)
 			}
 			var files []string
-			for _, f := range fs[:min(len(fs), frames)] {
+			for _, f := range seqFrames[:min(len(seqFrames), frames)] {
 				path, err := index.Find(f.File)
 				if err != nil {
 					return fmt.Errorf("sequence %q: %w", id, err)
@@ -156,6 +164,7 @@ func readCameraTrapAnnotations(paths []string) (seqs map[string][]cameratrap.Fra
 // sequence a clip of clip frames (zero frames after its last).
 type sequenceImages struct {
 	ctx            context.Context
+	fsys           fs.FS // the frames' archive read in place, or nil (on disk)
 	clip           int
 	seqs           [][]string // frame paths per sequence
 	channels, h, w int
@@ -168,7 +177,7 @@ func (s *sequenceImages) decode(idx []int) ([]byte, error) {
 	for _, i := range idx {
 		paths = append(paths, s.seqs[i]...)
 	}
-	pixels, err := imagecsv.Decode(s.ctx, nil, paths, s.channels, s.h, s.w, s.maxPixels, func(done int) {
+	pixels, err := imagecsv.Decode(s.ctx, s.fsys, paths, s.channels, s.h, s.w, s.maxPixels, func(done int) {
 		s.progress.Update(int64(done), int64(len(paths)), "decoding frames")
 	})
 	if err != nil {

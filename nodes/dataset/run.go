@@ -196,7 +196,7 @@ func (n *Node) placeFile(blob, dst string) error {
 // or images a table or list names (their tables and lists are copied out).
 func readsArchivesInPlace(format string) bool {
 	switch format {
-	case "image_folder", "image_list", "image_csv", "captions_csv", "vqa_json":
+	case "image_folder", "image_list", "image_csv", "captions_csv", "vqa_json", "camera_traps":
 		return true
 	}
 	return false
