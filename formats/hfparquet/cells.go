@@ -147,7 +147,10 @@ func appendMaskImage(d *Data, encoded []byte, o Options) error {
 	}
 	d.YShape = []int{h, w}
 	if o.LabelsOnly && o.MaskSummary {
-		d.MaskMax = max(d.MaskMax, maxMaskValue(img, h, w))
+		d.maskScratch = appendMaskValues(d.maskScratch[:0], img, h, w) // one mask's buffer, reused
+		for _, v := range d.maskScratch {
+			d.MaskMax = max(d.MaskMax, int(v))
+		}
 		return nil
 	}
 	d.Y = appendMaskValues(d.Y, img, h, w)
@@ -179,15 +182,6 @@ func appendMaskValues(y []int64, img image.Image, h, w int) []int64 {
 		}
 	}
 	return y
-}
-
-// maxMaskValue is the largest class among img's pixels sampled at h x w.
-func maxMaskValue(img image.Image, h, w int) int {
-	best := int64(0)
-	for _, v := range appendMaskValues(nil, img, h, w) {
-		best = max(best, v)
-	}
-	return int(best)
 }
 
 // appendListTarget appends a list label: a mask as nested lists, or a

@@ -105,6 +105,8 @@ type Data struct {
 	Rows    int
 	// MaskMax is the largest mask value a MaskSummary pass saw.
 	MaskMax int
+	// maskScratch holds one mask's values while MaskMax is found.
+	maskScratch []int64
 	// Text holds TextColumn's value per example.
 	Text []string
 	// next is the first of Options.Rows not read yet.
