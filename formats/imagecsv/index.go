@@ -3,6 +3,7 @@ package imagecsv
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -23,33 +24,14 @@ type Index struct {
 	count int
 }
 
-// NewIndex indexes the PNG and JPEG files under each of dirs.
+// NewIndex indexes the PNG and JPEG files under each of dirs (on disk);
+// the index holds their paths.
 func NewIndex(dirs []string) (*Index, error) {
-	ix := &Index{byKey: map[string]string{}, clash: map[string][2]string{}}
+	ix := newIndex()
 	for _, dir := range dirs {
-		var found []string
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && imageExts[strings.ToLower(filepath.Ext(p))] {
-				found = append(found, p)
-			}
-			return nil
-		})
+		err := ix.addTree(os.DirFS(dir), ".", func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) })
 		if err != nil {
 			return nil, err
-		}
-		sort.Strings(found)
-		for _, p := range found {
-			rel, _ := filepath.Rel(dir, p)
-			rel = filepath.ToSlash(rel)
-			base := filepath.Base(p)
-			stem := strings.TrimSuffix(base, filepath.Ext(base))
-			for _, k := range []string{rel, base, stem} {
-				ix.add(k, p)
-			}
-			ix.count++
 		}
 	}
 	return ix, nil
@@ -58,36 +40,50 @@ func NewIndex(dirs []string) (*Index, error) {
 // NewIndexFS indexes the PNG and JPEG files under each of dirs in fsys;
 // the index holds their names in fsys.
 func NewIndexFS(fsys fs.FS, dirs []string) (*Index, error) {
-	ix := &Index{byKey: map[string]string{}, clash: map[string][2]string{}}
+	ix := newIndex()
 	for _, dir := range dirs {
-		var found []string
-		err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && imageExts[strings.ToLower(path.Ext(p))] {
-				found = append(found, p)
-			}
-			return nil
-		})
-		if err != nil {
+		if err := ix.addTree(fsys, dir, func(p string) string { return p }); err != nil {
 			return nil, err
-		}
-		sort.Strings(found)
-		for _, p := range found {
-			rel := strings.TrimPrefix(p, dir+"/")
-			if dir == "." {
-				rel = p
-			}
-			base := path.Base(p)
-			stem := strings.TrimSuffix(base, path.Ext(base))
-			for _, k := range []string{rel, base, stem} {
-				ix.add(k, p)
-			}
-			ix.count++
 		}
 	}
 	return ix, nil
+}
+
+func newIndex() *Index {
+	return &Index{byKey: map[string]string{}, clash: map[string][2]string{}}
+}
+
+// addTree indexes the images under dir in fsys, in name order, by their
+// name relative to dir, their file name and its stem; each key finds the
+// image's file(p).
+func (ix *Index) addTree(fsys fs.FS, dir string, file func(p string) string) error {
+	var found []string
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && imageExts[strings.ToLower(path.Ext(p))] {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(found)
+	for _, p := range found {
+		rel := strings.TrimPrefix(p, dir+"/")
+		if dir == "." {
+			rel = p
+		}
+		base := path.Base(p)
+		stem := strings.TrimSuffix(base, path.Ext(base))
+		for _, k := range []string{rel, base, stem} {
+			ix.add(k, file(p))
+		}
+		ix.count++
+	}
+	return nil
 }
 
 func (ix *Index) add(key, p string) {
