@@ -88,22 +88,31 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 	}
 	n, pixels, b := d.Len(), d.pixels(), d.evalBatchFor(classes)
 	width := pixels * classes
-	sum := make([]float32, b*width)
+	var sum []float32 // the ensemble's mean, when there are several sets
+	if len(runners) > 1 {
+		sum = make([]float32, b*width)
+	}
 	best, py := make([]int32, pixels), make([]float32, pixels)
 	conf := newSegConfusion(classes)
 	var y []int64
 	for off := 0; off < n; off += b {
 		clear(sum)
 		cnt := 0
+		var mean []float32
 		for _, r := range runners {
 			p, c, err := r.run(d, off)
 			if err != nil {
 				return nil, err
 			}
 			cnt = c
+			if sum == nil {
+				mean = p // one set: its probabilities, read before its next run
+				continue
+			}
 			for i, v := range p[:cnt*width] {
 				sum[i] += v / float32(len(sets))
 			}
+			mean = sum
 		}
 		for i := range cnt {
 			var err error
@@ -111,7 +120,7 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 				return nil, err
 			}
 			for px := range pixels {
-				row := sum[(i*pixels+px)*classes : (i*pixels+px+1)*classes]
+				row := mean[(i*pixels+px)*classes : (i*pixels+px+1)*classes]
 				k := 0
 				for c := range row {
 					if row[c] > row[k] {
