@@ -18,7 +18,9 @@ func runCache(ctx context.Context, c *cli, args []string) int {
   du       show disk usage per area
   verify   re-hash every output and download; -repair removes damaged entries
   gc       remove entries unused for -older-than (default 720h), outputs no
-           entry refers to, and leftovers of interrupted runs`
+           entry refers to, and leftovers of interrupted runs; while an apply
+           runs, only what no run holds (downloads no node is reading, outputs
+           no entry refers to), unless -wait waits for the applies to end`
 	if code, done := c.subcommandHelp(args, usage); done {
 		return code
 	}
@@ -27,6 +29,7 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 	dir := fs.String("cache-dir", "", "cache directory (default: $GATEPIPE_CACHE_DIR or $XDG_CACHE_HOME/gatepipe)")
 	olderThan := fs.Duration("older-than", 720*time.Hour, "gc: remove entries not used for this long")
 	repair := fs.Bool("repair", false, "verify: remove damaged entries so the next apply recomputes them")
+	wait := fs.Bool("wait", false, "gc: wait for running applies to end, then collect everything (default: collect now what no run holds)")
 	if _, code, ok := parseArgs(fs, args[1:]); !ok {
 		return code
 	}
@@ -45,7 +48,7 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 	case "verify":
 		code, err = c.cacheVerify(cc, *repair)
 	case "gc":
-		err = c.cacheGC(ctx, cc, *olderThan)
+		err = c.cacheGC(ctx, cc, *olderThan, *wait)
 	default:
 		fmt.Fprintf(c.stderr, "gatepipe cache: unknown subcommand %q.%s Use ls, du, verify or gc.\n", sub, didYouMean(sub, []string{"ls", "du", "verify", "gc"}))
 		return exitConfigError
@@ -122,10 +125,17 @@ func (c *cli) cacheVerify(cc *cache.Cache, repair bool) (int, error) {
 }
 
 // cacheGC removes what GC removes and says how much.
-func (c *cli) cacheGC(ctx context.Context, cc *cache.Cache, olderThan time.Duration) error {
-	st, err := cc.GC(ctx, olderThan)
+func (c *cli) cacheGC(ctx context.Context, cc *cache.Cache, olderThan time.Duration, wait bool) error {
+	gc := cc.GCNow
+	if wait {
+		gc = cc.GC
+	}
+	st, err := gc(ctx, olderThan)
 	if err != nil {
 		return err
+	}
+	if st.Beside {
+		fmt.Fprintln(c.stdout, "An apply is using the cache: removing only what no run holds (downloads no node is reading, outputs no entry refers to). Run `gatepipe cache gc` again when it ends, or with -wait, for the rest.")
 	}
 	fmt.Fprintf(c.stdout, "Removed %d entries, %d outputs, %d downloads and %d leftovers (%s).\n", st.Actions, st.Objects, st.Blobs, st.Other, humanBytes(st.Bytes))
 	return nil

@@ -398,3 +398,69 @@ func TestLockBlobSerialises(t *testing.T) {
 		t.Fatal("a key with a path was accepted")
 	}
 }
+
+// TestGCBesideAnApply: while an apply holds the cache (its shared lock),
+// GCNow removes only what no run holds: an old download nobody reads and
+// an old output no entry refers to, not a download a node is reading, an
+// old entry (an apply may be about to read it) or a work directory. Once
+// the apply ends, GCNow collects the rest.
+func TestGCBesideAnApply(t *testing.T) {
+	ctx := context.Background()
+	c, _ := Open(t.TempDir())
+	now := time.Now()
+	c.SetClock(func() time.Time { return now })
+	past := now.Add(-48 * time.Hour)
+	blob := func(content string) string {
+		tmp := filepath.Join(t.TempDir(), "dl")
+		os.WriteFile(tmp, []byte(content), 0o666)
+		p, sha, err := c.AddBlob(tmp, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, past, past)
+		os.Chtimes(p+".stat", past, past)
+		return sha
+	}
+	read, idle := blob("a source a node reads"), blob("a source nobody reads")
+	old := dummyID("old entry")
+	putFiles(t, c, old, map[string]string{"f": "old"})
+	os.Chtimes(c.actionFile(old), past, past)
+	orphan := putFiles(t, c, dummyID("orphan"), map[string]string{"f": "orphan"})
+	os.Remove(c.actionFile(dummyID("orphan")))
+	os.Chtimes(c.objectDir(orphan), past, past)
+	work, _ := c.TempDir("running")
+
+	unlockApply, err := c.LockShared(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlockUse, err := c.UseBlob(ctx, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.GCNow(ctx, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Beside || st.Blobs != 1 || st.Objects != 1 || st.Actions != 0 || st.Other != 0 {
+		t.Fatalf("beside an apply: %+v, want the idle download and the orphan output only", st)
+	}
+	// Stat, not BlobPath or Get: those mark a use.
+	if _, err := os.Stat(c.blobFile(idle)); err == nil {
+		t.Error("the idle download survived")
+	}
+	if _, err := os.Stat(c.blobFile(read)); err != nil {
+		t.Errorf("gc removed a download a node is reading: %v", err)
+	}
+	if _, err := os.Stat(c.actionFile(old)); err != nil {
+		t.Errorf("gc removed an entry beside an apply: %v", err)
+	}
+	if _, err := os.Stat(work); err != nil {
+		t.Errorf("gc removed a running apply's work directory: %v", err)
+	}
+	unlockUse()
+	unlockApply()
+	if st, err = c.GCNow(ctx, 24*time.Hour); err != nil || st.Beside || st.Actions != 1 || st.Blobs != 1 {
+		t.Fatalf("after the apply: %+v, %v; want the old entry and the download collected", st, err)
+	}
+}

@@ -171,6 +171,9 @@ func (c *Cache) Verify(repair bool) ([]Problem, error) {
 type GCStats struct {
 	Actions, Objects, Blobs, Other int
 	Bytes                          int64
+	// Beside is set when an apply held the cache, so that GC removed only
+	// what no run holds (GCBeside).
+	Beside bool
 }
 
 // GC removes entries not used for olderThan, objects no entry refers to,
@@ -182,10 +185,67 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 		return GCStats{}, err
 	}
 	defer unlock()
+	return c.gcAll(olderThan)
+}
+
+// GCNow is GC without waiting: when an apply holds the cache, it runs
+// GCBeside instead.
+func (c *Cache) GCNow(ctx context.Context, olderThan time.Duration) (GCStats, error) {
+	try, cancel := context.WithTimeout(ctx, time.Millisecond)
+	unlock, err := c.LockExclusive(try)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return GCStats{}, ctx.Err()
+		}
+		return c.GCBeside(olderThan)
+	}
+	defer unlock()
+	return c.gcAll(olderThan)
+}
+
+// GCBeside removes, while applies run, only what no run can be using:
+// downloads not used for olderThan that no node is reading or fetching
+// (DropBlob's locks; a node that needs one later fetches it again
+// through its pin), outputs that no entry refers to and that are older
+// than olderThan (a running apply's new output gets its entry as soon as
+// it is written), and interrupted downloads and checkpoints older than
+// olderThan. Entries, work directories and locks stay for GC.
+func (c *Cache) GCBeside(olderThan time.Duration) (GCStats, error) {
+	st := GCStats{Beside: true}
+	cutoff := c.now().Add(-olderThan)
+	live := map[OutputID]bool{}
+	err := c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
+		data, rerr := os.ReadFile(p)
+		if e, ok := parseIndex(a, data); rerr == nil && ok {
+			live[e.Output] = true
+		}
+	})
+	if err != nil {
+		return st, err
+	}
+	c.gcObjectsBefore(live, cutoff, &st)
+	_ = filepath.WalkDir(filepath.Join(c.dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !isBlobName(d.Name()) || !c.blobUnusedSince(p, d, cutoff) {
+			return nil
+		}
+		info, ierr := d.Info()
+		if dropped, derr := c.DropBlob(d.Name()); ierr == nil && derr == nil && dropped {
+			st.Blobs++
+			st.Bytes += info.Size()
+		}
+		return nil
+	})
+	c.gcKeptAreas(cutoff, &st)
+	return st, nil
+}
+
+// gcAll is GC under the exclusive lock.
+func (c *Cache) gcAll(olderThan time.Duration) (GCStats, error) {
 	var st GCStats
 	cutoff := c.now().Add(-olderThan)
 	live := map[OutputID]bool{}
-	err = c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
+	err := c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
 		data, rerr := os.ReadFile(p)
 		e, ok := parseIndex(a, data)
 		if rerr != nil || !ok || info.ModTime().Before(cutoff) {
@@ -208,6 +268,12 @@ func (c *Cache) GC(ctx context.Context, olderThan time.Duration) (GCStats, error
 // gcObjects removes the objects (and their metadata) no live entry
 // refers to.
 func (c *Cache) gcObjects(live map[OutputID]bool, st *GCStats) {
+	c.gcObjectsBefore(live, time.Time{}, st)
+}
+
+// gcObjectsBefore is gcObjects for the objects last changed before
+// cutoff (all of them when cutoff is zero).
+func (c *Cache) gcObjectsBefore(live map[OutputID]bool, cutoff time.Time, st *GCStats) {
 	objRoot := filepath.Join(c.dir, "objects")
 	fans, _ := os.ReadDir(objRoot)
 	for _, fan := range fans {
@@ -223,6 +289,9 @@ func (c *Cache) gcObjects(live map[OutputID]bool, st *GCStats) {
 				continue
 			}
 			p := filepath.Join(objRoot, fan.Name(), name)
+			if info, err := ent.Info(); !cutoff.IsZero() && (err != nil || !info.ModTime().Before(cutoff)) {
+				continue
+			}
 			n, _ := dirSize(p)
 			if info, err := os.Stat(p); err == nil && !info.IsDir() {
 				n = info.Size()
@@ -243,13 +312,7 @@ func (c *Cache) gcBlobs(cutoff time.Time, st *GCStats) {
 		if err != nil || d.IsDir() || !isBlobName(d.Name()) {
 			return nil
 		}
-		// A blob's last use is its stamp file's mtime (BlobPath touches
-		// that, not the blob), or the blob's own for blobs without one.
-		used := time.Time{}
-		if info, err := os.Stat(p + ".stat"); err == nil {
-			used = info.ModTime()
-		}
-		if info, err := d.Info(); err == nil && info.ModTime().Before(cutoff) && used.Before(cutoff) {
+		if info, err := d.Info(); err == nil && c.blobUnusedSince(p, d, cutoff) {
 			if os.Remove(p) == nil {
 				os.Remove(p + ".stat")
 				st.Blobs++
@@ -258,6 +321,18 @@ func (c *Cache) gcBlobs(cutoff time.Time, st *GCStats) {
 		}
 		return nil
 	})
+}
+
+// blobUnusedSince reports whether the blob at p was last used before
+// cutoff: its stamp file's mtime (BlobPath touches that, not the blob),
+// or the blob's own for blobs without one.
+func (c *Cache) blobUnusedSince(p string, d fs.DirEntry, cutoff time.Time) bool {
+	used := time.Time{}
+	if info, err := os.Stat(p + ".stat"); err == nil {
+		used = info.ModTime()
+	}
+	info, err := d.Info()
+	return err == nil && info.ModTime().Before(cutoff) && used.Before(cutoff)
 }
 
 // gcLeftovers removes what runs leave behind: all of it for the areas
@@ -281,8 +356,12 @@ func (c *Cache) gcLeftovers(cutoff time.Time, st *GCStats) {
 			}
 		}
 	}
-	// Interrupted downloads and training checkpoints are kept for the
-	// next attempt, unless nobody came back for them within the age.
+	c.gcKeptAreas(cutoff, st)
+}
+
+// gcKeptAreas removes interrupted downloads and training checkpoints,
+// kept for the next attempt, that nobody came back for since cutoff.
+func (c *Cache) gcKeptAreas(cutoff time.Time, st *GCStats) {
 	for _, area := range []string{"partial", "resume"} {
 		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
 		for _, ent := range entries {
