@@ -189,6 +189,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 		return nil, err
 	}
 	defer t.vm.Close()
+	defer t.drain()
 	first, err := t.resumeFrom(resume)
 	if err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func Train(ctx context.Context, enc EncoderSpec, init Weights, classes int, rec 
 			log(entry)
 		}
 		if resume.due(it, rec.Iterations) {
-			st, err := capture(it, t.m, t.opt, t.src, t.lr, t.best, t.bad, t.kept)
+			st, err := capture(it, t.m, t.opt, &t.srcAtStep, t.lr, t.best, t.bad, t.kept)
 			if err == nil {
 				err = resume.Save(st)
 			}
@@ -247,8 +248,14 @@ type trainRun struct {
 	b                    int
 	episodes             [][]int
 	ways, shots, queries int
-	xb, yb, qb           *tensor.Dense
-	lr, best             float64
+	// slots are two steps' inputs: the running step's, and the next
+	// one's, read ahead in the background (next) while the step computes.
+	slots [2]*batch
+	next  *batch
+	// srcAtStep is the sampler's state after the running step's draw,
+	// what a checkpoint saves (the next step's draw has been made).
+	srcAtStep rand.PCG
+	lr, best  float64
 	bad                  int
 	kept                 []Checkpoint
 	energy               *rapl
@@ -305,8 +312,10 @@ func newTrainRun(enc EncoderSpec, init Weights, classes int, rec Recipe, trainD 
 	t.opt = newAdamW(learn, rec)
 	t.src = rand.NewPCG(rec.Seed, trainSamplingStream)
 	t.rng = rand.New(t.src)
-	t.xb = tensor.New(tensor.WithShape(append([]int{t.b}, trainD.Shape...)...), tensor.Of(tensor.Float32))
-	t.yb, t.qb = newTargets(t.m), newQuestions(t.m)
+	for i := range t.slots {
+		t.slots[i] = &batch{xb: tensor.New(tensor.WithShape(append([]int{t.b}, trainD.Shape...)...), tensor.Of(tensor.Float32)),
+			yb: newTargets(t.m), qb: newQuestions(t.m)}
+	}
 	t.energy = newRAPL()
 	t.lastLog = time.Now()
 	return t, nil
@@ -339,18 +348,22 @@ func (t *trainRun) resumeFrom(resume Resume) (int, error) {
 // backward pass, the optimiser's update.
 func (t *trainRun) step(it int) (LogEntry, error) {
 	stepStart := time.Now()
-	if t.task == FewShot {
-		if err := fillEpisode(t.xb, t.yb, t.trainD, t.episodes[it-1], t.ways, t.queries); err != nil {
-			return LogEntry{}, err
-		}
-	} else {
-		ks, err := fillBatch(t.xb, t.yb, t.trainD, t.rng, t.b, t.classes, t.std)
-		if err != nil {
-			return LogEntry{}, err
-		}
-		t.trainD.fillQuestions(t.qb, ks)
+	cur := t.next
+	if cur == nil || cur.it != it { // the first step, or the first after a resume
+		cur = t.slots[it%2]
+		t.prepare(it, cur)
 	}
-	if err := t.m.setInputs(t.xb, t.qb, t.yb); err != nil {
+	t.next = nil
+	<-cur.done
+	if cur.err != nil {
+		return LogEntry{}, cur.err
+	}
+	t.srcAtStep = *t.src
+	if it < t.rec.Iterations {
+		t.next = t.slots[(it+1)%2]
+		t.prepare(it+1, t.next)
+	}
+	if err := t.m.setInputs(cur.xb, cur.qb, cur.yb); err != nil {
 		return LogEntry{}, err
 	}
 	if err := t.vm.RunAll(); err != nil {
@@ -426,30 +439,63 @@ func (t *trainRun) test(test *Data, start time.Time) (*Result, error) {
 	return res, nil
 }
 
-// fillBatch samples b examples into xb and yb and returns their indices.
-func fillBatch(xb, yb *tensor.Dense, d *Data, rng *rand.Rand, b, outputs int, std *standardizer) ([]int, error) {
+// batch is one training step's inputs, filled in the background
+// (prepare): the Go runtime reads the next step's examples from the
+// store (decoding a JPEG store's) while the current step computes.
+type batch struct {
+	xb, yb, qb *tensor.Dense
+	it         int
+	err        error
+	done       chan struct{}
+}
+
+// prepare draws step it's examples (the sampler's next draw: steps draw
+// in order) and fills b with them in the background; b.done closes when
+// it is ready.
+func (t *trainRun) prepare(it int, b *batch) {
+	b.it, b.err, b.done = it, nil, make(chan struct{})
+	var ks []int
+	if t.task != FewShot {
+		ks = drawExamples(t.rng, t.trainD.Len(), t.b)
+	}
+	go func() {
+		defer close(b.done)
+		if t.task == FewShot {
+			b.err = fillEpisode(b.xb, b.yb, t.trainD, t.episodes[it-1], t.ways, t.queries)
+			return
+		}
+		if b.err = fillBatch(b.xb, b.yb, t.trainD, ks, t.std); b.err == nil {
+			t.trainD.fillQuestions(b.qb, ks)
+		}
+	}()
+}
+
+// drain waits for a batch read ahead, before the data it reads closes.
+func (t *trainRun) drain() {
+	if t.next != nil {
+		<-t.next.done
+		t.next = nil
+	}
+}
+
+// fillBatch writes examples ks into xb and their targets into yb.
+func fillBatch(xb, yb *tensor.Dense, d *Data, ks []int, std *standardizer) error {
 	xs := xb.Data().([]float32)
-	var ys []float32
-	if yb != nil {
-		ys = yb.Data().([]float32)
-	}
-	w := 0
-	if ys != nil {
-		w = len(ys) / b // the step's targets per example (a class a pixel for segmentation)
-	}
-	ks := drawExamples(rng, d.Len(), b)
 	if err := d.readInputs(xs, ks); err != nil {
-		return nil, err
+		return err
 	}
-	if ys != nil {
-		var buf []int64
-		for i, k := range ks {
-			if err := d.targetRow(ys[i*w:(i+1)*w], k, std, &buf); err != nil {
-				return nil, err
-			}
+	if yb == nil {
+		return nil
+	}
+	ys := yb.Data().([]float32)
+	w := len(ys) / len(ks) // the step's targets per example (a class a pixel for segmentation)
+	var buf []int64
+	for i, k := range ks {
+		if err := d.targetRow(ys[i*w:(i+1)*w], k, std, &buf); err != nil {
+			return err
 		}
 	}
-	return ks, nil
+	return nil
 }
 
 // drawExamples draws a training batch's b example indices of n,
