@@ -131,12 +131,16 @@ func NewSegmentationScores(d *Data, classes int) *SegmentationScores {
 // Pixels is the number of pixels of one example.
 func (s *SegmentationScores) Pixels() int { return s.d.pixels() }
 
+// Examples is the number of examples with masks (d may hold its targets
+// only, as the torch runtime's test split does).
+func (s *SegmentationScores) Examples() int { return s.d.labelledPixels() / max(s.d.pixels(), 1) }
+
 // Add scores the next example from its pixels' predicted classes and
 // predicted probabilities of their true classes.
 func (s *SegmentationScores) Add(best []int32, py []float32) error {
 	k := s.next
-	if k >= s.d.Len() {
-		return fmt.Errorf("predictions for %d examples, the split has %d", k+1, s.d.Len())
+	if k >= s.Examples() {
+		return fmt.Errorf("predictions for %d examples, the split has %d", k+1, s.Examples())
 	}
 	if p := s.d.pixels(); len(best) != p || len(py) != p {
 		return fmt.Errorf("example %d: %d predicted pixels and %d probabilities for %d pixels", k, len(best), len(py), p)
@@ -157,8 +161,8 @@ func (s *SegmentationScores) Add(best []int32, py []float32) error {
 
 // Metrics are the scores once every example was added.
 func (s *SegmentationScores) Metrics() (map[string]float64, error) {
-	if s.next != s.d.Len() {
-		return nil, fmt.Errorf("predictions for %d of %d examples", s.next, s.d.Len())
+	if s.next != s.Examples() {
+		return nil, fmt.Errorf("predictions for %d of %d examples", s.next, s.Examples())
 	}
 	return s.c.scores(), nil
 }

@@ -214,12 +214,13 @@ func segmentationMetricsFrom(path string, test *train.Data, outputs int) (map[st
 	}
 	s := train.NewSegmentationScores(test, outputs)
 	pixels := s.Pixels()
-	if best.NumElements() != test.Len()*pixels || ptrue.NumElements() != test.Len()*pixels {
+	n := s.Examples()
+	if best.NumElements() != n*pixels || ptrue.NumElements() != n*pixels {
 		return nil, fmt.Errorf("pred.safetensors: %d predicted pixels and %d probabilities for %d examples of %d pixels",
-			best.NumElements(), ptrue.NumElements(), test.Len(), pixels)
+			best.NumElements(), ptrue.NumElements(), n, pixels)
 	}
 	b, p := make([]int32, pixels), make([]float32, pixels)
-	for k := range test.Len() {
+	for k := range n {
 		bs, ps := best.Data[4*k*pixels:4*(k+1)*pixels], ptrue.Data[4*k*pixels:4*(k+1)*pixels]
 		for i := range pixels {
 			b[i] = int32(binary.LittleEndian.Uint32(bs[4*i:]))
