@@ -9,20 +9,21 @@ import (
 // scale and at the cpu scale: plan names each dataset's store with its
 // examples, size on disk and peak memory before anything runs, ImageNet-1k
 // at 224 px being 31.1 GiB as JPEGs (186.6 GiB raw), and -var scale=cpu
-// shrinks it.
+// shrinks it. (-timing=false: the times are TestFullScaleOnTheCPUWarns's;
+// measuring them took two minutes here.)
 func TestPlanSaysTheStoresCost(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{"full", []string{"plan", "../../examples/tier_small.hcl"}, []string{
+		{"full", []string{"plan", "-timing=false", "../../examples/tier_small.hcl"}, []string{
 			"Stores to write:",
 			"module.imagenet1k.dataset.data[0]  1,331,167 examples of [3 224 224] U8 as JPEG (quality 90): 31.1 GiB on disk, about ",
 			"MiB of memory at the peak",
 			"in all: ",
 		}},
-		{"cpu", []string{"plan", "-var", "scale=cpu", "../../examples/tier_small.hcl"}, []string{
+		{"cpu", []string{"plan", "-timing=false", "-var", "scale=cpu", "../../examples/tier_small.hcl"}, []string{
 			"module.imagenet1k.dataset.data[0]  ",
 		}},
 	}
