@@ -414,9 +414,7 @@ func TestMissingCellsAreNeverFilled(t *testing.T) {
 // (authors') scoring, the paper's best-k sets for k = 2..22 beat almost
 // every random set of the same size. It takes about two minutes.
 func TestPublishedSubsetsRankNearTop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("scores 2 x 21 x 201 candidates; run without -short")
-	}
+	longTest(t, "scores 2 x 21 x 201 candidates")
 	f, err := os.Open("../stdlib/data/gate_combinations.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -464,9 +462,7 @@ func TestPublishedSubsetsRankNearTop(t *testing.T) {
 // of some of the published set's image-classification benchmarks, among
 // sets that score alike.
 func TestBestK8OverlapsPublished(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two full k=8 searches; run without -short")
-	}
+	longTest(t, "two full k=8 searches")
 	published := map[string]bool{"cifar100": true, "cubirds": true, "mini": true, "imagenet1k": true, "acdc": true, "clevr-math": true, "ade20k": true, "iwildcam": true}
 	for _, seed := range []uint64{0, 1} {
 		o := Defaults()

@@ -92,9 +92,7 @@ func FuzzLoadSingleRanking(f *testing.F) {
 // reproduced closely (Spearman rho about 0.87 and 0.76 over seeds 0 and
 // 1); under the literal reading they are not (about 0.68 and 0).
 func TestRankingsFollowThePaper(t *testing.T) {
-	if testing.Short() {
-		t.Skip("scores 4 x 39 candidates; run without -short")
-	}
+	longTest(t, "scores 4 x 39 candidates")
 	order, tier := loadFig3(t), fig4a(t)
 	if len(order) != 30 {
 		t.Fatalf("Figure 3 ranks %d benchmarks, want 30", len(order))
