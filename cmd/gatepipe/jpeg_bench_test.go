@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,20 +120,7 @@ func cpuTime() time.Duration {
 // pilJPEGRate is one PIL process's images a CPU second decoding the
 // JPEGs of store's train split.
 func pilJPEGRate(b *testing.B, store string) float64 {
-	b.Helper()
-	cmd := exec.Command("/usr/bin/python3", "testdata/pil_jpeg_rows.py", filepath.Join(store, "train.safetensors"), filepath.Join(store, "train"+examplestore.JPEGSuffix))
-	cmd.Env = append(os.Environ(), pilEnv...)
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("pil_jpeg_rows.py: %v", err)
-	}
-	f := strings.Fields(string(out))
-	if len(f) != 2 {
-		b.Fatalf("pil_jpeg_rows.py printed %q", out)
-	}
-	n, _ := strconv.ParseFloat(f[0], 64)
-	s, _ := strconv.ParseFloat(f[1], 64)
-	return n / s
+	return pilPeer(b, "testdata/pil_jpeg_rows.py", filepath.Join(store, "train.safetensors"), filepath.Join(store, "train"+examplestore.JPEGSuffix))
 }
 
 // torchFeedRate runs the worker's loader over store's train split with

@@ -408,16 +408,23 @@ func treeHWM(pid int) int64 {
 
 // pilRate is one PIL process's images a second on files.
 func pilRate(b *testing.B, files []string) float64 {
+	return pilPeer(b, append([]string{"testdata/pil_decode.py", "224"}, files...)...)
+}
+
+// pilPeer runs a PIL peer script (args: the script and its arguments) in
+// the peer's environment and returns the images a second it reports
+// ("images seconds").
+func pilPeer(b *testing.B, args ...string) float64 {
 	b.Helper()
-	cmd := exec.Command("/usr/bin/python3", append([]string{"testdata/pil_decode.py", "224"}, files...)...)
+	cmd := exec.Command("/usr/bin/python3", args...)
 	cmd.Env = append(os.Environ(), pilEnv...)
 	out, err := cmd.Output()
 	if err != nil {
-		b.Fatalf("pil_decode.py: %v", err)
+		b.Fatalf("%s: %v", filepath.Base(args[0]), err)
 	}
 	f := strings.Fields(string(out))
 	if len(f) != 2 {
-		b.Fatalf("pil_decode.py printed %q", out)
+		b.Fatalf("%s printed %q", filepath.Base(args[0]), out)
 	}
 	n, _ := strconv.ParseFloat(f[0], 64)
 	s, _ := strconv.ParseFloat(f[1], 64)
