@@ -228,42 +228,19 @@ func BenchmarkTorchRuntimeGPUFeed(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				env := benchEnv(b, cuda, threads)
-				dir := filepath.Join(env.OutDir, "w")
-				work := filepath.Join(dir, "out")
-				os.MkdirAll(work, 0o755)
-				weights := filepath.Join(dir, "init.safetensors")
-				if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 10, nil, 0); err != nil {
-					b.Fatal(err)
-				}
-				draws := writeDraws(b, dir, images, 128, iters)
-				recipe := train.Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 128, Iterations: iters, ValidateEvery: iters, TopK: 1,
-					PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
-				cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
-					"outputs": 10, "recipe": recipe, "draws": draws, "precision": "bf16", "work": work}
+				extra := map[string]any{}
 				if streamed {
-					cfg["device_cache"] = 0
+					extra["device_cache"] = 0
 				}
+				rate, ours := trainJob(b, cuda, threads, store, enc, images, 128, iters, "bf16", extra)
 				busy := utilisation(cuda)
-				if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
-					b.Fatal(err)
-				}
-				ours := busy()
-				var res struct {
-					ImagesPerSec float64 `json:"images_per_sec"`
-				}
-				data, err := os.ReadFile(filepath.Join(work, "result.json"))
-				if err != nil || json.Unmarshal(data, &res) != nil {
-					b.Fatalf("result: %v", err)
-				}
-				busy = utilisation(cuda)
 				peer := runPeer(b, threads, "train-resident", store, "resnet50", "128", strconv.Itoa(iters-1), "10")
 				where := "streamed from the host store by the loader"
 				if !streamed {
 					where = "the split resident on the GPU"
 				}
 				report(b, fmt.Sprintf("feed: train resnet50 bf16 batch 128, %d steps, %s, against the split resident on the GPU", iters, where),
-					res.ImagesPerSec, peer.ImagesPerSec, peer, threads, ours+"; peer"+busy())
+					rate, peer.ImagesPerSec, peer, threads, ours+"; peer"+busy())
 			}
 		})
 	}
@@ -333,33 +310,9 @@ func BenchmarkTorchRuntimeTrainResNet18(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range b.N {
-		env := benchEnv(b, cuda, threads)
-		dir := filepath.Join(env.OutDir, "w")
-		work := filepath.Join(dir, "out")
-		os.MkdirAll(work, 0o755)
-		weights := filepath.Join(dir, "init.safetensors")
-		if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 10, nil, 0); err != nil {
-			b.Fatal(err)
-		}
-		draws := writeDraws(b, dir, images, 32, iters)
-		recipe := train.Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: 32, Iterations: iters, ValidateEvery: iters, TopK: 1,
-			PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
-		cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
-			"outputs": 10, "recipe": recipe, "draws": draws, "precision": "auto", "work": work}
-		busy := utilisation(cuda)
-		if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
-			b.Fatal(err)
-		}
-		gpu := busy()
-		var res struct {
-			ImagesPerSec float64 `json:"images_per_sec"`
-		}
-		data, err := os.ReadFile(filepath.Join(work, "result.json"))
-		if err != nil || json.Unmarshal(data, &res) != nil {
-			b.Fatalf("result: %v", err)
-		}
+		rate, gpu := trainJob(b, cuda, threads, store, enc, images, 32, iters, "auto", nil)
 		peer := runPeer(b, threads, "train", store, "resnet18", "32", strconv.Itoa(iters-1), "10")
-		report(b, "train ResNet-18 224px batch 32", res.ImagesPerSec, peer.ImagesPerSec, peer, threads, gpu)
+		report(b, "train ResNet-18 224px batch 32", rate, peer.ImagesPerSec, peer, threads, gpu)
 	}
 }
 
@@ -466,6 +419,42 @@ func BenchmarkTorchRuntimeFeaturesEnv(b *testing.B) {
 		fmt.Printf("features job, %d images, convnet, batch 256, 1 CPU: %.1f s in a node's environment (gatepipe adds %s), %.1f s with the user's environment setting %s: %.2fx\n",
 			images, node, added, tuned, strings.Join(mallocSettings, " "), node/tuned)
 	}
+}
+
+// trainJob runs the train job (classification into 10 classes) of enc on
+// store's n training images for iters steps of batch, with the config's
+// extra keys, in a node's environment, and returns its images a second
+// and the GPU's utilisation while it ran.
+func trainJob(b *testing.B, cuda bool, threads int, store string, enc train.EncoderSpec, n, batch, iters int, precision string, extra map[string]any) (float64, string) {
+	env := benchEnv(b, cuda, threads)
+	dir := filepath.Join(env.OutDir, "w")
+	work := filepath.Join(dir, "out")
+	os.MkdirAll(work, 0o755)
+	weights := filepath.Join(dir, "init.safetensors")
+	if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 10, nil, 0); err != nil {
+		b.Fatal(err)
+	}
+	draws := writeDraws(b, dir, n, batch, iters)
+	recipe := train.Recipe{LR: 1e-3, WeightDecay: 0.01, BatchSize: batch, Iterations: iters, ValidateEvery: iters, TopK: 1,
+		PlateauFactor: 0.5, PlateauPatience: 5, PlateauThreshold: 1e-4}
+	cfg := map[string]any{"job": "train", "task": "classification", "encoder": enc, "weights": weights, "store": store,
+		"outputs": 10, "recipe": recipe, "draws": draws, "precision": precision, "work": work}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	busy := utilisation(cuda)
+	if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
+		b.Fatal(err)
+	}
+	gpu := busy()
+	var res struct {
+		ImagesPerSec float64 `json:"images_per_sec"`
+	}
+	data, err := os.ReadFile(filepath.Join(work, "result.json"))
+	if err != nil || json.Unmarshal(data, &res) != nil {
+		b.Fatalf("result: %v", err)
+	}
+	return res.ImagesPerSec, gpu
 }
 
 // writeDraws writes the train job's batches (gatepipe draws them) for
