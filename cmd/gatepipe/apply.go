@@ -168,6 +168,14 @@ func (a *applyRun) round(ctx context.Context, round int) (code int, done bool) {
 	if code := a.setExecutor(s, abs, view); code != exitOK {
 		return code, true
 	}
+	// The cache is held (shared) from the plan on: a plan counts on the
+	// entries it found, which a gc between plan and apply would remove.
+	unlock, err := s.cache.LockShared(ctx)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "gatepipe:", err)
+		return exitRunFailure, true
+	}
+	defer unlock()
 	start := time.Now()
 	s.log.Debug().Dur("took", s.loadTime).Msg("configuration loaded")
 	plan, diags := s.engine.Plan(ctx)

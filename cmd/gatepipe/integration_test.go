@@ -603,3 +603,40 @@ command "b" {
 		t.Fatalf("a fully cached plan should export no nodes:\n%s", r.stdout)
 	}
 }
+
+// TestCacheGCBesideAnApply: `cache gc` while an apply runs (a node
+// waiting for a file the test writes after the gc) does not wait for it and removes only
+// what no run holds: the apply's cached first node, planned as cached and
+// older than -older-than, stays, so the apply ends well; a gc after it
+// takes the rest.
+func TestCacheGCBesideAnApply(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	gate, started := filepath.Join(dir, "go-on"), filepath.Join(dir, "started")
+	first := "command \"first\" {\n  run = [\"sh\", \"-c\", \"echo one > $GATEPIPE_OUT_DIR/o\"]\n}\n"
+	writeFile(t, filepath.Join(dir, "main.hcl"), first)
+	if r := gp(t, cache, "apply", dir); r.code != 0 {
+		t.Fatalf("first apply: %d\n%s", r.code, r.stderr)
+	}
+	time.Sleep(1100 * time.Millisecond) // the entry is older than -older-than 1s
+	writeFile(t, filepath.Join(dir, "main.hcl"), first+fmt.Sprintf(
+		"command \"waits\" {\n  run = [\"sh\", \"-c\", \"touch %s; while [ ! -e %s ]; do sleep 0.05; done; echo two > $GATEPIPE_OUT_DIR/o\"]\n  depends_on = [command.first]\n}\n", started, gate))
+	done := make(chan result, 1)
+	go func() { done <- gp(t, cache, "apply", dir) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, err := os.Stat(started); err != nil && time.Now().Before(deadline); _, err = os.Stat(started) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	gc := gp(t, cache, "cache", "gc", "-older-than", "1s")
+	os.WriteFile(gate, nil, 0o644)
+	r := <-done
+	if gc.code != 0 || !strings.Contains(gc.stdout, "An apply is using the cache") || !strings.Contains(gc.stdout, "Removed 0 entries") {
+		t.Fatalf("gc beside the apply: exit %d\n%s%s", gc.code, gc.stdout, gc.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("the apply beside gc: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if after := gp(t, cache, "cache", "gc", "-older-than", "1s"); after.code != 0 || strings.Contains(after.stdout, "An apply is using") || strings.Contains(after.stdout, "Removed 0 entries") {
+		t.Fatalf("gc after the apply: exit %d\n%s%s", after.code, after.stdout, after.stderr)
+	}
+}

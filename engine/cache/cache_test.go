@@ -429,6 +429,17 @@ func TestGCBesideAnApply(t *testing.T) {
 	os.Remove(c.actionFile(dummyID("orphan")))
 	os.Chtimes(c.objectDir(orphan), past, past)
 	work, _ := c.TempDir("running")
+	// Two trainings' checkpoints, both old: one is running (its lock).
+	held, unlockHeld, err := c.ResumeDir(ctx, "running-training")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, unlockLeft, _ := c.ResumeDir(ctx, "interrupted-training")
+	unlockLeft()
+	for _, d := range []string{held, left} {
+		os.WriteFile(filepath.Join(d, "state.safetensors"), []byte("x"), 0o644)
+		os.Chtimes(d, past, past)
+	}
 
 	unlockApply, err := c.LockShared(ctx)
 	if err != nil {
@@ -442,9 +453,16 @@ func TestGCBesideAnApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Beside || st.Blobs != 1 || st.Objects != 1 || st.Actions != 0 || st.Other != 0 {
-		t.Fatalf("beside an apply: %+v, want the idle download and the orphan output only", st)
+	if !st.Beside || st.Blobs != 1 || st.Objects != 1 || st.Actions != 0 || st.Other != 1 {
+		t.Fatalf("beside an apply: %+v, want the idle download, the orphan output and the interrupted checkpoints only", st)
 	}
+	if _, err := os.Stat(held); err != nil {
+		t.Errorf("gc removed a running training's checkpoints: %v", err)
+	}
+	if _, err := os.Stat(left); err == nil {
+		t.Error("an interrupted training's old checkpoints survived")
+	}
+	unlockHeld()
 	// Stat, not BlobPath or Get: those mark a use.
 	if _, err := os.Stat(c.blobFile(idle)); err == nil {
 		t.Error("the idle download survived")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -210,7 +211,8 @@ func (c *Cache) GCNow(ctx context.Context, olderThan time.Duration) (GCStats, er
 // through its pin), outputs that no entry refers to and that are older
 // than olderThan (a running apply's new output gets its entry as soon as
 // it is written), and interrupted downloads and checkpoints older than
-// olderThan. Entries, work directories and locks stay for GC.
+// olderThan that no run holds (their locks). Entries, work directories and
+// locks stay for GC.
 func (c *Cache) GCBeside(olderThan time.Duration) (GCStats, error) {
 	st := GCStats{Beside: true}
 	cutoff := c.now().Add(-olderThan)
@@ -236,8 +238,39 @@ func (c *Cache) GCBeside(olderThan time.Duration) (GCStats, error) {
 		}
 		return nil
 	})
-	c.gcKeptAreas(cutoff, &st)
+	c.gcKeptAreasBeside(cutoff, &st)
 	return st, nil
+}
+
+// gcKeptAreasBeside is gcKeptAreas for what no run holds: a partial
+// download whose blob lock is free, a resume directory whose lock is free
+// (a training writing checkpoints holds it).
+func (c *Cache) gcKeptAreasBeside(cutoff time.Time, st *GCStats) {
+	for area, lockOf := range map[string]func(name string) string{
+		"partial": func(name string) string { return "blob-" + strings.TrimSuffix(name, ".part") + ".lock" },
+		"resume":  func(name string) string { return "resume-" + name + ".lock" },
+	} {
+		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
+		for _, ent := range entries {
+			info, err := ent.Info()
+			if err != nil || !info.ModTime().Before(cutoff) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			unlock, err := c.lock(ctx, filepath.Join(c.dir, "locks", lockOf(ent.Name())), false)
+			cancel()
+			if err != nil {
+				continue // a run holds it
+			}
+			p := filepath.Join(c.dir, area, ent.Name())
+			n, _ := dirSize(p)
+			if os.RemoveAll(p) == nil {
+				st.Other++
+				st.Bytes += n
+			}
+			unlock()
+		}
+	}
 }
 
 // gcAll is GC under the exclusive lock.
