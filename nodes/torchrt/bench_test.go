@@ -194,30 +194,11 @@ func BenchmarkTorchRuntimeGPUFeed(b *testing.B) {
 	}
 	b.Run("features", func(b *testing.B) {
 		for range b.N {
-			env := benchEnv(b, cuda, threads)
-			dir := filepath.Join(env.OutDir, "w")
-			os.MkdirAll(dir, 0o755)
-			weights := filepath.Join(dir, "weights.safetensors")
-			if err := train.WriteWeights(weights, enc, train.Classification, []int{3, 224, 224}, 1, nil, 0); err != nil {
-				b.Fatal(err)
-			}
-			work := filepath.Join(dir, "out")
-			cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
-				"classes": 0, "precision": "bf16", "batch_size": 256, "work": work}
+			rate, ours := featuresJob(b, cuda, threads, store, enc, 256, "bf16")
 			busy := utilisation(cuda)
-			if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
-				b.Fatal(err)
-			}
-			ours := busy()
-			var st struct{ Images, Seconds float64 }
-			data, err := os.ReadFile(filepath.Join(work, "stats.json"))
-			if err != nil || json.Unmarshal(data, &st) != nil {
-				b.Fatalf("stats: %v", err)
-			}
-			busy = utilisation(cuda)
 			peer := runPeer(b, threads, "features-resident", store, "resnet50", "256", "bf16")
 			report(b, fmt.Sprintf("feed: features resnet50 bf16 batch 256, %d images from the host store against the split resident on the GPU", images),
-				st.Images/st.Seconds, peer.ImagesPerSec, peer, threads, ours+"; peer"+busy())
+				rate, peer.ImagesPerSec, peer, threads, ours+"; peer"+busy())
 		}
 	})
 	iters := 156
@@ -275,6 +256,15 @@ func BenchmarkTorchRuntimeFeatures(b *testing.B) {
 }
 
 func benchFeatures(b *testing.B, cuda bool, threads int, store, arch string, enc train.EncoderSpec, precision string) {
+	rate, gpu := featuresJob(b, cuda, threads, store, enc, 64, precision)
+	peer := runPeer(b, threads, "features", store, arch, "64", precision)
+	report(b, fmt.Sprintf("features %s 224px %s", arch, precision), rate, peer.ImagesPerSec, peer, threads, gpu)
+}
+
+// featuresJob runs the features job of enc over store's train split at
+// batch in a node's environment and returns its images a second (after
+// the warm-up batch, stats.json) and the GPU's utilisation while it ran.
+func featuresJob(b *testing.B, cuda bool, threads int, store string, enc train.EncoderSpec, batch int, precision string) (float64, string) {
 	env := benchEnv(b, cuda, threads)
 	dir := filepath.Join(env.OutDir, "w")
 	os.MkdirAll(dir, 0o755)
@@ -284,7 +274,7 @@ func benchFeatures(b *testing.B, cuda bool, threads int, store, arch string, enc
 	}
 	work := filepath.Join(dir, "out")
 	cfg := map[string]any{"job": "features", "encoder": enc, "weights": weights, "store": store, "splits": []string{"train"},
-		"classes": 0, "precision": precision, "batch_size": 64, "work": work}
+		"classes": 0, "precision": precision, "batch_size": batch, "work": work}
 	busy := utilisation(cuda)
 	if err := torchrt.Run(context.Background(), env, dir, torchrt.Job{Python: torchtest.Python(), Config: cfg}); err != nil {
 		b.Fatal(err)
@@ -295,8 +285,7 @@ func benchFeatures(b *testing.B, cuda bool, threads int, store, arch string, enc
 	if err != nil || json.Unmarshal(data, &st) != nil {
 		b.Fatalf("stats: %v", err)
 	}
-	peer := runPeer(b, threads, "features", store, arch, "64", precision)
-	report(b, fmt.Sprintf("features %s 224px %s", arch, precision), st.Images/st.Seconds, peer.ImagesPerSec, peer, threads, gpu)
+	return st.Images / st.Seconds, gpu
 }
 
 // BenchmarkTorchRuntimeTrainResNet18: fine-tuning steps of ResNet-18 at
