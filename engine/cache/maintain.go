@@ -238,39 +238,8 @@ func (c *Cache) GCBeside(olderThan time.Duration) (GCStats, error) {
 		}
 		return nil
 	})
-	c.gcKeptAreasBeside(cutoff, &st)
+	c.gcKeptAreas(cutoff, true, &st)
 	return st, nil
-}
-
-// gcKeptAreasBeside is gcKeptAreas for what no run holds: a partial
-// download whose blob lock is free, a resume directory whose lock is free
-// (a training writing checkpoints holds it).
-func (c *Cache) gcKeptAreasBeside(cutoff time.Time, st *GCStats) {
-	for area, lockOf := range map[string]func(name string) string{
-		"partial": func(name string) string { return "blob-" + strings.TrimSuffix(name, ".part") + ".lock" },
-		"resume":  func(name string) string { return "resume-" + name + ".lock" },
-	} {
-		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
-		for _, ent := range entries {
-			info, err := ent.Info()
-			if err != nil || !info.ModTime().Before(cutoff) {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-			unlock, err := c.lock(ctx, filepath.Join(c.dir, "locks", lockOf(ent.Name())), false)
-			cancel()
-			if err != nil {
-				continue // a run holds it
-			}
-			p := filepath.Join(c.dir, area, ent.Name())
-			n, _ := dirSize(p)
-			if os.RemoveAll(p) == nil {
-				st.Other++
-				st.Bytes += n
-			}
-			unlock()
-		}
-	}
 }
 
 // gcAll is GC under the exclusive lock.
@@ -389,23 +358,41 @@ func (c *Cache) gcLeftovers(cutoff time.Time, st *GCStats) {
 			}
 		}
 	}
-	c.gcKeptAreas(cutoff, st)
+	c.gcKeptAreas(cutoff, false, st)
 }
 
 // gcKeptAreas removes interrupted downloads and training checkpoints,
-// kept for the next attempt, that nobody came back for since cutoff.
-func (c *Cache) gcKeptAreas(cutoff time.Time, st *GCStats) {
+// kept for the next attempt, that nobody came back for since cutoff;
+// beside running applies, only those whose lock no run holds (a partial
+// download's blob lock, a training's resume lock).
+func (c *Cache) gcKeptAreas(cutoff time.Time, beside bool, st *GCStats) {
+	lockOf := map[string]func(name string) string{
+		"partial": func(name string) string { return "blob-" + strings.TrimSuffix(name, ".part") + ".lock" },
+		"resume":  func(name string) string { return "resume-" + name + ".lock" },
+	}
 	for _, area := range []string{"partial", "resume"} {
 		entries, _ := os.ReadDir(filepath.Join(c.dir, area))
 		for _, ent := range entries {
-			p := filepath.Join(c.dir, area, ent.Name())
-			if info, err := ent.Info(); err == nil && info.ModTime().Before(cutoff) {
-				n, _ := dirSize(p)
-				if os.RemoveAll(p) == nil {
-					st.Other++
-					st.Bytes += n
+			if info, err := ent.Info(); err != nil || !info.ModTime().Before(cutoff) {
+				continue
+			}
+			unlock := func() {}
+			if beside {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				var err error
+				unlock, err = c.lock(ctx, filepath.Join(c.dir, "locks", lockOf[area](ent.Name())), false)
+				cancel()
+				if err != nil {
+					continue // a run holds it
 				}
 			}
+			p := filepath.Join(c.dir, area, ent.Name())
+			n, _ := dirSize(p)
+			if os.RemoveAll(p) == nil {
+				st.Other++
+				st.Bytes += n
+			}
+			unlock()
 		}
 	}
 }

@@ -38,7 +38,7 @@ func OpenTarFS(src, name string, lim Limits) (*Tree, error) {
 func (t *Tree) index(size int64, lim Limits) error {
 	x := &extractor{name: t.name, lim: lim, archiveSize: size}
 	tr := tar.NewReader(t.f)
-	files := map[string]tarEntry{}
+	files := map[string]treeEntry{}
 	dirs := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
@@ -78,7 +78,7 @@ func (t *Tree) index(size int64, lim Limits) error {
 			}
 			// A later entry of the same name replaces the earlier one, as
 			// extraction does.
-			files[name] = tarEntry{name: name, off: pos, size: hdr.Size}
+			files[name] = treeEntry{name: name, off: pos, size: hdr.Size}
 		case tar.TypeSymlink, tar.TypeLink, tar.TypeGNUSparse:
 			return fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
 		default:

@@ -28,14 +28,14 @@ type Tree struct {
 	name string
 	// entries holds the tree's files and directories sorted by name, so
 	// that a directory's entries are one contiguous run after it.
-	entries []tarEntry
+	entries []treeEntry
 	mod     time.Time
 }
 
-// tarEntry is one file (off, size in the archive; or zf, a zip's member
+// treeEntry is one file (off, size in the archive; or zf, a zip's member
 // of size bytes) or directory of the tree; a directory that only other
 // names imply has dir set too.
-type tarEntry struct {
+type treeEntry struct {
 	name      string
 	dir       bool
 	off, size int64
@@ -44,7 +44,7 @@ type tarEntry struct {
 
 // settle sorts files and dirs into the tree's entries, after checking
 // that every entry's parents are directories, as extraction creates them.
-func (t *Tree) settle(files map[string]tarEntry, dirs map[string]bool) error {
+func (t *Tree) settle(files map[string]treeEntry, dirs map[string]bool) error {
 	// Every entry's parents are directories, as extraction creates them
 	// (a directory entry "a/c/" alone makes "a" too).
 	parents := slices.Collect(maps.Keys(files))
@@ -64,14 +64,14 @@ func (t *Tree) settle(files map[string]tarEntry, dirs map[string]bool) error {
 			return fmt.Errorf("%s: %q is both a file and a directory: %w", t.name, d, ErrNotInPlace)
 		}
 	}
-	t.entries = make([]tarEntry, 0, len(files)+len(dirs))
+	t.entries = make([]treeEntry, 0, len(files)+len(dirs))
 	for _, e := range files {
 		t.entries = append(t.entries, e)
 	}
 	for d := range dirs {
-		t.entries = append(t.entries, tarEntry{name: d, dir: true})
+		t.entries = append(t.entries, treeEntry{name: d, dir: true})
 	}
-	slices.SortFunc(t.entries, func(a, b tarEntry) int { return compareTreeNames(a.name, b.name) })
+	slices.SortFunc(t.entries, func(a, b treeEntry) int { return compareTreeNames(a.name, b.name) })
 	return nil
 }
 
@@ -97,20 +97,20 @@ func compareTreeNames(a, b string) int {
 // Close closes the archive.
 func (t *Tree) Close() error { return t.f.Close() }
 
-// Name is the archive's name, as given to OpenTarFS.
+// Name is the archive's name, as given to OpenTarFS or OpenZipFS.
 func (t *Tree) Name() string { return t.name }
 
 // lookup finds name's entry; "." is the root directory.
-func (t *Tree) lookup(op, name string) (tarEntry, error) {
+func (t *Tree) lookup(op, name string) (treeEntry, error) {
 	if !fs.ValidPath(name) {
-		return tarEntry{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+		return treeEntry{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	if name == "." {
-		return tarEntry{name: ".", dir: true}, nil
+		return treeEntry{name: ".", dir: true}, nil
 	}
-	i, ok := slices.BinarySearchFunc(t.entries, name, func(e tarEntry, n string) int { return compareTreeNames(e.name, n) })
+	i, ok := slices.BinarySearchFunc(t.entries, name, func(e treeEntry, n string) int { return compareTreeNames(e.name, n) })
 	if !ok {
-		return tarEntry{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+		return treeEntry{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	}
 	return t.entries[i], nil
 }
@@ -184,7 +184,7 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 	if name == "." {
 		prefix = ""
 	} else {
-		start, _ = slices.BinarySearchFunc(t.entries, prefix, func(e tarEntry, n string) int { return compareTreeNames(e.name, n) })
+		start, _ = slices.BinarySearchFunc(t.entries, prefix, func(e treeEntry, n string) int { return compareTreeNames(e.name, n) })
 	}
 	var out []fs.DirEntry
 	for _, c := range t.entries[start:] {
@@ -199,20 +199,20 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 	return out, nil
 }
 
-func (t *Tree) info(e tarEntry) tarInfo { return tarInfo{e: e, mod: t.mod} }
+func (t *Tree) info(e treeEntry) treeInfo { return treeInfo{e: e, mod: t.mod} }
 
-// tarInfo is an entry's fs.FileInfo.
-type tarInfo struct {
-	e   tarEntry
+// treeInfo is an entry's fs.FileInfo.
+type treeInfo struct {
+	e   treeEntry
 	mod time.Time
 }
 
-func (i tarInfo) Name() string       { return path.Base(i.e.name) }
-func (i tarInfo) Size() int64        { return i.e.size }
-func (i tarInfo) ModTime() time.Time { return i.mod }
-func (i tarInfo) IsDir() bool        { return i.e.dir }
-func (i tarInfo) Sys() any           { return nil }
-func (i tarInfo) Mode() fs.FileMode {
+func (i treeInfo) Name() string       { return path.Base(i.e.name) }
+func (i treeInfo) Size() int64        { return i.e.size }
+func (i treeInfo) ModTime() time.Time { return i.mod }
+func (i treeInfo) IsDir() bool        { return i.e.dir }
+func (i treeInfo) Sys() any           { return nil }
+func (i treeInfo) Mode() fs.FileMode {
 	if i.e.dir {
 		return fs.ModeDir | 0o555
 	}
@@ -221,7 +221,7 @@ func (i tarInfo) Mode() fs.FileMode {
 
 // tarFile is an open file of the tree.
 type tarFile struct {
-	info tarInfo
+	info treeInfo
 	r    *io.SectionReader
 }
 

@@ -39,7 +39,7 @@ func OpenZipFS(src, name string, lim Limits) (*Tree, error) {
 // indexZip builds the entries from the central directory.
 func (t *Tree) indexZip(zr *zip.Reader, size int64, lim Limits) error {
 	x := &extractor{name: t.name, lim: lim, archiveSize: size}
-	files := map[string]tarEntry{}
+	files := map[string]treeEntry{}
 	dirs := map[string]bool{}
 	for _, f := range zr.File {
 		if err := x.countEntry(); err != nil {
@@ -76,7 +76,7 @@ func (t *Tree) indexZip(zr *zip.Reader, size int64, lim Limits) error {
 				return fmt.Errorf("%s: %d bytes declared in a %d-byte archive, more than %g times its size: %w (a decompression bomb? raise max_extract_ratio if this archive is trusted)",
 					x.name, x.written, size, x.lim.MaxRatio, ErrLimit)
 			}
-			files[name] = tarEntry{name: name, size: declared, zf: f} // a later entry replaces an earlier one
+			files[name] = treeEntry{name: name, size: declared, zf: f} // a later entry replaces an earlier one
 		default:
 			// Devices and the like are skipped, as extraction does.
 		}

@@ -127,7 +127,7 @@ type annotatedRows struct {
 	// splits holds row indices per split ("train", "val", "test").
 	splits map[string][]int
 	index  *imagecsv.Index
-	// fsys, when set, holds the index's images (tarballs read in place).
+	// fsys, when set, holds the index's images (archives read in place).
 	fsys fs.FS
 }
 
@@ -265,7 +265,7 @@ func (n *Node) readAnnotations(tree *rawTree) (*annotatedRows, error) {
 // on disk, or, where tarballs are read in place, in the tree, whose names
 // the index then holds (fsys).
 func (n *Node) imageIndexIn(tree *rawTree) (*imagecsv.Index, fs.FS, error) {
-	if len(tree.tars) == 0 {
+	if len(tree.archives) == 0 {
 		ix, err := n.imageIndex(tree.dir)
 		return ix, nil, err
 	}

@@ -100,8 +100,8 @@ image_size  = [6, 8]
 			if err := n.layOut(&nodes.Env{Log: zerolog.Nop()}, tree, got); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(tree.dir, "both")); err == nil || len(tree.tars) != 1 {
-				t.Errorf("the zip was extracted (%d archives read in place)", len(tree.tars))
+			if _, err := os.Stat(filepath.Join(tree.dir, "both")); err == nil || len(tree.archives) != 1 {
+				t.Errorf("the zip was extracted (%d archives read in place)", len(tree.archives))
 			}
 			tree.close()
 			n.sources[0].scheme, n.sources[0].extract = "https", true

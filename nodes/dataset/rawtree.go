@@ -21,8 +21,8 @@ import (
 // are slash-separated and relative to the tree's root; any bytes are
 // allowed on disk, as the extracted files have them.
 type rawTree struct {
-	dir  string
-	tars map[string]*archive.Tree // top-level name → the tarball holding it
+	dir      string
+	archives map[string]*archive.Tree // top-level name → the archive holding it
 }
 
 // errNotInPlace says why the sources are extracted after all.
@@ -36,7 +36,7 @@ var errNotInPlace = errors.New("two sources write the same top-level name")
 // before and reports what is wrong, with its usual precedence of later
 // sources over earlier ones.
 func (t *rawTree) inPlace(got []fetched) (map[int]bool, error) {
-	tars := map[string]*archive.Tree{}
+	archives := map[string]*archive.Tree{}
 	owner := map[string]int{}
 	covered := map[int]bool{}
 	for i, g := range got {
@@ -49,39 +49,39 @@ func (t *rawTree) inPlace(got []fetched) (map[int]bool, error) {
 			}
 			tfs, err := open(g.path, g.name, g.s.limits)
 			if err != nil {
-				closeTars(tars)
+				closeArchives(archives)
 				return nil, err
 			}
 			root, _ := tfs.ReadDir(".")
 			for _, e := range root {
 				tops = append(tops, e.Name())
-				tars[e.Name()] = tfs
+				archives[e.Name()] = tfs
 			}
 			if len(root) == 0 {
 				tfs.Close()
 			}
 			covered[i] = true
 		case g.s.extract && kind != "":
-			closeTars(tars)
+			closeArchives(archives)
 			return nil, fmt.Errorf("%s: a %s archive is extracted", g.name, kind)
 		default:
 			tops = []string{strings.SplitN(g.name, "/", 2)[0]}
 		}
 		for _, top := range tops {
 			if j, ok := owner[top]; ok && j != i {
-				closeTars(tars)
+				closeArchives(archives)
 				return nil, fmt.Errorf("%q: %w", top, errNotInPlace)
 			}
 			owner[top] = i
 		}
 	}
-	t.tars = tars
+	t.archives = archives
 	return covered, nil
 }
 
-func closeTars(tars map[string]*archive.Tree) {
+func closeArchives(archives map[string]*archive.Tree) {
 	seen := map[*archive.Tree]bool{}
-	for _, tfs := range tars {
+	for _, tfs := range archives {
 		if !seen[tfs] {
 			seen[tfs] = true
 			tfs.Close()
@@ -90,13 +90,13 @@ func closeTars(tars map[string]*archive.Tree) {
 }
 
 // close closes the tarballs read in place.
-func (t *rawTree) close() { closeTars(t.tars) }
+func (t *rawTree) close() { closeArchives(t.archives) }
 
 // layer routes name to the tarball owning its first element, or to disk
 // (nil).
 func (t *rawTree) layer(name string) *archive.Tree {
 	top, _, _ := strings.Cut(name, "/")
-	return t.tars[top]
+	return t.archives[top]
 }
 
 // diskPath is name's path on disk, refusing names that would leave the
@@ -116,7 +116,7 @@ func (t *rawTree) Open(name string) (fs.File, error) {
 	if tfs := t.layer(name); tfs != nil {
 		return tfs.Open(name)
 	}
-	if name == "." && len(t.tars) > 0 {
+	if name == "." && len(t.archives) > 0 {
 		entries, err := t.ReadDir(".")
 		if err != nil {
 			return nil, err
@@ -173,11 +173,11 @@ func (t *rawTree) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	entries, err := os.ReadDir(p)
-	if err != nil || name != "." || len(t.tars) == 0 {
+	if err != nil || name != "." || len(t.archives) == 0 {
 		return entries, err
 	}
 	seen := map[*archive.Tree]bool{}
-	for _, tfs := range t.tars {
+	for _, tfs := range t.archives {
 		if seen[tfs] {
 			continue
 		}
@@ -243,7 +243,7 @@ func listNames(tree *rawTree) []string {
 // open them (they are small: CSVs, label lists, question files). Patterns
 // that match nothing in a tarball are left to those readers' errors.
 func (t *rawTree) materialize(patterns []string) error {
-	if len(t.tars) == 0 {
+	if len(t.archives) == 0 {
 		return nil
 	}
 	for _, p := range patterns {

@@ -256,8 +256,8 @@ test_fraction = 0.25
 			if err := n.layOut(&nodes.Env{Log: zerolog.Nop()}, tree, got); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(tree.dir, "imgs")); err == nil || len(tree.tars) != 2 {
-				t.Errorf("the %s archives were extracted (%d read in place)", ext, len(tree.tars))
+			if _, err := os.Stat(filepath.Join(tree.dir, "imgs")); err == nil || len(tree.archives) != 2 {
+				t.Errorf("the %s archives were extracted (%d read in place)", ext, len(tree.archives))
 			}
 			tree.close()
 			n.sources[1].scheme, n.sources[1].extract = "https", true
