@@ -93,24 +93,6 @@ func EpisodeMetricsOf(h HeadSpec, probs [][][]float32) map[string]float64 {
 	return out
 }
 
-// SegmentationMetricsOf computes the segmentation metrics from the
-// ensemble's predicted class of every pixel of d (best, example-major)
-// and its probability of the pixel's true class (py): what the per-pixel
-// probabilities give, without holding N x H x W x K of them.
-func SegmentationMetricsOf(d *Data, best []int32, py []float32, classes int) (map[string]float64, error) {
-	if n := d.labelledPixels(); len(best) != n || len(py) != n {
-		return nil, fmt.Errorf("%d predicted pixels and %d probabilities for %d labelled pixels", len(best), len(py), n)
-	}
-	s := NewSegmentationScores(d, classes)
-	pixels := max(d.pixels(), 1)
-	for k := range len(best) / pixels {
-		if err := s.Add(best[k*pixels:(k+1)*pixels], py[k*pixels:(k+1)*pixels]); err != nil {
-			return nil, err
-		}
-	}
-	return s.Metrics()
-}
-
 // SegmentationScores accumulates the segmentation metrics of d's
 // examples one at a time, in order, from each pixel's predicted class and
 // predicted probability of its true class: a split's predictions need

@@ -2,10 +2,8 @@ package trainnode
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -219,16 +217,14 @@ func segmentationMetricsFrom(path string, test *train.Data, outputs int) (map[st
 		return nil, fmt.Errorf("pred.safetensors: %d predicted pixels and %d probabilities for %d examples of %d pixels",
 			best.NumElements(), ptrue.NumElements(), n, pixels)
 	}
-	b, p := make([]int32, pixels), make([]float32, pixels)
 	for k := range n {
-		bs, ps := best.Data[4*k*pixels:4*(k+1)*pixels], ptrue.Data[4*k*pixels:4*(k+1)*pixels]
-		for i := range pixels {
-			b[i] = int32(binary.LittleEndian.Uint32(bs[4*i:]))
-			p[i] = math.Float32frombits(binary.LittleEndian.Uint32(ps[4*i:]))
-		}
-		safetensors.Release(bs)
-		safetensors.Release(ps)
-		if err := s.Add(b, p); err != nil {
+		// One example's rows of each tensor, decoded, then let go.
+		b := safetensors.Tensor{DType: safetensors.I32, Shape: []int{pixels}, Data: best.Data[4*k*pixels : 4*(k+1)*pixels]}
+		p := safetensors.Tensor{DType: safetensors.F32, Shape: []int{pixels}, Data: ptrue.Data[4*k*pixels : 4*(k+1)*pixels]}
+		err := s.Add(b.Int32s(), p.Float32s())
+		safetensors.Release(b.Data)
+		safetensors.Release(p.Data)
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -46,7 +46,14 @@ func TestSegmentationMetricsFromTheMappedFile(t *testing.T) {
 		best[i] = int32((i * 2) % classes)
 		ptrue[i] = 0.1 + 0.8*float32(i%5)/4
 	}
-	want, err := train.SegmentationMetricsOf(d, best, ptrue, classes)
+	// The same predictions held whole, scored example by example.
+	whole := train.NewSegmentationScores(d, classes)
+	for k := range n {
+		if err := whole.Add(best[k*pixels:(k+1)*pixels], ptrue[k*pixels:(k+1)*pixels]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := whole.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
