@@ -146,19 +146,47 @@ func (c *Cache) AddBlob(tmpPath, want string) (path, sha string, err error) {
 		os.Remove(tmpPath)
 		return "", "", &ChecksumError{Want: want, Got: sha}
 	}
+	path, err = c.storeBlob(tmpPath, sha)
+	return path, sha, err
+}
+
+// AddHashedBlob moves the finished file at tmpPath into the blob store
+// under sha without hashing it: for a caller that copied it from a file
+// it hashed and whose stamp (size, times, inode) stayed the same from
+// before that hash to after the copy, as the cache's stamps vouch for a
+// stored file. Anything else goes through AddBlob.
+func (c *Cache) AddHashedBlob(tmpPath, sha string) (string, error) {
+	if _, err := ParseID(sha); err != nil {
+		return "", fmt.Errorf("invalid sha256 %q", sha)
+	}
+	f, err := os.Open(tmpPath)
+	if err != nil {
+		return "", err
+	}
+	serr := f.Sync()
+	f.Close()
+	if serr != nil {
+		return "", serr
+	}
+	return c.storeBlob(tmpPath, strings.ToLower(sha))
+}
+
+// storeBlob moves the synced file at tmpPath, whose SHA-256 is sha, into
+// the blob store (or drops it when the blob is there already).
+func (c *Cache) storeBlob(tmpPath, sha string) (string, error) {
 	if p, ok := c.BlobPath(sha); ok {
 		os.Remove(tmpPath)
-		return p, sha, nil
+		return p, nil
 	}
 	if err := os.Chmod(tmpPath, 0o444); err != nil {
-		return "", "", err
+		return "", err
 	}
 	dst := c.blobFile(sha)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-		return "", "", err
+		return "", err
 	}
 	if err := os.Rename(tmpPath, dst); err != nil {
-		return "", "", fmt.Errorf("cache: storing blob: %w", err)
+		return "", fmt.Errorf("cache: storing blob: %w", err)
 	}
 	syncDir(filepath.Dir(dst))
 	if info, err := os.Lstat(dst); err == nil {
@@ -166,7 +194,7 @@ func (c *Cache) AddBlob(tmpPath, want string) (path, sha string, err error) {
 			writeStamps(dst+".stat", []stamp{s})
 		}
 	}
-	return dst, sha, nil
+	return dst, nil
 }
 
 // ChecksumError is a file whose SHA-256 is not the one expected.

@@ -139,7 +139,12 @@ func (t *Tree) Open(name string) (fs.File, error) {
 }
 
 // ReadFile reads a file of the tree whole.
-func (t *Tree) ReadFile(name string) ([]byte, error) {
+func (t *Tree) ReadFile(name string) ([]byte, error) { return t.ReadFileInto(name, nil) }
+
+// ReadFileInto reads a file of the tree whole into buf's storage when it
+// is large enough (else into a new slice) and returns the file's bytes: a
+// reader of many members reuses one buffer.
+func (t *Tree) ReadFileInto(name string, buf []byte) ([]byte, error) {
 	e, err := t.lookup("read", name)
 	if err != nil {
 		return nil, err
@@ -147,7 +152,10 @@ func (t *Tree) ReadFile(name string) ([]byte, error) {
 	if e.dir {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
 	}
-	buf := make([]byte, e.size)
+	if int64(cap(buf)) < e.size {
+		buf = make([]byte, e.size)
+	}
+	buf = buf[:e.size]
 	if e.zf != nil {
 		// The member inflated to its declared size, its CRC checked at
 		// the end: archive/zip refuses more bytes than declared.

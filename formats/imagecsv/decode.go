@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/gatepipe/gatepipe/formats/imagedec"
 	"github.com/gatepipe/gatepipe/formats/imagefolder"
 )
 
@@ -19,6 +18,13 @@ import (
 // An image declaring more than maxPixels pixels (0: the default bound) is
 // refused before it is decoded.
 func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, width int, maxPixels int64, progress func(done int)) ([]byte, error) {
+	return DecodeInto(ctx, nil, fsys, paths, channels, height, width, maxPixels, progress)
+}
+
+// DecodeInto is Decode into dst's storage when it is large enough (else a
+// new slice): a caller decoding batch after batch reuses its buffers, and
+// each image is decoded straight into its place.
+func DecodeInto(ctx context.Context, dst []byte, fsys fs.FS, paths []string, channels, height, width int, maxPixels int64, progress func(done int)) ([]byte, error) {
 	if channels != 1 && channels != 3 {
 		return nil, fmt.Errorf("channels must be 1 or 3, not %d", channels)
 	}
@@ -26,7 +32,11 @@ func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, w
 		return nil, fmt.Errorf("image size must be positive, not %dx%d", height, width)
 	}
 	size := channels * height * width
-	out := make([]byte, len(paths)*size)
+	out := dst[:0]
+	if cap(out) < len(paths)*size {
+		out = make([]byte, len(paths)*size)
+	}
+	out = out[:len(paths)*size]
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan int)
@@ -40,16 +50,24 @@ func Decode(ctx context.Context, fsys fs.FS, paths []string, channels, height, w
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dec := imagedec.New()
-			dec.MaxPixels = maxPixels
-			buf := make([]byte, 0, size)
+			r := imagefolder.NewReader(maxPixels)
 			for i := range next {
-				var err error
-				if buf, err = imagefolder.AppendFile(buf[:0], fsys, paths[i], dec, channels, height, width); err != nil {
+				// The image's place, with no room beyond it: the decoder
+				// appends there in place.
+				place := out[i*size : i*size : (i+1)*size]
+				got, err := r.Append(place, fsys, paths[i], channels, height, width)
+				if err != nil {
 					once.Do(func() { first = err; cancel() })
 					continue
 				}
-				copy(out[i*size:], buf)
+				if len(got) != size {
+					err := fmt.Errorf("%s: %d bytes decoded, want %d (internal error)", paths[i], len(got), size)
+					once.Do(func() { first = err; cancel() })
+					continue
+				}
+				if &got[0] != &out[i*size] {
+					copy(out[i*size:], got)
+				}
 			}
 		}()
 	}

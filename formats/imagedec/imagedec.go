@@ -25,6 +25,7 @@ import (
 	_ "image/gif" // registered decoders
 	_ "image/jpeg"
 	_ "image/png"
+	"slices"
 )
 
 // Decoder holds one goroutine's scratch space: the decoded pixels, the
@@ -124,6 +125,10 @@ func (d *Decoder) appendPacked(out, pix []byte, bands, iw, ih, channels, h, w in
 		}
 		pix, bands = pix[:iw*ih], 1
 	}
+	// Every byte of the appended planes is written below.
+	start := len(out)
+	out = slices.Grow(out, channels*h*w)[:start+channels*h*w]
+	px := out[start:]
 	var small []byte
 	if iw == w && ih == h {
 		small = pix[:h*w*bands] // at its size already (a JPEG store's image): no copy
@@ -132,11 +137,11 @@ func (d *Decoder) appendPacked(out, pix []byte, bands, iw, ih, channels, h, w in
 			d.small = make([]byte, h*w*bands)
 		}
 		small = d.small[:h*w*bands]
+		if bands == channels && d.rs.resizePlanar(px, small, pix, iw*bands, bands, iw, ih, w, h) {
+			return out
+		}
 		d.rs.resize(small, pix, iw*bands, bands, iw, ih, w, h)
 	}
-	start := len(out)
-	out = append(out, make([]byte, channels*h*w)...)
-	px := out[start:]
 	plane := h * w
 	switch {
 	case bands == 1:

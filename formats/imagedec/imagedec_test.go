@@ -162,5 +162,23 @@ func TestNativeResizeEqualsGo(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%+v: the native resize differs from Go's", c)
 		}
+		// The one-call path into channel-major planes: Go's pixels, split.
+		var planar resizer
+		planes, small := make([]byte, len(got)), make([]byte, len(got))
+		done := planar.resizePlanar(planes, small, src, c.inW*c.bands, c.bands, c.inW, c.inH, c.outW, c.outH)
+		if both := c.inW != c.outW && c.inH != c.outH; done != both {
+			t.Errorf("%+v: resizePlanar = %v, want %v", c, done, both)
+		}
+		if !done {
+			continue
+		}
+		n := c.outW * c.outH
+		for i := range n {
+			for b := range c.bands {
+				if planes[b*n+i] != want[i*c.bands+b] {
+					t.Fatalf("%+v: planar pixel %d band %d = %d, Go's %d", c, i, b, planes[b*n+i], want[i*c.bands+b])
+				}
+			}
+		}
 	}
 }

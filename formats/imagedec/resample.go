@@ -165,6 +165,21 @@ func (r *resizer) resize(dst, src []byte, stride, bands, inW, inH, outW, outH in
 	r.vertical(dst, tmp, outW*bands, outW*bands, rowFirst)
 }
 
+// resizePlanar is resize into channel-major planes (bands planes of outW
+// x outH) through small (outW x outH x bands), in one native call where
+// the build has one and both axes change; false when it did not (the
+// caller then resizes and splits).
+func (r *resizer) resizePlanar(planes, small, src []byte, stride, bands, inW, inH, outW, outH int) bool {
+	if r.goOnly || inW == outW || inH == outH {
+		return false
+	}
+	r.taps(inW, inH, outW, outH)
+	rowFirst, rowLast := r.vert.rowsRead()
+	rows := rowLast - rowFirst
+	r.tmp = grow(r.tmp, rows*outW*bands)
+	return nativeResizePlanar(planes, small, r.tmp, src, stride, bands, r.horiz, r.vert, rowFirst, rows)
+}
+
 // vertical is the vertical pass, native where the build has it.
 func (r *resizer) vertical(dst, src []byte, stride, width, shift int) {
 	if r.goOnly || !nativeVertical(dst, src, stride, width, r.vert, shift) {

@@ -210,6 +210,35 @@ static void gp_vertical(uint8_t *dst, const uint8_t *src, long stride, int width
 	gp_vertical_plain(dst, src, stride, width, shift, first, w, n, out_h);
 }
 
+// gp_split splits n pixels of bands interleaved values (1 or 3) into
+// bands planes of n values each, one after another.
+static void gp_split(uint8_t *planes, const uint8_t *px, int bands, long n) {
+	if (bands == 1) {
+		memcpy(planes, px, n);
+		return;
+	}
+	uint8_t *r = planes, *g = planes + n, *b = planes + 2 * n;
+	for (long i = 0; i < n; i++) {
+		r[i] = px[3 * i];
+		g[i] = px[3 * i + 1];
+		b[i] = px[3 * i + 2];
+	}
+}
+
+// gp_resize_planar runs both passes and the split in one call (one cgo
+// transition an image instead of three): rows [row_first, row_first +
+// rows) of src horizontally into tmp, tmp vertically into small, small
+// into planes.
+static void gp_resize_planar(uint8_t *planes, uint8_t *small, uint8_t *tmp, const uint8_t *src, long src_len,
+                             long stride, int bands, int row_first, int rows, const int32_t *hfirst,
+                             const uint32_t *hw, int hn, int out_w, const int32_t *vfirst, const uint32_t *vw, int vn,
+                             int out_h) {
+	gp_horizontal(tmp, src + (long)row_first * stride, src_len - (long)row_first * stride, stride, bands, rows,
+	              hfirst, hw, hn, out_w);
+	gp_vertical(small, tmp, (long)out_w * bands, out_w * bands, row_first, vfirst, vw, vn, out_h);
+	gp_split(planes, small, bands, (long)out_w * out_h);
+}
+
 static const char *gp_resample_backend(void) {
 	if (gp_has(1)) return "C (AVX2)";
 	if (gp_has(0)) return "C (SSE4.1 rows)";

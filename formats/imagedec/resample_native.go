@@ -48,5 +48,28 @@ func nativeVertical(dst, src []byte, stride, width int, t *filterTaps, shift int
 	return true
 }
 
+// nativeResizePlanar runs both passes and the split into channel-major
+// planes in one call: rows [first, first+rows) of src through tmp (rows x
+// outW x bands) and small (outH x outW x bands, interleaved) into planes
+// (bands planes of outH x outW).
+func nativeResizePlanar(planes, small, tmp, src []byte, stride, bands int, h, v *filterTaps, first, rows int) bool {
+	outW, outH := len(h.ufirst), len(v.ufirst)
+	if h.n == 0 || v.n == 0 || len(src) == 0 || len(tmp) < rows*outW*bands || len(small) < outH*outW*bands || len(planes) < outH*outW*bands {
+		return false
+	}
+	if len(src) < (first+rows-1)*stride+int(h.ufirst[outW-1]+int32(h.n))*bands {
+		return false
+	}
+	if _, last := v.rowsRead(); last-first > rows {
+		return false
+	}
+	C.gp_resize_planar((*C.uint8_t)(unsafe.Pointer(&planes[0])), (*C.uint8_t)(unsafe.Pointer(&small[0])),
+		(*C.uint8_t)(unsafe.Pointer(&tmp[0])), (*C.uint8_t)(unsafe.Pointer(&src[0])), C.long(len(src)), C.long(stride),
+		C.int(bands), C.int(first), C.int(rows),
+		(*C.int32_t)(unsafe.Pointer(&h.ufirst[0])), (*C.uint32_t)(unsafe.Pointer(&h.uw[0])), C.int(h.n), C.int(outW),
+		(*C.int32_t)(unsafe.Pointer(&v.ufirst[0])), (*C.uint32_t)(unsafe.Pointer(&v.uw[0])), C.int(v.n), C.int(outH))
+	return true
+}
+
 // resizeBackend names the resampler in use, for `gatepipe version`.
 var resizeBackend = C.GoString(C.gp_resample_backend())

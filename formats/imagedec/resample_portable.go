@@ -12,5 +12,9 @@ func nativeVertical(dst, src []byte, stride, width int, t *filterTaps, shift int
 	return false
 }
 
+func nativeResizePlanar(planes, small, tmp, src []byte, stride, bands int, h, v *filterTaps, first, rows int) bool {
+	return false
+}
+
 // resizeBackend names the resampler in use, for `gatepipe version`.
 const resizeBackend = "Go"

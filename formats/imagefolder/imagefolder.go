@@ -5,6 +5,7 @@ package imagefolder
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -86,30 +87,87 @@ func Read(root string, classes []string, channels, height, width int) (*Images, 
 		return nil, err
 	}
 	out := &Images{Classes: l.Classes, Labels: l.Labels, Files: l.Files}
-	d := imagedec.New()
+	r := &Reader{Dec: imagedec.New()}
 	for _, f := range l.Files {
-		if out.Pixels, err = AppendFile(out.Pixels, fsys, f, d, channels, height, width); err != nil {
+		if out.Pixels, err = r.Append(out.Pixels, fsys, f, channels, height, width); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// AppendFile decodes the image file p (a name in fsys, or a path on disk
+// Reader decodes image files one after another into channel-major
+// pixels, reusing its decoder and the buffer it reads each file into.
+type Reader struct {
+	Dec  *imagedec.Decoder
+	data []byte
+}
+
+// NewReader returns a Reader whose decoder refuses images declaring more
+// than maxPixels pixels (0: the decoder's default bound).
+func NewReader(maxPixels int64) *Reader {
+	d := imagedec.New()
+	d.MaxPixels = maxPixels
+	return &Reader{Dec: d}
+}
+
+// fileReaderInto is a file system that reads a file into a caller's
+// buffer (an archive read in place).
+type fileReaderInto interface {
+	ReadFileInto(name string, buf []byte) ([]byte, error)
+}
+
+// read reads the file p (a name in fsys, or a path on disk when fsys is
+// nil) into the reader's buffer.
+func (r *Reader) read(fsys fs.FS, p string) ([]byte, error) {
+	if fr, ok := fsys.(fileReaderInto); ok {
+		return fr.ReadFileInto(p, r.data[:0])
+	}
+	if fsys != nil {
+		return fs.ReadFile(fsys, p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// One byte more than the size, so that a file that grew is read to
+	// its end rather than cut.
+	buf := r.data[:0]
+	if want := int(info.Size()) + 1; cap(buf) < want {
+		buf = make([]byte, 0, want)
+	}
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// Append decodes the image file p (a name in fsys, or a path on disk
 // when fsys is nil), scales it to height x width as imagedec does (PIL's
 // bilinear resize) and appends its pixels to out channel-major.
-func AppendFile(out []byte, fsys fs.FS, p string, d *imagedec.Decoder, channels, height, width int) ([]byte, error) {
-	var data []byte
-	var err error
-	if fsys == nil {
-		data, err = os.ReadFile(p)
-	} else {
-		data, err = fs.ReadFile(fsys, p)
-	}
+func (r *Reader) Append(out []byte, fsys fs.FS, p string, channels, height, width int) ([]byte, error) {
+	data, err := r.read(fsys, p)
 	if err != nil {
 		return out, err
 	}
-	out, err = d.AppendCHW(out, data, channels, height, width)
+	if cap(data) > cap(r.data) {
+		r.data = data[:0]
+	}
+	out, err = r.Dec.AppendCHW(out, data, channels, height, width)
 	if err != nil {
 		return out, fmt.Errorf("%s: cannot decode image: %w", p, err)
 	}

@@ -109,13 +109,16 @@ type lazyImages struct {
 	maxPixels int64
 }
 
-func (l *lazyImages) decode(idx []int) ([]byte, error) {
+func (l *lazyImages) decode(idx []int) ([]byte, error) { return l.decodeInto(nil, idx) }
+
+// decodeInto is decode into dst's storage when it is large enough.
+func (l *lazyImages) decodeInto(dst []byte, idx []int) ([]byte, error) {
 	paths := make([]string, len(idx))
 	for k, i := range idx {
 		paths[k] = l.paths[i]
 	}
 	// The split writer reports progress, batch by batch.
-	return imagecsv.Decode(l.ctx, l.fsys, paths, l.channels, l.h, l.w, l.maxPixels, nil)
+	return imagecsv.DecodeInto(l.ctx, dst, l.fsys, paths, l.channels, l.h, l.w, l.maxPixels, nil)
 }
 
 // annotatedRows is the annotation table with its rows assigned to splits.

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/formats/hfparquet"
 	"github.com/gatepipe/gatepipe/internal/readset"
@@ -253,10 +252,11 @@ type Node struct {
 	// batchBytes bounds one batch of a split's inputs as it is decoded
 	// and written (defaultBatchBytes; tests make it small).
 	batchBytes int
-	// fingerprinted holds the SHA-256 (hex) that Fingerprint found for
-	// each local source's path: the action ID stands for those bytes, so
-	// Run stores them (and refuses a file that changed since) without
-	// hashing it again.
+	// fingerprinted holds the plannedSource (SHA-256 and stamp) that
+	// Fingerprint found for each local source's path: the action ID
+	// stands for those bytes, so Run stores them (and refuses a file that
+	// changed since), hashing the copy only when the stamp cannot vouch
+	// for it.
 	fingerprinted sync.Map
 	// media is how hostile or damaged media are met (media.go).
 	media mediaPolicy
@@ -472,12 +472,12 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 			}
 			continue
 		}
-		sum, size, err := cache.FileSHA256(s.localPath)
+		planned, err := hashLocal(s.localPath)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", s.URL, err)
 		}
-		n.fingerprinted.Store(s.localPath, sum.String())
-		fmt.Fprintf(w, "source %s %d %s\n", s.URL, size, sum)
+		n.fingerprinted.Store(s.localPath, planned)
+		fmt.Fprintf(w, "source %s %d %s\n", s.URL, planned.size, planned.sum)
 	}
 	return nil
 }

@@ -39,14 +39,15 @@ func (f *fetcher) lock(ctx context.Context, key, sha string) (unlock func(), pat
 	return unlock, "", nil
 }
 
-// fetchLocal stores a local source in the blob store. planned is the
-// SHA-256 that planning found for the file (Fingerprint), or "": a
-// source with a declared sha256 or a planned one is not hashed before it
-// is copied, since the copy is hashed and checked against it anyway.
-func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned string) (string, string, error) {
+// fetchLocal stores a local source in the blob store. planned is what
+// planning found for the file (Fingerprint), or the zero value: a source
+// with a declared sha256 or a planned one is not hashed before it is
+// copied, since the copy is hashed and checked against it anyway, and a
+// planned file whose stamp stayed the same is not hashed again at all.
+func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned plannedSource) (string, string, error) {
 	want, changed := s.SHA256, false
-	if want == "" && planned != "" {
-		want, changed = planned, true
+	if want == "" && planned.sum != "" {
+		want, changed = planned.sum, true
 	}
 	if want == "" {
 		sum, _, err := cache.FileSHA256(s.localPath)
@@ -73,6 +74,11 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned string) (st
 	part, err := f.blobs.PartialPath(key)
 	if err != nil {
 		return "", "", err
+	}
+	if s.SHA256 == "" && planned.sum != "" {
+		if p, ok, err := f.copyPlanned(s, planned, part); ok || err != nil {
+			return p, want, err
+		}
 	}
 	if err := sources.CopyFile(s.localPath, part); err != nil {
 		os.Remove(part)

@@ -65,6 +65,13 @@ type pixelSource interface {
 	decode(idx []int) ([]byte, error)
 }
 
+// pixelSourceInto is a pixelSource that can decode into a caller's
+// buffer, so that a split's writer reuses a few chunk buffers instead of
+// allocating (and faulting in) one per chunk.
+type pixelSourceInto interface {
+	decodeInto(dst []byte, idx []int) ([]byte, error)
+}
+
 // pickedPixels are the examples idx of another lazy source (the kept
 // classes' examples), decoded when a split takes them.
 type pickedPixels struct {
@@ -72,12 +79,23 @@ type pickedPixels struct {
 	idx []int
 }
 
-func (p *pickedPixels) decode(idx []int) ([]byte, error) {
+func (p *pickedPixels) decode(idx []int) ([]byte, error) { return p.decodeInto(nil, idx) }
+
+func (p *pickedPixels) decodeInto(dst []byte, idx []int) ([]byte, error) {
 	from := make([]int, len(idx))
 	for k, i := range idx {
 		from[k] = p.idx[i]
 	}
-	return p.src.decode(from)
+	return decodeInto(p.src, dst, from)
+}
+
+// decodeInto decodes the examples idx of src into dst's storage when src
+// can, else into a new slice.
+func decodeInto(src pixelSource, dst []byte, idx []int) ([]byte, error) {
+	if s, ok := src.(pixelSourceInto); ok {
+		return s.decodeInto(dst, idx)
+	}
+	return src.decode(idx)
 }
 
 func (e *examples) exampleSize() int {

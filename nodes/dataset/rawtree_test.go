@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -143,32 +142,6 @@ func TestRawTreeInPlace(t *testing.T) {
 				t.Errorf("read in place: %q, want %q", got.String(), tc.want)
 			}
 		})
-	}
-}
-
-// A local source edited between planning (Fingerprint, which the action
-// ID stands for) and the run is refused, not stored under the old ID.
-func TestSourceEditedAfterPlanningIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	writeImageFolder(t, dir, 6)
-	tarTree(t, dir, "imgs")
-	n, diags := decode(t, dir, `
-source { url = "imgs.tar" }
-format     = "image_folder"
-train      = ["imgs"]
-image_size = [4, 4]
-`)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if err := n.Fingerprint(context.Background(), io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	writeImageFolder(t, dir, 9)
-	tarTree(t, dir, "imgs")
-	_, _, err := runErr(t, n)
-	if err == nil || !strings.Contains(err.Error(), "imgs.tar changed while it was being read") {
-		t.Fatalf("err = %v, want the source named as changed", err)
 	}
 }
 

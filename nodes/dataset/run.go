@@ -119,9 +119,9 @@ func (n *Node) fetchAll(ctx context.Context, env *nodes.Env) ([]fetched, error) 
 			got = append(got, fs...)
 			continue
 		}
-		planned, _ := n.fingerprinted.Load(s.localPath)
-		known, _ := planned.(string)
-		p, sum, err := f.fetchLocal(ctx, s, known)
+		v, _ := n.fingerprinted.Load(s.localPath)
+		planned, _ := v.(plannedSource)
+		p, sum, err := f.fetchLocal(ctx, s, planned)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
+	"github.com/gatepipe/gatepipe/internal/vec"
 	"github.com/gatepipe/gatepipe/nodes"
 )
 
@@ -127,7 +128,8 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	defer cancel()
 	var skipped []skippedExample
 	var drop []int
-	for c := range decodeChunks(ctx, e, p.idx, per, o.skipBad) {
+	free := make(chan []byte, chunkBuffers)
+	for c := range decodeChunks(ctx, e, p.idx, per, o.skipBad, free) {
 		if c.err != nil {
 			return nil, c.err
 		}
@@ -135,6 +137,10 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 			return nil, err
 		}
 		stats.add(withoutRows(c.x, c.bad, size*e.dtype.Size()), e.dtype, size)
+		select {
+		case free <- c.x:
+		default:
+		}
 		for _, b := range c.bad {
 			drop = append(drop, c.first+b.at)
 			skipped = append(skipped, skippedExample{Split: p.name, Index: index[c.first+b.at], Error: b.err.Error()})
@@ -176,18 +182,29 @@ func withoutRows(x []byte, bad []badPosition, row int) []byte {
 	return append(out, x[prev*row:]...)
 }
 
+// chunkBuffers is how many decoded chunks' buffers a split's writer keeps
+// for reuse: one being decoded, one waiting and one being written.
+const chunkBuffers = 3
+
 // decodeChunks decodes the inputs of examples idx, per at a time, on a
 // goroutine of their own, a chunk ahead of the writer; it stops at the
 // first error (sent as a chunk) or when ctx ends. With skipBad, a chunk
 // that holds an example whose media cannot be decoded is decoded again
-// one example at a time, and those examples are marked bad.
-func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad bool) <-chan decodedChunk {
+// one example at a time, and those examples are marked bad. A chunk is
+// decoded into a buffer taken from free when one is there (the writer
+// gives back each chunk's inputs once written).
+func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad bool, free <-chan []byte) <-chan decodedChunk {
 	chunks := make(chan decodedChunk, 1)
 	go func() {
 		defer close(chunks)
 		for first := 0; first < len(idx); first += per {
 			part := idx[first:min(first+per, len(idx))]
-			x, err := e.inputs(part)
+			var dst []byte
+			select {
+			case dst = <-free:
+			default:
+			}
+			x, err := e.inputsInto(dst, part)
 			var bad []badPosition
 			// A group (Winoground's pairs) is kept whole or not at all:
 			// skipping is for examples that stand alone.
@@ -237,11 +254,15 @@ func writeChunk(w *examplestore.SplitWriter, jw *jpegWriter, e *examples, c deco
 
 // inputs returns the inputs of the examples idx as the split file stores
 // them: U8 pixels decoded now from a lazy source, or copied.
-func (e *examples) inputs(idx []int) ([]byte, error) {
+func (e *examples) inputs(idx []int) ([]byte, error) { return e.inputsInto(nil, idx) }
+
+// inputsInto is inputs into dst's storage where the source can decode
+// into a buffer and dst is large enough.
+func (e *examples) inputsInto(dst []byte, idx []int) ([]byte, error) {
 	size := e.exampleSize()
 	switch {
 	case e.lazy != nil:
-		return e.lazy.decode(idx)
+		return decodeInto(e.lazy, dst, idx)
 	case e.dtype == safetensors.U8:
 		return gather(e.u8, idx, size), nil
 	}
@@ -329,15 +350,16 @@ func f32Bytes(v []float32) []byte {
 }
 
 // channelStats accumulates per-channel sums of the training split's
-// values as its batches stream by: for U8 inputs, exact counts of each
-// byte value per channel (integer, so the order of the examples cannot
-// change the result); for F32, float64 running sums in example order.
+// values as its batches stream by: for U8 inputs, exact integer sums of
+// the bytes and of their squares per channel (so the order of the
+// examples cannot change the result); for F32, float64 running sums in
+// example order.
 type channelStats struct {
 	standard        bool
 	scale           float64
 	channels, inner int
 	sum, sq         []float64
-	counts          [][256]uint64 // U8: per channel, how often each value occurs
+	moments         [][2]uint64 // U8: per channel, the sum of the bytes and of their squares
 	values          float64
 }
 
@@ -351,7 +373,7 @@ func (n *Node) newChannelStats(ex *examples) *channelStats {
 	s := &channelStats{standard: n.normalize == "standard", scale: scale, channels: channels, inner: inner,
 		sum: make([]float64, channels), sq: make([]float64, channels)}
 	if ex.dtype == safetensors.U8 {
-		s.counts = make([][256]uint64, channels)
+		s.moments = make([][2]uint64, channels)
 	}
 	return s
 }
@@ -370,7 +392,9 @@ func (s *channelStats) add(x []byte, dtype safetensors.DType, size int) {
 			start := (ex*size + b*s.inner) * esize
 			block := x[start : start+s.inner*esize]
 			if dtype == safetensors.U8 {
-				countBytes(&s.counts[c], block)
+				sum, sq := vec.ByteMoments(block)
+				s.moments[c][0] += sum
+				s.moments[c][1] += sq
 				continue
 			}
 			sum, sq := s.sum[c], s.sq[c]
@@ -382,31 +406,6 @@ func (s *channelStats) add(x []byte, dtype safetensors.DType, size int) {
 			s.sum[c], s.sq[c] = sum, sq
 		}
 		s.values += float64(size / s.channels)
-	}
-}
-
-// countBytes adds how often each byte value occurs in block to counts.
-// Four tables take alternate bytes, so that runs of one value do not
-// wait on each other's increments; their uint32 counts are added up every
-// 2^30 bytes at most.
-func countBytes(counts *[256]uint64, block []byte) {
-	for len(block) > 0 {
-		part := block[:min(len(block), 1<<30)]
-		block = block[len(part):]
-		var t [4][256]uint32
-		for len(part) >= 4 {
-			t[0][part[0]]++
-			t[1][part[1]]++
-			t[2][part[2]]++
-			t[3][part[3]]++
-			part = part[4:]
-		}
-		for _, v := range part {
-			t[0][v]++
-		}
-		for v := range counts {
-			counts[v] += uint64(t[0][v]) + uint64(t[1][v]) + uint64(t[2][v]) + uint64(t[3][v])
-		}
 	}
 }
 
@@ -422,15 +421,11 @@ func (s *channelStats) normalization() examplestore.Normalization {
 	}
 	for c := range s.sum {
 		sum, sq := s.sum[c], s.sq[c]
-		if s.counts != nil {
+		if s.moments != nil {
 			// Exact integer sums of the bytes and their squares, scaled
 			// once (float64 holds them exactly below 2^53: ImageNet-1k's
 			// squares add up to 4.2e15 per channel at 224 px).
-			var s1, s2 uint64
-			for v, n := range s.counts[c] {
-				s1 += n * uint64(v)
-				s2 += n * uint64(v*v)
-			}
+			s1, s2 := s.moments[c][0], s.moments[c][1]
 			sum, sq = float64(s1)*s.scale, float64(s2)*s.scale*s.scale
 		}
 		mean := sum / s.values
