@@ -49,16 +49,9 @@ func (t *Tree) index(size int64, lim Limits) error {
 		if err != nil {
 			return fmt.Errorf("%s: byte %d: malformed tar: %w", t.name, pos, err)
 		}
-		if err := x.countEntry(); err != nil {
-			return err
-		}
-		name, err := x.cleanName(hdr.Name)
+		name, err := t.entryName(x, hdr)
 		if err != nil {
 			return err
-		}
-		if !utf8.ValidString(name) {
-			// io/fs names are UTF-8; extraction writes any bytes.
-			return fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
@@ -86,6 +79,23 @@ func (t *Tree) index(size int64, lim Limits) error {
 		}
 	}
 	return t.settle(files, dirs)
+}
+
+// entryName counts a header against the limits and checks its name as
+// extraction does, returning the name cleaned.
+func (t *Tree) entryName(x *extractor, hdr *tar.Header) (string, error) {
+	if err := x.countEntry(); err != nil {
+		return "", err
+	}
+	name, err := x.cleanName(hdr.Name)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.ValidString(name) {
+		// io/fs names are UTF-8; extraction writes any bytes.
+		return "", fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
+	}
+	return name, nil
 }
 
 // sparse reports a sparse file in any of tar's encodings.

@@ -31,6 +31,22 @@ func openTree(t testing.TB, data []byte, name string, lim Limits, open func(src,
 	return tree, err
 }
 
+// sameTree compares the tree read in place with the extraction in dst
+// and returns the former's files and directories.
+func sameTree(t *testing.T, tfs fs.FS, dst string) map[string]string {
+	t.Helper()
+	got, want := treeOf(t, tfs), treeOf(t, os.DirFS(dst))
+	if len(got) != len(want) {
+		t.Errorf("in place: %d entries, extracted: %d", len(got), len(want))
+	}
+	for p, w := range want {
+		if g, ok := got[p]; !ok || g != w {
+			t.Errorf("%s: in place %q (present %v), extracted %q", p, g, ok, w)
+		}
+	}
+	return got
+}
+
 // treeOf is every file (with its bytes) and directory of fsys.
 func treeOf(t testing.TB, fsys fs.FS) map[string]string {
 	t.Helper()
@@ -76,15 +92,7 @@ func TestTarFSEqualsExtraction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, want := treeOf(t, tfs), treeOf(t, os.DirFS(dst))
-	if len(got) != len(want) {
-		t.Errorf("in place: %d entries, extracted: %d", len(got), len(want))
-	}
-	for p, w := range want {
-		if g, ok := got[p]; !ok || g != w {
-			t.Errorf("%s: in place %q (present %v), extracted %q", p, g, ok, w)
-		}
-	}
+	got := sameTree(t, tfs, dst)
 	if got["imgs/a/1.jpg"] != "replaced" {
 		t.Errorf("imgs/a/1.jpg = %q, want the later entry's bytes", got["imgs/a/1.jpg"])
 	}
@@ -176,6 +184,14 @@ func FuzzTarFS(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
+		// The same tarball compressed: listed by streaming, it must read
+		// as extraction writes it too.
+		gzSrc := filepath.Join(dir, "x.tar.gz")
+		os.WriteFile(gzSrc, gzipBytes(data), 0o644)
+		if gfs, err := OpenTarGzFS(gzSrc, "x.tar.gz", lim); err == nil {
+			defer gfs.Close()
+			sameAsExtracted(t, gfs, data, filepath.Join(dir, "gz-out"), lim)
+		}
 		src := filepath.Join(dir, "x.tar")
 		os.WriteFile(src, data, 0o644)
 		tfs, err := OpenTarFS(src, "x.tar", lim)
@@ -183,24 +199,30 @@ func FuzzTarFS(f *testing.F) {
 			return
 		}
 		defer tfs.Close()
-		dst := filepath.Join(dir, "out")
-		os.Mkdir(dst, 0o755)
-		root, err := os.OpenRoot(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer root.Close()
-		if _, err := ExtractReader(bytes.NewReader(data), int64(len(data)), "tar", "x.tar", root, lim); err != nil {
-			t.Fatalf("indexed in place, but extraction fails: %v", err)
-		}
-		got, want := treeOf(t, tfs), treeOf(t, os.DirFS(dst))
-		if len(got) != len(want) {
-			t.Fatalf("in place %v, extracted %v", got, want)
-		}
-		for p, w := range want {
-			if got[p] != w {
-				t.Fatalf("%s: in place %q, extracted %q", p, got[p], w)
-			}
-		}
+		sameAsExtracted(t, tfs, data, filepath.Join(dir, "out"), lim)
 	})
+}
+
+// sameAsExtracted extracts the tarball data into dst and compares it with
+// the tree read in place.
+func sameAsExtracted(t *testing.T, tfs *Tree, data []byte, dst string, lim Limits) {
+	t.Helper()
+	os.Mkdir(dst, 0o755)
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := ExtractReader(bytes.NewReader(data), int64(len(data)), "tar", "x.tar", root, lim); err != nil {
+		t.Fatalf("%s indexed in place, but extraction fails: %v", tfs.Name(), err)
+	}
+	got, want := treeOf(t, tfs), treeOf(t, os.DirFS(dst))
+	if len(got) != len(want) {
+		t.Fatalf("%s: in place %v, extracted %v", tfs.Name(), got, want)
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Fatalf("%s: %s: in place %q, extracted %q", tfs.Name(), p, got[p], w)
+		}
+	}
 }

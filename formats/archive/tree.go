@@ -26,6 +26,10 @@ import (
 type Tree struct {
 	f    *os.File
 	name string
+	// gz: a compressed tarball (OpenTarGzFS), of size bytes; its
+	// entries' off is their header's ordinal.
+	gz   bool
+	size int64
 	// entries holds the tree's files and directories sorted by name, so
 	// that a directory's entries are one contiguous run after it.
 	entries []treeEntry
@@ -135,6 +139,13 @@ func (t *Tree) Open(name string) (fs.File, error) {
 		}
 		return &zipFile{info: t.info(e), rc: rc}, nil
 	}
+	if t.gz {
+		r, err := t.Stream().seek(e)
+		if err != nil {
+			return nil, err
+		}
+		return &gzFile{info: t.info(e), r: io.LimitReader(r, e.size)}, nil
+	}
 	return &tarFile{info: t.info(e), r: io.NewSectionReader(t.f, e.off, e.size)}, nil
 }
 
@@ -156,11 +167,17 @@ func (t *Tree) ReadFileInto(name string, buf []byte) ([]byte, error) {
 		buf = make([]byte, e.size)
 	}
 	buf = buf[:e.size]
-	if e.zf != nil {
+	switch {
+	case e.zf != nil:
 		// The member inflated to its declared size, its CRC checked at
 		// the end: archive/zip refuses more bytes than declared.
 		err = readZipMember(e.zf, buf)
-	} else {
+	case t.gz:
+		var r io.Reader
+		if r, err = t.Stream().seek(e); err == nil {
+			_, err = io.ReadFull(r, buf)
+		}
+	default:
 		_, err = t.f.ReadAt(buf, e.off)
 	}
 	if err != nil {

@@ -151,7 +151,7 @@ func (n *Node) parseAnnotated(ctx context.Context, env *nodes.Env, tree *rawTree
 	case "hdf5":
 		return n.parseHDF5(ctx, env, rawDir)
 	case "video_list":
-		return n.parseVideoList(ctx, env, rawDir)
+		return n.parseVideoList(ctx, env, tree)
 	}
 	rows, err := n.readAnnotations(tree)
 	if err != nil {

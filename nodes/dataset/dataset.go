@@ -443,14 +443,16 @@ func (n *Node) Downloads() []sources.Ref {
 
 // Extracts reports whether the file at path of ref's files is unpacked
 // into the node's temporary directory: an archive of an extracted
-// source, unless a tarball or zip that the format reads in place.
+// source, unless a tarball or zip that the format reads in place (or, for
+// video_list, a compressed tarball it streams).
 func (n *Node) Extracts(ref sources.Ref, path string) bool {
 	for _, s := range n.sources {
 		if s.scheme == "file" || s.ref.Key() != ref.Key() || !s.extract {
 			continue
 		}
 		kind := archive.Kind(path)
-		return kind != "" && !(readsArchivesInPlace(n.cfg.Format) && (kind == "tar" || kind == "zip"))
+		inPlace := kind == "tar" || kind == "zip" || kind == "tar.gz" && streamsCompressedTarballs(n.cfg.Format)
+		return kind != "" && !(readsArchivesInPlace(n.cfg.Format) && inPlace)
 	}
 	return false
 }

@@ -89,6 +89,18 @@ func (p *pickedPixels) decodeInto(dst []byte, idx []int) ([]byte, error) {
 	return decodeInto(p.src, dst, from)
 }
 
+func (p *pickedPixels) order(idx []int) []int {
+	o, ok := p.src.(writeOrderer)
+	if !ok {
+		return nil
+	}
+	from := make([]int, len(idx))
+	for k, i := range idx {
+		from[k] = p.idx[i]
+	}
+	return o.order(from)
+}
+
 // decodeInto decodes the examples idx of src into dst's storage when src
 // can, else into a new slice.
 func decodeInto(src pixelSource, dst []byte, idx []int) ([]byte, error) {

@@ -35,17 +35,20 @@ var errNotInPlace = errors.New("two sources write the same top-level name")
 // the same top-level name, or indexing fails: extraction then runs as
 // before and reports what is wrong, with its usual precedence of later
 // sources over earlier ones.
-func (t *rawTree) inPlace(got []fetched) (map[int]bool, error) {
+func (t *rawTree) inPlace(got []fetched, streamGz bool) (map[int]bool, error) {
 	archives := map[string]*archive.Tree{}
 	owner := map[string]int{}
 	covered := map[int]bool{}
 	for i, g := range got {
 		var tops []string
 		switch kind := archive.Kind(g.name); {
-		case g.s.extract && (kind == "tar" || kind == "zip"):
+		case g.s.extract && (kind == "tar" || kind == "zip" || kind == "tar.gz" && streamGz):
 			open := archive.OpenTarFS
-			if kind == "zip" {
+			switch kind {
+			case "zip":
 				open = archive.OpenZipFS
+			case "tar.gz":
+				open = archive.OpenTarGzFS
 			}
 			tfs, err := open(g.path, g.name, g.s.limits)
 			if err != nil {

@@ -131,7 +131,7 @@ func TestRawTreeInPlace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tree := &rawTree{dir: dir}
 			defer tree.close()
-			covered, _ := tree.inPlace(tc.got)
+			covered, _ := tree.inPlace(tc.got, false)
 			var got strings.Builder
 			for i := range tc.got {
 				if covered[i] {

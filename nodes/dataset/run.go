@@ -140,8 +140,8 @@ func (n *Node) layOut(env *nodes.Env, tree *rawTree, got []fetched) error {
 	var inPlace map[int]bool
 	if readsArchivesInPlace(n.cfg.Format) {
 		var err error
-		if inPlace, err = tree.inPlace(got); err != nil {
-			env.Log.Debug().Err(err).Msg("extracting the sources: they cannot be read in place")
+		if inPlace, err = tree.inPlace(got, streamsCompressedTarballs(n.cfg.Format)); err != nil {
+			env.Log.Info().Err(err).Msg("extracting the sources: they cannot be read in place")
 		}
 	}
 	for i, g := range got {
@@ -196,11 +196,17 @@ func (n *Node) placeFile(blob, dst string) error {
 // or images a table or list names (their tables and lists are copied out).
 func readsArchivesInPlace(format string) bool {
 	switch format {
-	case "image_folder", "image_list", "image_csv", "captions_csv", "vqa_json", "camera_traps":
+	case "image_folder", "image_list", "image_csv", "captions_csv", "vqa_json", "camera_traps", "video_list":
 		return true
 	}
 	return false
 }
+
+// streamsCompressedTarballs reports whether a format reads compressed
+// tarballs in place too, decompressing each once in its own order as it
+// writes the store (video_list: Kinetics' 450 GB of tar.gz parts, each
+// video a few MB, copied out one at a time for ffmpeg).
+func streamsCompressedTarballs(format string) bool { return format == "video_list" }
 
 // relabel returns the dataset's task (the block's, else what the label
 // column holds) and gives the splits the block's class_names.

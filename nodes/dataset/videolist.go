@@ -5,16 +5,25 @@ package dataset
 // only for the clips a split keeps.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
+	"path"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/formats/gulp"
 	"github.com/gatepipe/gatepipe/formats/videodec"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/sync/errgroup"
 )
 
 // decodeVideoList checks a video_list dataset.
@@ -36,32 +45,33 @@ func (n *Node) decodeVideoList(decl nodes.Decl) hcl.Diagnostics {
 }
 
 // videoIndex finds videos by file name under the images directories (all
-// the fetched files when none are named). A name in an earlier directory
-// wins over the same name in a later one (Kinetics' replacements for its
-// corrupted videos are listed first), and a directory walks past the
-// others listed; one name twice in one directory is an error naming both.
-func (n *Node) videoIndex(rawDir string) (map[string]string, error) {
-	dirs := []string{rawDir}
+// the fetched files when none are named), on disk or in archives read in
+// place. A name in an earlier directory wins over the same name in a
+// later one (Kinetics' replacements for its corrupted videos are listed
+// first), and a directory walks past the others listed; one name twice
+// in one directory is an error naming both. Values are tree names.
+func (n *Node) videoIndex(tree *rawTree) (map[string]string, error) {
+	dirs := []string{"."}
 	if len(n.cfg.Images) > 0 {
 		var err error
-		if dirs, err = resolveFiles(rawDir, n.cfg.Images); err != nil {
+		if dirs, err = resolveNames(tree, n.cfg.Images); err != nil {
 			return nil, fmt.Errorf("images: %w", err)
 		}
 	}
 	listed := map[string]bool{}
 	for _, d := range dirs {
-		listed[filepath.Clean(d)] = true
+		listed[path.Clean(d)] = true
 	}
 	index := map[string]string{}
 	for _, dir := range dirs {
 		mine := map[string]string{}
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		err := fs.WalkDir(tree, dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			if d.IsDir() {
-				if p != dir && listed[filepath.Clean(p)] {
-					return filepath.SkipDir // another images entry: its own turn
+				if p != dir && listed[path.Clean(p)] {
+					return fs.SkipDir // another images entry: its own turn
 				}
 				return nil
 			}
@@ -100,8 +110,12 @@ func isVideo(p string) bool {
 // keeps only the listed videos it finds (so fewer downloaded parts give
 // fewer clips); the log says how many. The training list fixes the
 // number of classes.
-func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string) (train, val, test *examples, err error) {
-	videos, err := n.videoIndex(rawDir)
+func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, tree *rawTree) (train, val, test *examples, err error) {
+	rawDir := tree.dir
+	if err := tree.materialize(slices.Concat(n.cfg.Train, n.cfg.Val, n.cfg.Test)); err != nil {
+		return nil, nil, nil, err
+	}
+	videos, err := n.videoIndex(tree)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -110,11 +124,11 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 	missing := map[string]int{}
 	err = n.eachListedClip(rawDir, func(name, _ string, c gulp.Clip) error {
 		ex := clipSplit(split, name, []int{frames, channels, h, w}, func() pixelSource {
-			return &videoClips{ctx: ctx, frames: frames, channels: channels, h: h, w: w, progress: env.Progress,
+			return &videoClips{ctx: ctx, tree: tree, frames: frames, channels: channels, h: h, w: w, progress: env.Progress,
 				dec: videodec.Decoder{Timeout: n.media.ffmpegTimeout}}
 		})
 		lazy := ex.lazy.(*videoClips)
-		path, ok := videos[filepath.Base(filepath.FromSlash(c.Key))]
+		video, ok := videos[filepath.Base(filepath.FromSlash(c.Key))]
 		if !ok {
 			missing[name]++
 			return nil
@@ -123,7 +137,15 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 		for _, i := range gulp.SparseIndices(c.End-c.Start+1, frames) {
 			idx = append(idx, c.Start+i)
 		}
-		lazy.clips = append(lazy.clips, videoClip{path: path, name: sourceName(rawDir, path), frames: idx})
+		clip := videoClip{name: video, frames: idx, in: tree.layer(video)}
+		if clip.in == nil {
+			if clip.path, err = tree.diskPath("open", video); err != nil {
+				return err
+			}
+		} else if clip.pos, err = clip.in.Position(video); err != nil {
+			return err
+		}
+		lazy.clips = append(lazy.clips, clip)
 		ex.y = append(ex.y, int64(c.Label))
 		return nil
 	})
@@ -143,39 +165,213 @@ func (n *Node) parseVideoList(ctx context.Context, env *nodes.Env, rawDir string
 	return train, split["val"], split["test"], nil
 }
 
-// videoClip is one clip: its file and the frames sampled from it.
+// videoClip is one clip: its video and the frames sampled from it.
 type videoClip struct {
+	// name is the video's name in the tree (as the sources name it).
+	name string
+	// path is the video on disk; or in is the archive read in place that
+	// holds it, at pos there.
 	path   string
-	name   string // as the source names it (relative to the raw directory)
+	in     *archive.Tree
+	pos    int64
 	frames []int
 }
 
 // videoClips decodes clips with ffmpeg when a split takes them, one
-// process per clip, as many at once as there are cores.
+// process per clip, as many at once as there are cores. A video in an
+// archive read in place is copied to a temporary file for ffmpeg (which
+// needs to seek in an MP4) and removed once decoded; a compressed
+// tarball's videos are copied in the archive's order, through one
+// decompression, while the ones before them decode.
 type videoClips struct {
 	ctx                    context.Context
+	tree                   *rawTree
 	clips                  []videoClip
 	frames, channels, h, w int
 	progress               nodes.Progress
 	dec                    videodec.Decoder
+	// stream reads the compressed tarball of the last clip copied out.
+	stream *archive.Stream
+	from   *archive.Tree
+}
+
+// order puts the clips of compressed tarballs in their archives' order
+// (the sources' order, then the position in each), after the others: the
+// writer decodes them so, reading each tarball once.
+func (v *videoClips) order(idx []int) []int {
+	rank := map[*archive.Tree]int{}
+	for _, c := range v.clips {
+		if c.in != nil && c.in.Streamed() {
+			if _, ok := rank[c.in]; !ok {
+				rank[c.in] = len(rank) + 1
+			}
+		}
+	}
+	if len(rank) == 0 {
+		return nil
+	}
+	key := func(k int) (int, int64) {
+		c := v.clips[idx[k]]
+		if c.in == nil || !c.in.Streamed() {
+			return 0, int64(k)
+		}
+		return rank[c.in], c.pos
+	}
+	out := make([]int, len(idx))
+	for k := range out {
+		out[k] = k
+	}
+	slices.SortStableFunc(out, func(a, b int) int {
+		ra, pa := key(a)
+		rb, pb := key(b)
+		if ra != rb {
+			return ra - rb
+		}
+		return cmp.Compare(pa, pb)
+	})
+	return out
 }
 
 func (v *videoClips) decode(idx []int) ([]byte, error) {
 	size := v.frames * v.channels * v.h * v.w
 	out := make([]byte, len(idx)*size)
-	err := decodeEach(v.ctx, len(idx), v.progress, "decoding videos", func(ctx context.Context, k int) error {
-		c := v.clips[idx[k]]
-		rgb, err := v.dec.FramesNamed(ctx, c.path, c.name, c.frames, v.h, v.w)
-		if err != nil {
-			return err
+	ctx, cancel := context.WithCancel(v.ctx)
+	defer cancel()
+	// Videos come out of their archives on this goroutine, in idx's order
+	// (the writer's: archive order), at most one per core ahead of the
+	// decoders.
+	workers := runtime.GOMAXPROCS(0)
+	ready := make(chan readyClip, workers)
+	var copyErr error
+	go func() {
+		defer close(ready)
+		// last is the latest copy, held by this goroutine too while later
+		// clips may still want it.
+		var last *tempVideo
+		defer func() { readyClip{temp: last}.release() }()
+		for k, i := range idx {
+			c := v.clips[i]
+			r := readyClip{k: k, path: c.path}
+			if c.in != nil {
+				// Clips of one video (several spans of it) follow each
+				// other in archive order: one copy serves them all.
+				if last == nil || last.in != c.in || last.name != c.name {
+					p, err := v.copyOut(c)
+					if err != nil {
+						copyErr = err
+						return
+					}
+					readyClip{temp: last}.release()
+					last = &tempVideo{in: c.in, name: c.name, path: p}
+					last.users.Add(1)
+				}
+				last.users.Add(1)
+				r.path, r.temp = last.path, last
+			}
+			select {
+			case ready <- r:
+			case <-ctx.Done():
+				r.release()
+				return
+			}
 		}
-		v.planar(rgb, out[k*size:(k+1)*size])
-		return nil
-	})
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex
+	done := 0
+	for range workers {
+		g.Go(func() error {
+			for r := range ready {
+				err := gctx.Err()
+				if err == nil {
+					err = v.decodeClip(gctx, v.clips[idx[r.k]], r.path, out[r.k*size:(r.k+1)*size])
+				}
+				r.release()
+				if err != nil {
+					cancel()
+					return err
+				}
+				mu.Lock()
+				done++
+				if done%16 == 0 || done == len(idx) {
+					v.progress.Update(int64(done), int64(len(idx)), "decoding videos")
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	for r := range ready { // what the decoders left when one failed
+		r.release()
+	}
+	if err == nil {
+		err = copyErr
+	}
+	if err == nil {
+		err = v.ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// readyClip is the k-th clip of a batch with its video at path (a
+// temporary copy when temp is set).
+type readyClip struct {
+	k    int
+	path string
+	temp *tempVideo
+}
+
+// release drops the clip's hold on its temporary copy, removing the
+// copy after its last clip.
+func (r readyClip) release() {
+	if r.temp != nil && r.temp.users.Add(-1) == 0 {
+		os.Remove(r.temp.path)
+	}
+}
+
+// tempVideo is a video copied out of an archive, removed once every clip
+// given it has been decoded.
+type tempVideo struct {
+	in    *archive.Tree
+	name  string
+	path  string
+	users atomic.Int32
+}
+
+// decodeClip decodes one clip from the video at p into dst.
+func (v *videoClips) decodeClip(ctx context.Context, c videoClip, p string, dst []byte) error {
+	rgb, err := v.dec.FramesNamed(ctx, p, c.name, c.frames, v.h, v.w)
+	if err != nil {
+		return err
+	}
+	v.planar(rgb, dst)
+	return nil
+}
+
+// copyOut copies the clip's video out of its archive into a temporary
+// file of the node's raw directory, keeping its extension (ffmpeg's
+// guess of the container).
+func (v *videoClips) copyOut(c videoClip) (string, error) {
+	if v.from != c.in {
+		v.stream, v.from = c.in.Stream(), c.in
+	}
+	f, err := os.CreateTemp(v.tree.dir, "video-*"+path.Ext(c.name))
+	if err != nil {
+		return "", err
+	}
+	err = v.stream.Copy(c.name, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("%s: %w", c.name, err)
+	}
+	return f.Name(), nil
 }
 
 // planar turns a clip's [frames, h, w, 3] RGB into dst [frames, channels,

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
 	"github.com/gatepipe/gatepipe/formats/safetensors"
@@ -56,8 +57,11 @@ func (n *Node) writeStore(ctx context.Context, env *nodes.Env, meta *examplestor
 // position first in the split) and their inputs, in order.
 type decodedChunk struct {
 	first int
-	idx   []int
-	x     []byte // the split file's bytes: U8 pixels or little-endian F32
+	// pos, when set, are the split positions of the chunk's examples
+	// (written out of order); otherwise they run from first.
+	pos []int
+	idx []int
+	x   []byte // the split file's bytes: U8 pixels or little-endian F32
 	// bad holds the positions in idx of examples whose media could not
 	// be decoded (on_bad_example = "skip"; their x is zero), with why.
 	bad []badPosition
@@ -129,7 +133,12 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	var skipped []skippedExample
 	var drop []int
 	free := make(chan []byte, chunkBuffers)
-	for c := range decodeChunks(ctx, e, p.idx, per, o.skipBad, free) {
+	var order []int
+	if jw == nil {
+		order = writeOrder(e, p.idx)
+	}
+	done := 0
+	for c := range decodeChunks(ctx, e, p.idx, order, per, o.skipBad, free) {
 		if c.err != nil {
 			return nil, c.err
 		}
@@ -142,10 +151,11 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 		default:
 		}
 		for _, b := range c.bad {
-			drop = append(drop, c.first+b.at)
-			skipped = append(skipped, skippedExample{Split: p.name, Index: index[c.first+b.at], Error: b.err.Error()})
+			at := c.position(b.at)
+			drop = append(drop, at)
+			skipped = append(skipped, skippedExample{Split: p.name, Index: index[at], Error: b.err.Error()})
 		}
-		done := c.first + len(c.idx)
+		done += len(c.idx)
 		env.Progress.Update(int64(done), int64(len(p.idx)), "writing the "+p.name+" split")
 	}
 	if err := ctx.Err(); err != nil {
@@ -158,6 +168,7 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	if len(drop) == 0 {
 		return nil, nil
 	}
+	slices.Sort(drop)
 	if len(drop) == len(p.idx) {
 		return nil, fmt.Errorf("none of its %d examples could be decoded (the first: %s)", len(p.idx), skipped[0].Error)
 	}
@@ -193,12 +204,20 @@ const chunkBuffers = 3
 // one example at a time, and those examples are marked bad. A chunk is
 // decoded into a buffer taken from free when one is there (the writer
 // gives back each chunk's inputs once written).
-func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad bool, free <-chan []byte) <-chan decodedChunk {
+func decodeChunks(ctx context.Context, e *examples, idx, order []int, per int, skipBad bool, free <-chan []byte) <-chan decodedChunk {
 	chunks := make(chan decodedChunk, 1)
 	go func() {
 		defer close(chunks)
 		for first := 0; first < len(idx); first += per {
 			part := idx[first:min(first+per, len(idx))]
+			var pos []int
+			if order != nil {
+				pos = order[first : first+len(part)]
+				part = make([]int, len(pos))
+				for k, at := range pos {
+					part[k] = idx[at]
+				}
+			}
 			var dst []byte
 			select {
 			case dst = <-free:
@@ -212,7 +231,7 @@ func decodeChunks(ctx context.Context, e *examples, idx []int, per int, skipBad 
 				x, bad, err = e.inputsOneByOne(part)
 			}
 			select {
-			case chunks <- decodedChunk{first: first, idx: part, x: x, bad: bad, err: err}:
+			case chunks <- decodedChunk{first: first, pos: pos, idx: part, x: x, bad: bad, err: err}:
 			case <-ctx.Done():
 				return
 			}
@@ -233,21 +252,73 @@ func writeChunk(w *examplestore.SplitWriter, jw *jpegWriter, e *examples, c deco
 		return fmt.Errorf("%d input bytes for %d examples of shape %v (internal error)", len(c.x), len(idx), e.shape)
 	}
 	if jw != nil {
+		if c.pos != nil {
+			return fmt.Errorf("JPEGs written out of order (internal error)")
+		}
 		if err := jw.write(w, e, c.first, c.x); err != nil {
 			return err
 		}
-	} else if err := w.Write("x", c.first, c.x); err != nil {
+	} else if err := c.write(w, "x", c.x); err != nil {
 		return err
 	}
 	y, err := e.targetBytes(idx)
 	if err != nil {
 		return err
 	}
-	if err := w.Write("y", c.first, y); err != nil {
+	if err := c.write(w, "y", y); err != nil {
 		return err
 	}
 	if e.q != nil {
-		return w.Write("q", c.first, i64Bytes(gather(e.q, idx, e.qLen)))
+		return c.write(w, "q", i64Bytes(gather(e.q, idx, e.qLen)))
+	}
+	return nil
+}
+
+// position is the split position of the chunk's k-th example.
+func (c decodedChunk) position(k int) int {
+	if c.pos != nil {
+		return c.pos[k]
+	}
+	return c.first + k
+}
+
+// write writes data, the chunk's rows of tensor in chunk order, at their
+// positions: one write for each run of consecutive positions.
+func (c decodedChunk) write(w *examplestore.SplitWriter, tensor string, data []byte) error {
+	if c.pos == nil {
+		return w.Write(tensor, c.first, data)
+	}
+	n := len(c.pos)
+	if n == 0 {
+		return nil
+	}
+	row := len(data) / n
+	for k := 0; k < n; {
+		end := k + 1
+		for end < n && c.pos[end] == c.pos[end-1]+1 {
+			end++
+		}
+		if err := w.Write(tensor, c.pos[k], data[k*row:end*row]); err != nil {
+			return err
+		}
+		k = end
+	}
+	return nil
+}
+
+// writeOrderer is a lazy source whose examples are cheapest decoded in
+// another order than the split's (clips in the order their compressed
+// archives hold them): order returns the positions 0..len(idx)-1 of the
+// examples idx in that order, or nil for the split's own.
+type writeOrderer interface {
+	order(idx []int) []int
+}
+
+// writeOrder is the order a split's examples are decoded and written in:
+// nil (the split's own) unless its source asks for another.
+func writeOrder(e *examples, idx []int) []int {
+	if o, ok := e.lazy.(writeOrderer); ok {
+		return o.order(idx)
 	}
 	return nil
 }

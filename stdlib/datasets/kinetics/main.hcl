@@ -17,6 +17,9 @@
 # same name. Only the clips a split keeps are decoded, so max_* bound the
 # decoding; train_parts, val_parts and test_parts bound the download: the
 # lists are cut to the clips found, as GATE keeps only the videos it finds.
+# The parts are read in place, not extracted: each is decompressed once to
+# list it and once more as its clips are decoded, each video copied out
+# for ffmpeg and removed once decoded (SPEC §5.1).
 # Needs ffmpeg (apt-get install ffmpeg).
 
 variable "enabled" {
