@@ -56,8 +56,13 @@ func BenchmarkJPEGStore(b *testing.B) {
 			b.Logf("  Go runtime, JPEG store: %.0f (%.2fx PIL); raw store: %.0f", goJPEG, goJPEG/pil, goRaw)
 			b.ReportMetric(goJPEG/pil, "go-x-PIL")
 			if rate, env, ok := torchFeedRate(b, jdir); ok {
-				b.Logf("  torch worker's loader, 1 reader thread, JPEG store (node env: %s): %.0f (%.2fx PIL)", env, rate, rate/pil)
+				// The loader's output is the model's input; so is this
+				// peer's: PIL, then torchvision's ToTensor and Normalize.
+				norm := pilPeer(b, "testdata/pil_jpeg_rows.py", filepath.Join(jdir, "train.safetensors"), filepath.Join(jdir, "train"+examplestore.JPEGSuffix), "normalise")
+				b.Logf("  PIL, then torchvision's ToTensor and Normalize, one process (%s): %.0f", strings.Join(pilEnv, " "), norm)
+				b.Logf("  torch worker's loader, 1 reader thread, JPEG store (node env: %s): %.0f (%.2fx PIL decoding, %.2fx PIL with ToTensor and Normalize)", env, rate, rate/pil, rate/norm)
 				b.ReportMetric(rate/pil, "torch-x-PIL")
+				b.ReportMetric(rate/norm, "torch-x-PIL-normalised")
 			}
 		}
 	})
