@@ -7,11 +7,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gatepipe/gatepipe/formats/archive"
+	"github.com/gatepipe/gatepipe/nodes"
+	"golang.org/x/sync/errgroup"
 )
 
 // rawTree is a dataset's fetched files as its readers see them: the raw
@@ -29,57 +33,118 @@ type rawTree struct {
 var errNotInPlace = errors.New("two sources write the same top-level name")
 
 // inPlace indexes the uncompressed tarballs and zips among got that an
-// image dataset reads in place, and returns the indices of got it covers. It
-// returns none when any archive is of another kind, a tarball holds links
-// or names io/fs cannot carry (archive.ErrNotInPlace), two sources write
-// the same top-level name, or indexing fails: extraction then runs as
-// before and reports what is wrong, with its usual precedence of later
-// sources over earlier ones.
-func (t *rawTree) inPlace(got []fetched, streamGz bool) (map[int]bool, error) {
+// image dataset reads in place (and, with streamGz, compressed tarballs),
+// as many at once as there are cores, and returns the indices of got it
+// covers. It returns none when any archive is of another kind, a tarball
+// holds links or names io/fs cannot carry (archive.ErrNotInPlace), two
+// sources write the same top-level name, or indexing fails: extraction
+// then runs as before and reports what is wrong, with its usual
+// precedence of later sources over earlier ones. progress, when not nil,
+// hears how many archives are indexed.
+func (t *rawTree) inPlace(got []fetched, streamGz bool, progress nodes.Progress) (map[int]bool, error) {
+	opened, err := openInPlace(got, streamGz, progress)
+	if err != nil {
+		return nil, err
+	}
 	archives := map[string]*archive.Tree{}
 	owner := map[string]int{}
 	covered := map[int]bool{}
+	fail := func(err error) (map[int]bool, error) {
+		for _, tfs := range opened {
+			if tfs != nil {
+				tfs.Close()
+			}
+		}
+		return nil, err
+	}
 	for i, g := range got {
-		var tops []string
-		switch kind := archive.Kind(g.name); {
-		case g.s.extract && (kind == "tar" || kind == "zip" || kind == "tar.gz" && streamGz):
-			open := archive.OpenTarFS
-			switch kind {
-			case "zip":
-				open = archive.OpenZipFS
-			case "tar.gz":
-				open = archive.OpenTarGzFS
-			}
-			tfs, err := open(g.path, g.name, g.s.limits)
-			if err != nil {
-				closeArchives(archives)
-				return nil, err
-			}
+		tops := []string{strings.SplitN(g.name, "/", 2)[0]}
+		if tfs := opened[i]; tfs != nil {
 			root, _ := tfs.ReadDir(".")
+			tops = tops[:0]
 			for _, e := range root {
 				tops = append(tops, e.Name())
 				archives[e.Name()] = tfs
 			}
-			if len(root) == 0 {
-				tfs.Close()
-			}
 			covered[i] = true
-		case g.s.extract && kind != "":
-			closeArchives(archives)
-			return nil, fmt.Errorf("%s: a %s archive is extracted", g.name, kind)
-		default:
-			tops = []string{strings.SplitN(g.name, "/", 2)[0]}
 		}
 		for _, top := range tops {
 			if j, ok := owner[top]; ok && j != i {
-				closeArchives(archives)
-				return nil, fmt.Errorf("%q: %w", top, errNotInPlace)
+				return fail(fmt.Errorf("%q: %w", top, errNotInPlace))
 			}
 			owner[top] = i
 		}
 	}
+	for _, tfs := range opened {
+		if tfs != nil {
+			if root, _ := tfs.ReadDir("."); len(root) == 0 {
+				tfs.Close()
+			}
+		}
+	}
 	t.archives = archives
 	return covered, nil
+}
+
+// openInPlace opens the archives among got that can be read in place, on
+// as many goroutines as there are cores (listing a compressed tarball
+// decompresses it whole), into the slots of got; a source that is an
+// archive of another kind fails it before any is opened.
+func openInPlace(got []fetched, streamGz bool, progress nodes.Progress) ([]*archive.Tree, error) {
+	opens := make([]func(src, name string, lim archive.Limits) (*archive.Tree, error), len(got))
+	total := 0
+	for i, g := range got {
+		if !g.s.extract {
+			continue
+		}
+		switch kind := archive.Kind(g.name); {
+		case kind == "tar":
+			opens[i] = archive.OpenTarFS
+		case kind == "zip":
+			opens[i] = archive.OpenZipFS
+		case kind == "tar.gz" && streamGz:
+			opens[i] = archive.OpenTarGzFS
+		case kind != "":
+			return nil, fmt.Errorf("%s: a %s archive is extracted", g.name, kind)
+		}
+		if opens[i] != nil {
+			total++
+		}
+	}
+	if progress == nil {
+		progress = nodes.NoProgress{}
+	}
+	opened := make([]*archive.Tree, len(got))
+	var mu sync.Mutex
+	done := 0
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, open := range opens {
+		if open == nil {
+			continue
+		}
+		g.Go(func() error {
+			tfs, err := open(got[i].path, got[i].name, got[i].s.limits)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			opened[i] = tfs
+			done++
+			progress.Update(int64(done), int64(total), "indexing the archives read in place")
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for _, tfs := range opened {
+			if tfs != nil {
+				tfs.Close()
+			}
+		}
+		return nil, err
+	}
+	return opened, nil
 }
 
 func closeArchives(archives map[string]*archive.Tree) {

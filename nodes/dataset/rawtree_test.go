@@ -131,7 +131,7 @@ func TestRawTreeInPlace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tree := &rawTree{dir: dir}
 			defer tree.close()
-			covered, _ := tree.inPlace(tc.got, false)
+			covered, _ := tree.inPlace(tc.got, false, nil)
 			var got strings.Builder
 			for i := range tc.got {
 				if covered[i] {

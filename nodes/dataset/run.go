@@ -140,7 +140,7 @@ func (n *Node) layOut(env *nodes.Env, tree *rawTree, got []fetched) error {
 	var inPlace map[int]bool
 	if readsArchivesInPlace(n.cfg.Format) {
 		var err error
-		if inPlace, err = tree.inPlace(got, streamsCompressedTarballs(n.cfg.Format)); err != nil {
+		if inPlace, err = tree.inPlace(got, streamsCompressedTarballs(n.cfg.Format), env.Progress); err != nil {
 			env.Log.Info().Err(err).Msg("extracting the sources: they cannot be read in place")
 		}
 	}
