@@ -14,7 +14,6 @@ package archive
 import (
 	"archive/tar"
 	"archive/zip"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Kind returns the archive kind of a file name: "tar", "tar.gz", "zip",

@@ -2,11 +2,12 @@ package archive
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // OpenTarGzFS lists the gzip-compressed tarball src (named name in
