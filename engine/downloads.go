@@ -60,3 +60,34 @@ func (e *Engine) Downloads() []Download {
 	}
 	return out
 }
+
+// LocalCopy is a local source file that a planned instance copies into
+// the blob store; Have says the store holds it already (by its planned
+// hash).
+type LocalCopy struct {
+	Addr string
+	nodes.LocalCopy
+	Have bool
+}
+
+// LocalCopies lists, in dependency order, the local source files of the
+// instances that will run. Call it after Plan.
+func (e *Engine) LocalCopies() []LocalCopy {
+	var out []LocalCopy
+	for _, v := range e.orderedVertices() {
+		for _, in := range v.instances {
+			lc, ok := in.node.(nodes.LocalCopier)
+			if !ok || in.status == StatusCached && !in.replace {
+				continue
+			}
+			for _, c := range lc.LocalCopies() {
+				have := false
+				if c.SHA256 != "" && e.cache != nil {
+					_, have = e.cache.BlobPath(c.SHA256)
+				}
+				out = append(out, LocalCopy{Addr: in.key(), LocalCopy: c, Have: have})
+			}
+		}
+	}
+	return out
+}

@@ -207,6 +207,24 @@ type Extractor interface {
 	Extracts(ref sources.Ref, path string) bool
 }
 
+// LocalCopier is a node that copies local source files into the blob
+// store as it runs: plan counts them on the cache's disk as it counts
+// downloads.
+type LocalCopier interface {
+	// LocalCopies lists those files, known once the node is planned.
+	LocalCopies() []LocalCopy
+}
+
+// LocalCopy is a local source file a node copies into the blob store.
+type LocalCopy struct {
+	Path string
+	Size int64
+	// SHA256 is the file's hash (hex), "" when not known before the run.
+	SHA256 string
+	// Extracts: the node also unpacks it into a temporary directory.
+	Extracts bool
+}
+
 // StoreEstimator is a node that can say before it runs how large its
 // output will be and how much memory it expects to need (`plan` prints
 // it, so a researcher knows the cost before paying it).

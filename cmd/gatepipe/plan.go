@@ -99,7 +99,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	printDownloads(c.stdout, s, listings)
 	stores := s.engine.Stores()
 	printStores(c.stdout, stores)
-	planDisk(dls, listings, stores).print(c.stdout, s.cache.Dir())
+	planDisk(dls, listings, stores, s.engine.LocalCopies()).print(c.stdout, s.cache.Dir())
 	if out != "" {
 		abs, _ := filepath.Abs(path)
 		pf := planFile{Format: 1, Path: abs, Vars: f.vars, VarFiles: absAll(f.varFiles), CacheDir: s.cache.Dir(),

@@ -87,6 +87,8 @@ type diskPlan struct {
 	// downloads are the files to fetch: pinned ones the cache lacks, and
 	// sources not pinned yet at their listed sizes (listed of it).
 	downloads, listed int64
+	// copies are the local source files copied into the blob store.
+	copies int64
 	// unknown counts sources whose size nobody could tell.
 	unknown int
 	// scratch is what datasets unpack into temporary directories while
@@ -99,12 +101,26 @@ type diskPlan struct {
 	storesUnknown int
 }
 
-// planDisk adds up the downloads, the unpacked archives and the stores of
-// the instances that will run.
-func planDisk(dls []engine.Download, listings map[string]listing, stores []engine.Store) diskPlan {
+// planDisk adds up the downloads, the local files copied into the cache,
+// the unpacked archives and the stores of the instances that will run.
+func planDisk(dls []engine.Download, listings map[string]listing, stores []engine.Store, locals []engine.LocalCopy) diskPlan {
 	var p diskPlan
 	seen := map[string]bool{}
 	scratch := map[string]int64{} // by instance
+	for _, c := range locals {
+		key := "local " + c.SHA256
+		if c.SHA256 == "" {
+			key = "path " + c.Path
+		}
+		if !c.Have && !seen[key] {
+			seen[key] = true
+			p.copies += c.Size
+		}
+		if c.Extracts {
+			p.scratch += c.Size
+			scratch[c.Addr] += c.Size
+		}
+	}
 	for _, d := range dls {
 		if d.Status == engine.StatusCached {
 			continue
@@ -152,12 +168,12 @@ func planDisk(dls []engine.Download, listings map[string]listing, stores []engin
 	return p
 }
 
-// peak is the most the apply adds to the disk at once: every download
-// and store, and the unpacked archives of the dataset that unpacks most
+// peak is the most the apply adds to the disk at once: every download,
+// local copy and store, and the unpacked archives of the dataset that unpacks most
 // (a dataset's are removed once its store is written). most is the bound
 // where every dataset's archives are unpacked at once.
 func (p diskPlan) peak() (about, most int64) {
-	return p.downloads + p.largestScratch + p.stores, p.downloads + p.scratch + p.stores
+	return p.downloads + p.copies + p.largestScratch + p.stores, p.downloads + p.copies + p.scratch + p.stores
 }
 
 // print writes the disk's budget and warns when free space (of the cache
@@ -181,6 +197,9 @@ func (p diskPlan) print(w io.Writer, dir string) {
 		dl += fmt.Sprintf(", plus %d source(s) of unknown size", p.unknown)
 	}
 	fmt.Fprintf(w, "  downloads  %s, kept in the cache\n", dl)
+	if p.copies > 0 {
+		fmt.Fprintf(w, "  local      %s, local source files copied into the cache\n", humanBytes(p.copies))
+	}
 	if p.scratch > 0 {
 		fmt.Fprintf(w, "  unpacked   %s, archives their datasets extract (removed once the store is written; kept by format \"raw\"), %s of it by one dataset\n", humanBytes(p.scratch), humanBytes(p.largestScratch))
 	}

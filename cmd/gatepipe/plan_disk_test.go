@@ -48,6 +48,13 @@ func noisePNG(t *testing.T, rng *rand.Rand, w, h int) []byte {
 // images, extracted while its dataset runs). It returns the server and the
 // pipeline.
 func diskTier(t *testing.T) (*httptest.Server, string) {
+	srv, _, pipeline := diskTierFiles(t)
+	return srv, pipeline
+}
+
+// diskTierFiles is diskTier that also returns the files it serves, by
+// name.
+func diskTierFiles(t *testing.T) (srv *httptest.Server, diskFiles map[string][]byte, pipeline string) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	files := map[string][]byte{}
 	var imgs [][]byte
@@ -106,7 +113,8 @@ func diskTier(t *testing.T) (*httptest.Server, string) {
 	files["list.tgz"] = gz.Bytes()
 	delete(files, "list.tar")
 	files["train.txt"] = []byte(list.String())
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	diskFiles = files
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
 		if !ok {
 			http.NotFound(w, r)
@@ -119,7 +127,7 @@ func diskTier(t *testing.T) (*httptest.Server, string) {
 	}))
 	t.Cleanup(srv.Close)
 	u := srv.URL
-	return srv, fmt.Sprintf(`
+	return srv, diskFiles, fmt.Sprintf(`
 dataset "cls" {
   source { url = "%[1]s/cls.parquet" }
   format        = "parquet"
@@ -193,15 +201,40 @@ var plannedPeak = regexp.MustCompile(`peak +about ([0-9.]+) (B|KiB|MiB|GiB)`)
 // archives unpacked, stores) is within 15% of the measured peak, and
 // plan names each unpinned source's listed size.
 func TestPlanPredictsThePeakDisk(t *testing.T) {
-	_, pipeline := diskTier(t)
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), pipeline)
+	srv, files, pipeline := diskTierFiles(t)
+	for _, sources := range []string{"served", "local"} {
+		t.Run(sources, func(t *testing.T) {
+			dir := t.TempDir()
+			want := []string{"1 file(s), ", "as its server lists them", "unpacked   "}
+			if sources == "local" {
+				// The same files on disk: copied into the blob store, not
+				// downloaded; plan counts them all the same.
+				for name, b := range files {
+					if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pipeline := strings.ReplaceAll(pipeline, srv.URL+"/", "")
+				writeFile(t, filepath.Join(dir, "main.hcl"), pipeline)
+				want = []string{"local      ", "local source files copied into the cache", "unpacked   "}
+			} else {
+				writeFile(t, filepath.Join(dir, "main.hcl"), pipeline)
+			}
+			planPeakMatches(t, dir, want)
+		})
+	}
+}
+
+// planPeakMatches plans the pipeline in dir (its output saying each of
+// want), applies it while polling the cache's bytes, and checks the
+// planned peak against the measured one (within 15%).
+func planPeakMatches(t *testing.T, dir string, want []string) {
 	cache := filepath.Join(t.TempDir(), "c")
 	r := gp(t, cache, "plan", dir)
 	if r.code != 0 {
 		t.Fatalf("plan: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"1 file(s), ", "as its server lists them", "unpacked   "} {
+	for _, want := range want {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plan does not say %q:\n%s", want, r.stdout)
 		}

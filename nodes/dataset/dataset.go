@@ -450,11 +450,38 @@ func (n *Node) Extracts(ref sources.Ref, path string) bool {
 		if s.scheme == "file" || s.ref.Key() != ref.Key() || !s.extract {
 			continue
 		}
-		kind := archive.Kind(path)
-		inPlace := kind == "tar" || kind == "zip" || kind == "tar.gz" && streamsCompressedTarballs(n.cfg.Format)
-		return kind != "" && !(readsArchivesInPlace(n.cfg.Format) && inPlace)
+		return n.unpacks(path)
 	}
 	return false
+}
+
+// unpacks reports whether an archive named name (of an extracted
+// source) is unpacked into the temporary directory rather than read in
+// place.
+func (n *Node) unpacks(name string) bool {
+	kind := archive.Kind(name)
+	inPlace := kind == "tar" || kind == "zip" || kind == "tar.gz" && streamsCompressedTarballs(n.cfg.Format)
+	return kind != "" && !(readsArchivesInPlace(n.cfg.Format) && inPlace)
+}
+
+// LocalCopies lists the local source files the node copies into the blob
+// store, with the hash planning found (Fingerprint) or the one declared.
+func (n *Node) LocalCopies() []nodes.LocalCopy {
+	var out []nodes.LocalCopy
+	for _, s := range n.sources {
+		if s.scheme != "file" {
+			continue
+		}
+		c := nodes.LocalCopy{Path: s.localPath, SHA256: strings.ToLower(s.SHA256), Extracts: s.extract && n.unpacks(s.name)}
+		if v, ok := n.fingerprinted.Load(s.localPath); ok {
+			planned := v.(plannedSource)
+			c.SHA256, c.Size = planned.sum, planned.size
+		} else if info, err := os.Stat(s.localPath); err == nil {
+			c.Size = info.Size()
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Fingerprint hashes local sources that have no declared sha256, so that
