@@ -15,7 +15,8 @@ import (
 )
 
 // Tree reads an archive's regular files where they lie in it (an
-// uncompressed tarball, OpenTarFS; a zip, OpenZipFS), as the directory
+// uncompressed tarball, OpenTarFS; a zip, OpenZipFS; a compressed
+// tarball by decompressing it, OpenTarGzFS), as the directory
 // tree that extracting it would write, without writing it: creating a
 // file costs far more than reading one (0.55 ms of CPU for an empty file
 // on a virtual disk), and an image dataset's archive holds a million of
@@ -36,9 +37,10 @@ type Tree struct {
 	mod     time.Time
 }
 
-// treeEntry is one file (off, size in the archive; or zf, a zip's member
-// of size bytes) or directory of the tree; a directory that only other
-// names imply has dir set too.
+// treeEntry is one file (off, size in the archive, off being the
+// header's ordinal in a compressed tarball; or zf, a zip's member of size
+// bytes) or directory of the tree; a directory that only other names
+// imply has dir set too.
 type treeEntry struct {
 	name      string
 	dir       bool
