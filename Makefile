@@ -183,6 +183,7 @@ deps-bench:
 	/usr/bin/python3 -c "import torch" 2>/dev/null || missing="$$missing python3-torch"; \
 	/usr/bin/python3 -c "import torchvision" 2>/dev/null || missing="$$missing python3-torchvision"; \
 	command -v snakemake >/dev/null || missing="$$missing snakemake"; \
+	command -v ffmpeg >/dev/null || missing="$$missing ffmpeg"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "Installing$$missing (bench's reference peers)..."; \
