@@ -245,36 +245,7 @@ func (v *videoClips) decode(idx []int) ([]byte, error) {
 	var copyErr error
 	go func() {
 		defer close(ready)
-		// last is the latest copy, held by this goroutine too while later
-		// clips may still want it.
-		var last *tempVideo
-		defer func() { readyClip{temp: last}.release() }()
-		for k, i := range idx {
-			c := v.clips[i]
-			r := readyClip{k: k, path: c.path}
-			if c.in != nil {
-				// Clips of one video (several spans of it) follow each
-				// other in archive order: one copy serves them all.
-				if last == nil || last.in != c.in || last.name != c.name {
-					p, err := v.copyOut(c)
-					if err != nil {
-						copyErr = err
-						return
-					}
-					readyClip{temp: last}.release()
-					last = &tempVideo{in: c.in, name: c.name, path: p}
-					last.users.Add(1)
-				}
-				last.users.Add(1)
-				r.path, r.temp = last.path, last
-			}
-			select {
-			case ready <- r:
-			case <-ctx.Done():
-				r.release()
-				return
-			}
-		}
+		copyErr = v.handOut(ctx, idx, ready)
 	}()
 	g, gctx := errgroup.WithContext(ctx)
 	var mu sync.Mutex
@@ -315,6 +286,42 @@ func (v *videoClips) decode(idx []int) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// handOut sends the clips idx to the decoders in turn, each with its
+// video's path: a clip's file on disk, or a temporary copy out of its
+// archive. It stops at the first copy that fails, or when ctx ends.
+func (v *videoClips) handOut(ctx context.Context, idx []int, ready chan<- readyClip) error {
+	// last is the latest copy, held here too while later clips may still
+	// want it.
+	var last *tempVideo
+	defer func() { readyClip{temp: last}.release() }()
+	for k, i := range idx {
+		c := v.clips[i]
+		r := readyClip{k: k, path: c.path}
+		if c.in != nil {
+			// Clips of one video (several spans of it) follow each other
+			// in archive order: one copy serves them all.
+			if last == nil || last.in != c.in || last.name != c.name {
+				p, err := v.copyOut(c)
+				if err != nil {
+					return err
+				}
+				readyClip{temp: last}.release()
+				last = &tempVideo{in: c.in, name: c.name, path: p}
+				last.users.Add(1)
+			}
+			last.users.Add(1)
+			r.path, r.temp = last.path, last
+		}
+		select {
+		case ready <- r:
+		case <-ctx.Done():
+			r.release()
+			return nil
+		}
+	}
+	return nil
 }
 
 // readyClip is the k-th clip of a batch with its video at path (a

@@ -89,26 +89,7 @@ type writeOptions struct {
 func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channelStats, o writeOptions) ([]skippedExample, error) {
 	e := p.from
 	size := e.exampleSize()
-	ySpec := safetensors.Spec{DType: e.labelType(), Shape: e.yShape}
-	if e.yf != nil {
-		ySpec = safetensors.Spec{DType: safetensors.F32}
-		if e.targets > 0 {
-			ySpec.Shape = []int{max(e.targets, 1)}
-		}
-	}
-	qLen := 0
-	if e.q != nil {
-		qLen = e.qLen
-	}
-	var w *examplestore.SplitWriter
-	var jw *jpegWriter
-	var err error
-	if o.jpegQuality > 0 {
-		jw = &jpegWriter{quality: o.jpegQuality}
-		w, err = examplestore.CreateJPEGSplit(env.OutDir, p.name, len(p.idx), ySpec, qLen)
-	} else {
-		w, err = examplestore.CreateSplit(env.OutDir, p.name, len(p.idx), safetensors.Spec{DType: e.dtype, Shape: e.shape}, ySpec, qLen)
-	}
+	w, jw, err := createSplit(env.OutDir, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +157,29 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 		return nil, err
 	}
 	return skipped, nil
+}
+
+// createSplit creates the split file of p in dir: raw inputs, or JPEGs
+// (with the encoder that writes them) when o asks for them.
+func createSplit(dir string, p splitPart, o writeOptions) (*examplestore.SplitWriter, *jpegWriter, error) {
+	e := p.from
+	ySpec := safetensors.Spec{DType: e.labelType(), Shape: e.yShape}
+	if e.yf != nil {
+		ySpec = safetensors.Spec{DType: safetensors.F32}
+		if e.targets > 0 {
+			ySpec.Shape = []int{max(e.targets, 1)}
+		}
+	}
+	qLen := 0
+	if e.q != nil {
+		qLen = e.qLen
+	}
+	if o.jpegQuality > 0 {
+		w, err := examplestore.CreateJPEGSplit(dir, p.name, len(p.idx), ySpec, qLen)
+		return w, &jpegWriter{quality: o.jpegQuality}, err
+	}
+	w, err := examplestore.CreateSplit(dir, p.name, len(p.idx), safetensors.Spec{DType: e.dtype, Shape: e.shape}, ySpec, qLen)
+	return w, nil, err
 }
 
 // withoutRows returns x without the rows (row bytes each) at bad's
