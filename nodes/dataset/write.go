@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/gatepipe/gatepipe/formats/examplestore"
@@ -108,7 +109,7 @@ func writeSplit(ctx context.Context, env *nodes.Env, p splitPart, stats *channel
 	}
 	// A batch's inputs, and its labels as they are read (int64 a pixel
 	// for masks, three times an image's bytes at 224 px), fit batchBytes.
-	per := max(1, o.batchBytes/max(size*e.dtype.Size()+8*e.labelsPerExample(), 1))
+	per := chunkExamples(o.batchBytes, size*e.dtype.Size()+8*e.labelsPerExample(), runtime.GOMAXPROCS(0))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var skipped []skippedExample
@@ -195,6 +196,23 @@ func withoutRows(x []byte, bad []badPosition, row int) []byte {
 		prev = b.at + 1
 	}
 	return append(out, x[prev*row:]...)
+}
+
+// maxChunkBytes bounds a chunk that chunkExamples grows past batchBytes.
+const maxChunkBytes = 256 << 20
+
+// chunkExamples is how many examples of rowBytes each a chunk holds: as
+// many as batchBytes takes, but at least two per core where that stays
+// under maxChunkBytes, so that the decoders of large examples (a video
+// clip of 8 frames at 224 px is 1.2 MB: 13 to a 16 MB batch) keep every
+// core of a large machine busy through a chunk.
+func chunkExamples(batchBytes, rowBytes, cores int) int {
+	rowBytes = max(rowBytes, 1)
+	per := max(1, batchBytes/rowBytes)
+	if floor := 2 * cores; per < floor {
+		per = max(per, min(floor, maxChunkBytes/rowBytes))
+	}
+	return per
 }
 
 // chunkBuffers is how many decoded chunks' buffers a split's writer keeps

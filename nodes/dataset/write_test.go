@@ -159,3 +159,23 @@ func TestChannelStatsFromCountsEqualRunningSums(t *testing.T) {
 		}
 	}
 }
+
+func TestChunkExamples(t *testing.T) {
+	const mb = 1 << 20
+	tests := []struct {
+		name                    string
+		batch, row, cores, want int
+	}{
+		{"images fill the batch", 16 * mb, 150536, 16, 111},
+		{"clips: two per core", 16 * mb, 1204232, 16, 32},
+		{"clips on two cores: the batch's", 16 * mb, 1204232, 2, 13},
+		{"huge examples: capped by maxChunkBytes", 16 * mb, 100 * mb, 16, 2},
+		{"an example past the cap: one", 16 * mb, 300 * mb, 16, 1},
+		{"tiny batches (tests)", 1, 64, 2, 4},
+	}
+	for _, tc := range tests {
+		if got := chunkExamples(tc.batch, tc.row, tc.cores); got != tc.want {
+			t.Errorf("%s: chunkExamples(%d, %d, %d) = %d, want %d", tc.name, tc.batch, tc.row, tc.cores, got, tc.want)
+		}
+	}
+}
