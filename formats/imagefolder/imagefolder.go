@@ -4,8 +4,8 @@
 package imagefolder
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -126,34 +126,22 @@ func (r *Reader) read(fsys fs.FS, p string) ([]byte, error) {
 	if fsys != nil {
 		return fs.ReadFile(fsys, p)
 	}
-	f, err := os.Open(p)
+	return ReadFileInto(p, r.data[:0])
+}
+
+// ReadFileInto reads the file at path whole into buf's storage, grown
+// when the file does not fit.
+func ReadFileInto(path string, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
+	b := bytes.NewBuffer(buf[:0])
+	if _, err := b.ReadFrom(f); err != nil {
 		return nil, err
 	}
-	// One byte more than the size, so that a file that grew is read to
-	// its end rather than cut.
-	buf := r.data[:0]
-	if want := int(info.Size()) + 1; cap(buf) < want {
-		buf = make([]byte, 0, want)
-	}
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
+	return b.Bytes(), nil
 }
 
 // Append decodes the image file p (a name in fsys, or a path on disk

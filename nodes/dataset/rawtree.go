@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gatepipe/gatepipe/formats/archive"
+	"github.com/gatepipe/gatepipe/formats/imagefolder"
 	"github.com/gatepipe/gatepipe/nodes"
 	"golang.org/x/sync/errgroup"
 )
@@ -203,9 +204,13 @@ func (t *rawTree) Open(name string) (fs.File, error) {
 }
 
 // ReadFile reads a file of the tree whole.
-func (t *rawTree) ReadFile(name string) ([]byte, error) {
+func (t *rawTree) ReadFile(name string) ([]byte, error) { return t.ReadFileInto(name, nil) }
+
+// ReadFileInto reads a file of the tree whole into buf's storage when it
+// is large enough (an image reader reuses one buffer).
+func (t *rawTree) ReadFileInto(name string, buf []byte) ([]byte, error) {
 	if tfs := t.layer(name); tfs != nil {
-		b, err := tfs.ReadFile(name)
+		b, err := tfs.ReadFileInto(name, buf)
 		if err != nil {
 			return nil, fmt.Errorf("%s (in %s): %w", name, tfs.Name(), err)
 		}
@@ -215,7 +220,7 @@ func (t *rawTree) ReadFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	return imagefolder.ReadFileInto(p, buf)
 }
 
 // Stat describes a file or directory of the tree.
