@@ -37,17 +37,34 @@ func OpenTarFS(src, name string, lim Limits) (*Tree, error) {
 // builds the sorted entries.
 func (t *Tree) index(size int64, lim Limits) error {
 	x := &extractor{name: t.name, lim: lim, archiveSize: size}
-	tr := tar.NewReader(t.f)
+	pos := func() int64 { p, _ := t.f.Seek(0, io.SeekCurrent); return p }
+	return t.indexHeaders(tar.NewReader(t.f), x, func(err error) error {
+		return fmt.Errorf("%s: byte %d: malformed tar: %w", t.name, pos(), err)
+	}, func(hdr *tar.Header, _ int64) (int64, error) {
+		p := pos()
+		if hdr.Size < 0 || p > size-hdr.Size {
+			return 0, fmt.Errorf("%s: byte %d: malformed tar: entry %q: %w", t.name, p, hdr.Name, io.ErrUnexpectedEOF)
+		}
+		return p, nil
+	})
+}
+
+// indexHeaders reads tr's headers into the tree's entries with
+// extraction's checks (entries, names, bytes): malformed describes a
+// header that cannot be read; at gives a regular file's off (where its
+// data lies, or its ordinal ord) once its bytes are counted, or an error
+// for what only that kind of archive can tell. A later entry of a name
+// replaces the earlier one, as extraction does.
+func (t *Tree) indexHeaders(tr *tar.Reader, x *extractor, malformed func(error) error, at func(hdr *tar.Header, ord int64) (int64, error)) error {
 	files := map[string]treeEntry{}
 	dirs := map[string]bool{}
-	for {
+	for ord := int64(0); ; ord++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		pos, _ := t.f.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return fmt.Errorf("%s: byte %d: malformed tar: %w", t.name, pos, err)
+			return malformed(err)
 		}
 		name, err := t.entryName(x, hdr)
 		if err != nil {
@@ -62,16 +79,15 @@ func (t *Tree) index(size int64, lim Limits) error {
 			if name == "." || sparse(hdr) {
 				return fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
 			}
-			if hdr.Size < 0 || pos > size-hdr.Size {
-				return fmt.Errorf("%s: byte %d: malformed tar: entry %q: %w", t.name, pos, hdr.Name, io.ErrUnexpectedEOF)
-			}
 			x.written += hdr.Size
 			if x.written > x.lim.MaxBytes {
 				return fmt.Errorf("%s: more than %d bytes extracted: %w (raise max_extract_bytes if this archive is trusted)", x.name, x.lim.MaxBytes, ErrLimit)
 			}
-			// A later entry of the same name replaces the earlier one, as
-			// extraction does.
-			files[name] = treeEntry{name: name, off: pos, size: hdr.Size}
+			off, err := at(hdr, ord)
+			if err != nil {
+				return err
+			}
+			files[name] = treeEntry{name: name, off: off, size: hdr.Size}
 		case tar.TypeSymlink, tar.TypeLink, tar.TypeGNUSparse:
 			return fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
 		default:

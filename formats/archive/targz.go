@@ -42,51 +42,25 @@ func (t *Tree) gzTar() (*tar.Reader, *countingReader, error) {
 	return tar.NewReader(cr), cr, nil
 }
 
-// indexGz reads every header, skipping the files' data, and builds the
-// sorted entries; a file's off is its header's ordinal in the archive.
+// indexGz reads every header, decompressing the files' data to skip it,
+// and builds the sorted entries; a file's off is its header's ordinal in
+// the archive. The bytes its files hold are held to the ratio to the
+// archive's size as extraction holds them.
 func (t *Tree) indexGz(size int64, lim Limits) error {
 	x := &extractor{name: t.name, lim: lim, archiveSize: size}
 	tr, cr, err := t.gzTar()
 	if err != nil {
 		return err
 	}
-	files := map[string]treeEntry{}
-	dirs := map[string]bool{}
-	for ord := int64(0); ; ord++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	return t.indexHeaders(tr, x, func(err error) error {
+		return fmt.Errorf("%s: byte %d (decompressed): malformed tar.gz: %w", t.name, cr.n, err)
+	}, func(hdr *tar.Header, ord int64) (int64, error) {
+		if x.written > ratioSlack && float64(x.written) > x.lim.MaxRatio*float64(max(size, 1)) {
+			return 0, fmt.Errorf("%s: %d bytes in the files of a %d-byte archive, more than %g times its size: %w (a decompression bomb? raise max_extract_ratio if this archive is trusted)",
+				x.name, x.written, size, x.lim.MaxRatio, ErrLimit)
 		}
-		if err != nil {
-			return fmt.Errorf("%s: byte %d (decompressed): malformed tar.gz: %w", t.name, cr.n, err)
-		}
-		name, err := t.entryName(x, hdr)
-		if err != nil {
-			return err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if name != "." {
-				dirs[name] = true
-			}
-		case tar.TypeReg, tar.TypeRegA:
-			if name == "." || sparse(hdr) || hdr.Size < 0 {
-				return fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
-			}
-			x.written += hdr.Size
-			if x.written > x.lim.MaxBytes {
-				return fmt.Errorf("%s: more than %d bytes extracted: %w (raise max_extract_bytes if this archive is trusted)", x.name, x.lim.MaxBytes, ErrLimit)
-			}
-			if x.written > ratioSlack && float64(x.written) > x.lim.MaxRatio*float64(max(size, 1)) {
-				return fmt.Errorf("%s: %d bytes in the files of a %d-byte archive, more than %g times its size: %w (a decompression bomb? raise max_extract_ratio if this archive is trusted)",
-					x.name, x.written, size, x.lim.MaxRatio, ErrLimit)
-			}
-			files[name] = treeEntry{name: name, off: ord, size: hdr.Size}
-		case tar.TypeSymlink, tar.TypeLink, tar.TypeGNUSparse:
-			return fmt.Errorf("%s: entry %q: %w", t.name, hdr.Name, ErrNotInPlace)
-		}
-	}
-	return t.settle(files, dirs)
+		return ord, nil
+	})
 }
 
 // Position is where name's file lies in the archive (its offset in a
