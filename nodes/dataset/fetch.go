@@ -75,17 +75,19 @@ func (f *fetcher) fetchLocal(ctx context.Context, s *source, planned plannedSour
 	if err != nil {
 		return "", "", err
 	}
-	if s.SHA256 == "" && planned.sum != "" {
-		if p, ok, err := f.copyPlanned(s, planned, part); ok || err != nil {
-			return p, want, err
-		}
-	}
+	stableBefore := s.SHA256 == "" && planned.unchangedSince(s.localPath)
 	if err := sources.CopyFile(s.localPath, part); err != nil {
 		os.Remove(part)
 		return "", "", fmt.Errorf("source %s: %w", s.URL, err)
 	}
-	// AddBlob hashes the copy: the source may have changed since it was
-	// planned or while it was copied.
+	// The planned hash stands for the copy when the file's stamp was the
+	// planned one before and after it; else AddBlob hashes the copy (the
+	// source may have changed since it was planned or while it was
+	// copied).
+	if adder, ok := f.blobs.(hashedBlobAdder); ok && stableBefore && planned.copiedWhole(s.localPath, part) {
+		p, err := adder.AddHashedBlob(part, planned.sum)
+		return p, want, err
+	}
 	p, _, err = f.blobs.AddBlob(part, want)
 	var ce *cache.ChecksumError
 	switch {

@@ -1,13 +1,11 @@
 package dataset
 
 import (
-	"fmt"
 	"os"
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/internal/fstamp"
-	"github.com/gatepipe/gatepipe/sources"
 )
 
 // racyWindow is how recently before its hash a file may have been
@@ -63,30 +61,16 @@ func (p plannedSource) unchangedSince(path string) bool {
 	return ok && st == p.stamp
 }
 
+// copiedWhole reports whether copy, taken of the file at path, holds
+// the planned bytes: the file still has the planned stamp and the copy
+// its size.
+func (p plannedSource) copiedWhole(path, copy string) bool {
+	info, err := os.Stat(copy)
+	return err == nil && info.Size() == p.size && p.unchangedSince(path)
+}
+
 // hashedBlobAdder stores a file under a SHA-256 its caller vouches for
 // (the cache's AddHashedBlob).
 type hashedBlobAdder interface {
 	AddHashedBlob(tmpPath, sha string) (string, error)
-}
-
-// copyPlanned copies the local source s, which planning hashed to
-// planned, into part and stores it under that hash without hashing the
-// copy, when the source's stamp is the planned one before and after the
-// copy and the blob store takes a vouched-for hash. ok is false when it
-// did not (part may then hold a copy, which the caller overwrites).
-func (f *fetcher) copyPlanned(s *source, planned plannedSource, part string) (path string, ok bool, err error) {
-	adder, can := f.blobs.(hashedBlobAdder)
-	if !can || !planned.unchangedSince(s.localPath) {
-		return "", false, nil
-	}
-	if err := sources.CopyFile(s.localPath, part); err != nil {
-		os.Remove(part)
-		return "", false, fmt.Errorf("source %s: %w", s.URL, err)
-	}
-	info, err := os.Stat(part)
-	if err != nil || info.Size() != planned.size || !planned.unchangedSince(s.localPath) {
-		return "", false, nil
-	}
-	p, err := adder.AddHashedBlob(part, planned.sum)
-	return p, err == nil, err
 }
