@@ -21,22 +21,38 @@ import (
 // like Kinetics' (YOUTUBEID_START_END.mp4) under dir.
 func kineticsPart(t *testing.T, dir, name string, clips map[string][][]byte) {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
 	tmp := t.TempDir()
+	var files []tarGzFile
 	for clip, frames := range clips {
 		p := filepath.Join(tmp, filepath.Base(clip))
 		if err := videofixture.MP4(p, frames, 16, 16); err != nil {
 			t.Fatal(err)
 		}
 		data, _ := os.ReadFile(p)
-		tw.WriteHeader(&tar.Header{Name: clip, Mode: 0o644, Size: int64(len(data))})
-		tw.Write(data)
+		files = append(files, tarGzFile{clip, data})
+	}
+	writeTarGz(t, filepath.Join(dir, name), files)
+}
+
+// tarGzFile is a file of a fixture tar.gz: its name and bytes.
+type tarGzFile struct {
+	name string
+	data []byte
+}
+
+// writeTarGz writes files, in the order given, as a tar.gz at path.
+func writeTarGz(t *testing.T, path string, files []tarGzFile) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))})
+		tw.Write(f.data)
 	}
 	tw.Close()
 	gz.Close()
-	if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -256,17 +272,8 @@ func TestVideoClipsOrder(t *testing.T) {
 	dir := t.TempDir()
 	var trees []*archive.Tree
 	for i := range 2 {
-		var entries bytes.Buffer
-		gz := gzip.NewWriter(&entries)
-		tw := tar.NewWriter(gz)
-		for _, name := range []string{"c.mp4", "a.mp4", "b.mp4"} {
-			tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1})
-			tw.Write([]byte{'x'})
-		}
-		tw.Close()
-		gz.Close()
 		p := filepath.Join(dir, fmt.Sprintf("p%d.tar.gz", i))
-		os.WriteFile(p, entries.Bytes(), 0o644)
+		writeTarGz(t, p, []tarGzFile{{"c.mp4", []byte("x")}, {"a.mp4", []byte("x")}, {"b.mp4", []byte("x")}})
 		tr, err := archive.OpenTarGzFS(p, filepath.Base(p), archive.Limits{})
 		if err != nil {
 			t.Fatal(err)
@@ -353,14 +360,7 @@ func TestKineticsStreamedSkipsABadVideo(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(good)
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	tw.WriteHeader(&tar.Header{Name: "replacement/v00000002_000002_000012.mp4", Mode: 0o644, Size: int64(len(data) / 3)})
-	tw.Write(data[:len(data)/3])
-	tw.Close()
-	gz.Close()
-	os.WriteFile(filepath.Join(dir, "part_1.tar.gz"), buf.Bytes(), 0o644)
+	writeTarGz(t, filepath.Join(dir, "part_1.tar.gz"), []tarGzFile{{"replacement/v00000002_000002_000012.mp4", data[:len(data)/3]}})
 	os.WriteFile(filepath.Join(dir, "train.csv"), []byte(list), 0o644)
 	n, diags := decode(t, dir, `
 source { url = "part_0.tar.gz" }
