@@ -232,9 +232,17 @@ func (v *videoClips) order(idx []int) []int {
 	return out
 }
 
-func (v *videoClips) decode(idx []int) ([]byte, error) {
+func (v *videoClips) decode(idx []int) ([]byte, error) { return v.decodeInto(nil, idx) }
+
+// decodeInto is decode into dst's storage when it is large enough (every
+// clip's bytes are written).
+func (v *videoClips) decodeInto(dst []byte, idx []int) ([]byte, error) {
 	size := v.frames * v.channels * v.h * v.w
-	out := make([]byte, len(idx)*size)
+	out := dst[:0]
+	if cap(out) < len(idx)*size {
+		out = make([]byte, len(idx)*size)
+	}
+	out = out[:len(idx)*size]
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
 	// Videos come out of their archives on this goroutine, in idx's order
