@@ -22,7 +22,8 @@ import (
 // 224 raw and as JPEGs of quality 90, then measures: the stores' sizes;
 // the JPEG store read back into normalised float32 batches by the Go
 // runtime (train.OpenSplitFor, one goroutine) and by the torch worker's
-// loader (one reader thread, the node's environment), in images a CPU
+// loader (one reader thread, the node's environment: making the CPU's
+// input, and filling the staging ring as for a GPU), in images a CPU
 // second, beside one PIL process decoding the same stored JPEGs; and a
 // short Go-runtime training (a small convnet, three seeds) on each store,
 // whose accuracy must agree within the seeds' spread.
@@ -55,6 +56,12 @@ func BenchmarkJPEGStore(b *testing.B) {
 			b.Logf("  PIL, one process, decoding the stored JPEGs (%s): %.0f", strings.Join(pilEnv, " "), pil)
 			b.Logf("  Go runtime, JPEG store: %.0f (%.2fx PIL); raw store: %.0f", goJPEG, goJPEG/pil, goRaw)
 			b.ReportMetric(goJPEG/pil, "go-x-PIL")
+			if rate, env, ok := torchFeedRate(b, jdir, "device"); ok {
+				// What a reader thread does when a GPU computes: the
+				// decoded pixels into the staging ring, as PIL's arrays.
+				b.Logf("  torch worker's reader for a GPU, 1 thread, JPEG store decoded into the staging ring (node env: %s): %.0f (%.2fx PIL decoding)", env, rate, rate/pil)
+				b.ReportMetric(rate/pil, "torch-gpu-feed-x-PIL")
+			}
 			if rate, env, ok := torchFeedRate(b, jdir); ok {
 				// The loader's output is the model's input; so is this
 				// peer's: PIL, then torchvision's ToTensor and Normalize.
@@ -129,15 +136,16 @@ func pilJPEGRate(b *testing.B, store string) float64 {
 }
 
 // torchFeedRate runs the worker's loader over store's train split with
-// one reader thread in a node's environment (feed.py) and returns its
-// images a CPU second, the environment, and false without torch.
-func torchFeedRate(b *testing.B, store string) (float64, string, bool) {
+// one reader thread in a node's environment (feed.py, with mode: "device"
+// for a reader's work when a GPU computes) and returns its images a CPU
+// second, the environment, and false without torch.
+func torchFeedRate(b *testing.B, store string, mode ...string) (float64, string, bool) {
 	b.Helper()
 	if err := exec.Command(torchPython(), "-c", "import torch").Run(); err != nil {
 		return 0, "", false
 	}
 	worker, _ := filepath.Abs("../../nodes/torchrt/py")
-	cmd := exec.Command(torchPython(), "../../nodes/torchrt/testdata/feed.py", store, "64", "1", "1")
+	cmd := exec.Command(torchPython(), append([]string{"../../nodes/torchrt/testdata/feed.py", store, "64", "3", "1"}, mode...)...)
 	env := torchrt.WorkerEnv(1)
 	cmd.Env = append(append(os.Environ(), env...), "PYTHONPATH="+worker)
 	out, err := cmd.Output()

@@ -53,7 +53,10 @@ class Batches:
         self.jpeg = hasattr(x, "read_into")  # a JPEG store's rows, decoded by the readers
         need = self.cuda or self.jpeg or any(not isinstance(b, tuple) for b in self.batches)
         with torch.inference_mode(False):
-            self.raw = [torch.empty(shape if need else (0,), dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
+            if self.jpeg:  # laid out as the decoder leaves an image
+                self.raw = [x.staging(rows, device=self.cuda) for _ in range(self.depth)]
+            else:
+                self.raw = [torch.empty(shape if need else (0,), dtype=x.dtype, pin_memory=self.cuda) for _ in range(self.depth)]
         # On the CPU the readers make the input too, into these.
         self.made = [None] * self.depth
         # One lock, two conditions: readers wait for a free slot, the

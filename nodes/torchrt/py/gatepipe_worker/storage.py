@@ -166,7 +166,10 @@ class JPEGRows:
     decoded as they are read: rows[a:b] or rows[indices] is a uint8
     tensor [N, C, H, W]; read_into decodes into a buffer. Decoding is
     torchvision's (libjpeg-turbo) where it is installed, else PIL's; both
-    release the GIL, so the loader's reader threads decode in parallel."""
+    release the GIL, so the loader's reader threads decode in parallel.
+
+    A decoded image lies channels last (as libjpeg leaves it), seen as
+    [C, H, W]; staging gives the buffers that take it best."""
 
     dtype = torch.uint8
     device = torch.device("cpu")
@@ -177,6 +180,12 @@ class JPEGRows:
         end = spans[:, 0] + spans[:, 1] if len(spans) else np.zeros(0)
         if len(spans) and (spans.min() < 0 or end.max() > len(data)):
             raise SystemExit("%s: JPEG spans outside its %d bytes" % (path, len(data)))
+        # The sidecar's bytes as one tensor: each row is a view of the
+        # map, decoded without a copy. The decoders only read it, so the
+        # map may be read-only (which frombuffer warns of).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.bytes = torch.frombuffer(data, dtype=torch.uint8) if len(data) else torch.empty(0, dtype=torch.uint8)
         self.decode = _jpeg_decoder()
 
     def __len__(self):
@@ -189,8 +198,24 @@ class JPEGRows:
         return 1
 
     def row(self, k):
+        """Example k's JPEG: a uint8 tensor viewing the map."""
         off, n = int(self.spans[k, 0]), int(self.spans[k, 1])
-        return self.data[off:off + n]
+        return self.bytes[off:off + n]
+
+    def staging(self, rows, device=False):
+        """A buffer for rows decoded images, [rows, C, H, W]. For a GPU
+        (device: the GPU makes the input) it is laid out channels last, so
+        that each image is one contiguous copy and the device transposes,
+        and pinned where CUDA is. On the CPU it is [C, H, W] contiguous:
+        the transposing copy here and a contiguous conversion to float32
+        cost less than converting from channels last (45 + 9 us against
+        70 us an image at 224 px)."""
+        c, h, w = self.shape[1:]
+        with torch.inference_mode(False):
+            if not device:
+                return torch.empty((rows, c, h, w), dtype=torch.uint8)
+            pin = torch.cuda.is_available()
+            return torch.empty((rows, h, w, c), dtype=torch.uint8, pin_memory=pin).permute(0, 3, 1, 2)
 
     def read_into(self, b, out):
         """Decodes rows b (a (start, end) range or a LongTensor) into out."""
@@ -218,14 +243,14 @@ class JPEGRows:
 
 
 def _jpeg_decoder():
-    """A function from JPEG bytes to a uint8 tensor [C, H, W]."""
+    """A function from a JPEG (a uint8 tensor) to a uint8 tensor
+    [C, H, W], channels last in memory as the decoder leaves them."""
     try:
         from torchvision.io import ImageReadMode, decode_jpeg
     except ImportError:
         decode_jpeg = None
     if decode_jpeg is not None:
-        def decode(b):
-            data = torch.frombuffer(bytearray(b), dtype=torch.uint8)
+        def decode(data):
             return decode_jpeg(data, mode=ImageReadMode.UNCHANGED)
         return decode
     try:
@@ -234,15 +259,11 @@ def _jpeg_decoder():
     except ImportError:
         raise SystemExit("a JPEG store needs torchvision or PIL (python3-pil) in the torch runtime's Python")
 
-    def decode_pil(b):
-        img = Image.open(io.BytesIO(b))
+    def decode_pil(data):
+        img = Image.open(io.BytesIO(data.numpy()))
         img.draft(img.mode, img.size)
-        a = np.asarray(img)
-        if a.ndim == 2:
-            a = a[None]
-        else:
-            a = a.transpose(2, 0, 1)
-        return torch.from_numpy(np.ascontiguousarray(a))
+        a = np.array(img)  # writable, as from_numpy wants
+        return torch.from_numpy(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
     return decode_pil
 
 

@@ -115,6 +115,25 @@ class JPEGStoreTest(unittest.TestCase):
                 for a, b in zip(jpeg, raw):
                     torch.testing.assert_close(a, b)
 
+    def test_a_gpus_staging_gives_the_same_inputs(self):
+        # For a GPU the readers decode into channels-last buffers and the
+        # device makes the input from them: the same input as from [C, H, W].
+        x = self.store.split("train").tensor("x")
+        rows = torch.tensor([3, 0, 17, 9])
+        want = x[rows]
+        staged = x.staging(8, device=True)
+        self.assertEqual(tuple(staged.shape), (8, 3, 24, 32))
+        self.assertEqual(staged.stride()[1], 1)  # channels last
+        got = x.read_into(rows, staged[:4])
+        self.assertTrue(torch.equal(got, want))
+        self.assertTrue(x.staging(8).is_contiguous())
+        for pre in (None, {"size": [16, 16], "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}):
+            inputs = Inputs(self.store, pre, torch.device("cpu"))
+            a = inputs.make(got)[0]
+            b = inputs.make(want.contiguous())[0]
+            torch.testing.assert_close(a, b)
+            self.assertTrue(a.is_contiguous())
+
 
 if __name__ == "__main__":
     unittest.main()
