@@ -299,8 +299,12 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	bw.Write(lenBuf[:])
 	bw.Write(hb)
 	for _, t := range sorted {
-		if _, err := bw.Write(t.Data); err != nil {
-			return err
+		// In writePieces, as WriteRows writes (a large write passes
+		// through bufio as one call).
+		for p := 0; p < len(t.Data); p += writePiece {
+			if _, err := bw.Write(t.Data[p:min(len(t.Data), p+writePiece)]); err != nil {
+				return err
+			}
 		}
 	}
 	return bw.Flush()

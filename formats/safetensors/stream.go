@@ -92,6 +92,9 @@ func Create(path string, specs []Spec, metadata map[string]string) (*FileWriter,
 	return w, nil
 }
 
+// writePiece is the most bytes WriteRows hands the kernel in one call.
+const writePiece = 1 << 20
+
 // WriteRows writes data as rows first, first+1, ... of tensor name.
 func (w *FileWriter) WriteRows(name string, first int, data []byte) error {
 	t := w.tens[name]
@@ -103,8 +106,13 @@ func (w *FileWriter) WriteRows(name string, first int, data []byte) error {
 	if first < 0 || (t.row > 0 && n%t.row != 0) || at+n > t.size {
 		return fmt.Errorf("safetensors: %s: %d bytes at row %d do not fit tensor %q (%d bytes a row, %d in all)", w.path, n, first, name, t.row, t.size)
 	}
-	if _, err := w.f.WriteAt(data, w.base+t.off+at); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", w.path, err)
+	// A megabyte a call: on the development machine's kernel (Linux 6.18,
+	// ext4) 16 MB pwrites into fresh page cache took 0.1 to 1.5 s of
+	// system time per 450 MB from run to run, 1 MB pieces 0.11-0.13 s.
+	for p := int64(0); p < n; p += writePiece {
+		if _, err := w.f.WriteAt(data[p:min(n, p+writePiece)], w.base+t.off+at+p); err != nil {
+			return fmt.Errorf("safetensors: %s: %w", w.path, err)
+		}
 	}
 	w.mu.Lock()
 	t.written += n

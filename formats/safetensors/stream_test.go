@@ -49,6 +49,43 @@ func TestFileWriterEqualsWriteFile(t *testing.T) {
 	}
 }
 
+// TestFileWriterWritesLargeRowsInPieces writes rows of several
+// writePieces (and a ragged end) at an offset and reads them back whole.
+func TestFileWriterWritesLargeRowsInPieces(t *testing.T) {
+	row := writePiece + writePiece/2 + 7
+	x := Tensor{Name: "x", DType: U8, Shape: []int{3, row}, Data: make([]byte, 3*row)}
+	for i := range x.Data {
+		x.Data[i] = byte(i*7 + i/writePiece)
+	}
+	y := I64Tensor("y", []int{3}, []int64{1, 2, 3})
+	dir := t.TempDir()
+	want, got := filepath.Join(dir, "want.safetensors"), filepath.Join(dir, "got.safetensors")
+	if err := WriteFile(want, []Tensor{x, y}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Create(got, []Spec{{"x", U8, x.Shape}, {"y", I64, y.Shape}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows("x", 1, x.Data[row:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows("x", 0, x.Data[:row]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows("y", 0, y.Data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(want)
+	b, _ := os.ReadFile(got)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("a %d-byte file written in pieces differs from WriteFile's", len(b))
+	}
+}
+
 func TestFileWriterRefusesShortAndMisfitRows(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "short.safetensors")
