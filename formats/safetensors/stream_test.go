@@ -8,36 +8,35 @@ import (
 	"testing"
 )
 
-// TestFileWriterEqualsWriteFile streams rows in a shuffled order and
-// compares the file with WriteFile's for the same tensors, byte for byte.
-func TestFileWriterEqualsWriteFile(t *testing.T) {
+// rowsAt is one WriteRows call.
+type rowsAt struct {
+	name  string
+	first int
+	data  []byte
+}
+
+// streamEqualsWriteFile writes tensors with WriteFile, and with a
+// FileWriter through writes in their order, and fails unless the two
+// files are the same bytes.
+func streamEqualsWriteFile(t *testing.T, tensors []Tensor, meta map[string]string, writes []rowsAt) {
+	t.Helper()
 	dir := t.TempDir()
-	x := Tensor{Name: "x", DType: U8, Shape: []int{5, 2, 3}, Data: []byte("abcdefghijklmnopqrstuvwxyz0123")}
-	y := I64Tensor("y", []int{5}, []int64{4, 3, 2, 1, 0})
-	idx := I64Tensor("index", []int{5}, []int64{10, 11, 12, 13, 14})
-	meta := map[string]string{"split": "train"}
-	want := filepath.Join(dir, "want.safetensors")
-	if err := WriteFile(want, []Tensor{x, y, idx}, meta); err != nil {
+	want, got := filepath.Join(dir, "want.safetensors"), filepath.Join(dir, "got.safetensors")
+	if err := WriteFile(want, tensors, meta); err != nil {
 		t.Fatal(err)
 	}
-	got := filepath.Join(dir, "got.safetensors")
-	w, err := Create(got, []Spec{{"x", U8, x.Shape}, {"y", I64, y.Shape}, {"index", I64, idx.Shape}}, meta)
+	var specs []Spec
+	for _, x := range tensors {
+		specs = append(specs, Spec{x.Name, x.DType, x.Shape})
+	}
+	w, err := Create(got, specs, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []int{3, 0, 4, 1, 2} {
-		if err := w.WriteRows("x", k, x.Data[k*6:(k+1)*6]); err != nil {
+	for _, r := range writes {
+		if err := w.WriteRows(r.name, r.first, r.data); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := w.WriteRows("y", 0, y.Data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteRows("index", 2, idx.Data[16:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteRows("index", 0, idx.Data[:16]); err != nil {
-		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -45,12 +44,27 @@ func TestFileWriterEqualsWriteFile(t *testing.T) {
 	a, _ := os.ReadFile(want)
 	b, _ := os.ReadFile(got)
 	if !bytes.Equal(a, b) {
-		t.Fatalf("streamed file differs from WriteFile's:\n%q\n%q", a, b)
+		t.Fatalf("the %d-byte streamed file differs from WriteFile's %d bytes", len(b), len(a))
 	}
 }
 
+// TestFileWriterEqualsWriteFile streams rows in a shuffled order and
+// compares the file with WriteFile's for the same tensors, byte for byte.
+func TestFileWriterEqualsWriteFile(t *testing.T) {
+	x := Tensor{Name: "x", DType: U8, Shape: []int{5, 2, 3}, Data: []byte("abcdefghijklmnopqrstuvwxyz0123")}
+	y := I64Tensor("y", []int{5}, []int64{4, 3, 2, 1, 0})
+	idx := I64Tensor("index", []int{5}, []int64{10, 11, 12, 13, 14})
+	var writes []rowsAt
+	for _, k := range []int{3, 0, 4, 1, 2} {
+		writes = append(writes, rowsAt{"x", k, x.Data[k*6 : (k+1)*6]})
+	}
+	writes = append(writes, rowsAt{"y", 0, y.Data}, rowsAt{"index", 2, idx.Data[16:]}, rowsAt{"index", 0, idx.Data[:16]})
+	streamEqualsWriteFile(t, []Tensor{x, y, idx}, map[string]string{"split": "train"}, writes)
+}
+
 // TestFileWriterWritesLargeRowsInPieces writes rows of several
-// writePieces (and a ragged end) at an offset and reads them back whole.
+// writePieces (and a ragged end) at an offset, and WriteFile writes the
+// same tensors in pieces too.
 func TestFileWriterWritesLargeRowsInPieces(t *testing.T) {
 	row := writePiece + writePiece/2 + 7
 	x := Tensor{Name: "x", DType: U8, Shape: []int{3, row}, Data: make([]byte, 3*row)}
@@ -58,31 +72,18 @@ func TestFileWriterWritesLargeRowsInPieces(t *testing.T) {
 		x.Data[i] = byte(i*7 + i/writePiece)
 	}
 	y := I64Tensor("y", []int{3}, []int64{1, 2, 3})
-	dir := t.TempDir()
-	want, got := filepath.Join(dir, "want.safetensors"), filepath.Join(dir, "got.safetensors")
-	if err := WriteFile(want, []Tensor{x, y}, nil); err != nil {
+	streamEqualsWriteFile(t, []Tensor{x, y}, nil, []rowsAt{{"x", 1, x.Data[row:]}, {"x", 0, x.Data[:row]}, {"y", 0, y.Data}})
+	// WriteFile's pieces against the data itself.
+	path := filepath.Join(t.TempDir(), "x.safetensors")
+	if err := WriteFile(path, []Tensor{x}, nil); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Create(got, []Spec{{"x", U8, x.Shape}, {"y", I64, y.Shape}}, nil)
+	f, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.WriteRows("x", 1, x.Data[row:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteRows("x", 0, x.Data[:row]); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteRows("y", 0, y.Data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := os.ReadFile(want)
-	b, _ := os.ReadFile(got)
-	if !bytes.Equal(a, b) {
-		t.Fatalf("a %d-byte file written in pieces differs from WriteFile's", len(b))
+	if got := f.Tensors["x"].Data; !bytes.Equal(got, x.Data) {
+		t.Fatalf("WriteFile's %d bytes of x read back differ", len(got))
 	}
 }
 
