@@ -134,6 +134,18 @@ class JPEGStoreTest(unittest.TestCase):
             torch.testing.assert_close(a, b)
             self.assertTrue(a.is_contiguous())
 
+    @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA (scripts/gpu-check.sh runs it on a GPU)")
+    def test_the_gpu_loader_equals_the_cpu_loader(self):
+        # Pinned channels-last staging, copied to the device, made there.
+        x = self.store.split("train").tensor("x")
+        batches = [torch.tensor([5, 1, 19]), (0, 8), (8, 21)]
+        cpu = Inputs(self.store, None, torch.device("cpu"))
+        gpu = Inputs(self.store, None, torch.device("cuda"))
+        want = [b.clone() for _, b in Batches(x, batches, cpu, threads=2)]
+        got = [b.cpu() for _, b in Batches(x, batches, gpu, threads=2)]
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
+
 
 if __name__ == "__main__":
     unittest.main()
