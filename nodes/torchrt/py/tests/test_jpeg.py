@@ -26,7 +26,8 @@ def jpeg_bytes(img):
     import io
     from PIL import Image
     b = io.BytesIO()
-    Image.fromarray(img.permute(1, 2, 0).numpy()).save(b, format="JPEG", quality=90)
+    a = img.permute(1, 2, 0).numpy()
+    Image.fromarray(a[:, :, 0] if a.shape[2] == 1 else a).save(b, format="JPEG", quality=90)
     return b.getvalue()
 
 
@@ -52,13 +53,13 @@ def jpeg_store(d, images):
         off += len(b)
     with open(os.path.join(d, "train.jpeg"), "wb") as f:
         f.write(b"".join(blobs))
-    n = len(images)
+    n, c = len(images), images.shape[1]
     write_tensors(os.path.join(d, "train.safetensors"), {
         "xjpeg": ("I64", np.array(spans, dtype=np.int64)),
         "y": ("I64", np.zeros(n, dtype=np.int64)),
         "index": ("I64", np.arange(n, dtype=np.int64))})
     meta = {"shape": list(images.shape[1:]), "encoding": "jpeg", "quality": 90, "splits": {"train": n},
-            "normalize": {"scale": 1 / 255, "mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}}
+            "normalize": {"scale": 1 / 255, "mean": [0.4, 0.5, 0.6][:c], "std": [0.2, 0.25, 0.3][:c]}}
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f)
     return Store(d)
@@ -133,6 +134,21 @@ class JPEGStoreTest(unittest.TestCase):
             b = inputs.make(want.contiguous())[0]
             torch.testing.assert_close(a, b)
             self.assertTrue(a.is_contiguous())
+
+    def test_grey_images_stage_and_load(self):
+        grey = self.images[:, 1:2].contiguous()
+        with tempfile.TemporaryDirectory() as d:
+            store = jpeg_store(d, grey)
+            x = store.split("train").tensor("x")
+            rows = torch.tensor([2, 11, 0])
+            want = x[rows]
+            self.assertEqual(tuple(want.shape), (3, 1, 24, 32))
+            self.assertLess((want.float() - grey[rows].float()).abs().mean().item(), 2.0)
+            self.assertTrue(torch.equal(x.read_into(rows, x.staging(4, device=True)[:3]), want))
+            inputs = Inputs(store, None, torch.device("cpu"))
+            for a, b in zip([b.clone() for _, b in Batches(x, ranges(21, 5), inputs)],
+                            [b.clone() for _, b in Batches(x[0:21], ranges(21, 5), inputs)]):
+                torch.testing.assert_close(a, b)
 
     @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA (scripts/gpu-check.sh runs it on a GPU)")
     def test_the_gpu_loader_equals_the_cpu_loader(self):
