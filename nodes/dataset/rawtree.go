@@ -67,6 +67,10 @@ func (t *rawTree) inPlace(got []fetched, streamGz bool, progress nodes.Progress)
 				tops = append(tops, e.Name())
 				archives[e.Name()] = tfs
 			}
+			if len(root) == 0 { // an empty archive: nothing reads it
+				tfs.Close()
+				opened[i] = nil
+			}
 			covered[i] = true
 		}
 		for _, top := range tops {
@@ -74,13 +78,6 @@ func (t *rawTree) inPlace(got []fetched, streamGz bool, progress nodes.Progress)
 				return fail(fmt.Errorf("%q: %w", top, errNotInPlace))
 			}
 			owner[top] = i
-		}
-	}
-	for _, tfs := range opened {
-		if tfs != nil {
-			if root, _ := tfs.ReadDir("."); len(root) == 0 {
-				tfs.Close()
-			}
 		}
 	}
 	t.archives = archives
