@@ -193,6 +193,35 @@ func treeBytes(dir string) int64 {
 	return n
 }
 
+// peakBytes polls the bytes of the files under dir every interval until
+// the returned function is called, which returns the most it saw.
+func peakBytes(dir string, every time.Duration) func() int64 {
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			if n := treeBytes(dir); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
 var plannedPeak = regexp.MustCompile(`peak +about ([0-9.]+) (B|KiB|MiB|GiB)`)
 
 // TestPlanPredictsThePeakDisk plans a test-scale tier whose sources are
@@ -246,30 +275,13 @@ func planPeakMatches(t *testing.T, dir string, want []string) {
 	planned, _ := strconv.ParseFloat(m[1], 64)
 	planned *= map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m[2]]
 
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			if n := treeBytes(cache); n > peak.Load() {
-				peak.Store(n)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
+	peak := peakBytes(cache, 10*time.Millisecond)
 	r = gp(t, cache, "apply", dir)
-	close(stop)
-	wg.Wait()
+	measuredBytes := peak()
 	if r.code != 0 {
 		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	measured := float64(peak.Load())
+	measured := float64(measuredBytes)
 	t.Logf("planned peak %.2f MiB, measured %.2f MiB (%.3fx)", planned/(1<<20), measured/(1<<20), planned/measured)
 	if ratio := planned / measured; ratio < 0.85 || ratio > 1.15 {
 		t.Errorf("planned peak %.0f B is %.2fx the measured %.0f B", planned, ratio, measured)

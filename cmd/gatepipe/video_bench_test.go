@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,31 +44,13 @@ output "splits" { value = dataset.kinetics.splits }
 `)
 	for range b.N {
 		cache := b.TempDir()
-		var peak atomic.Int64
-		stop := make(chan struct{})
-		polled := make(chan struct{})
-		go func() {
-			defer close(polled)
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if n := treeBytes(filepath.Join(cache, "tmp")); n > peak.Load() {
-						peak.Store(n)
-					}
-				}
-			}
-		}()
+		peak := peakBytes(filepath.Join(cache, "tmp"), 50*time.Millisecond)
 		wall, ru, rss := timedApply(b, work, cache)
-		close(stop)
-		<-polled
+		tmpPeak := float64(peak()) / 1e6
 		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		b.Logf("%d clips (%.0f MB of MP4 in 4 tar.gz parts): apply %.1f s wall, %.1f s CPU (%s, ffmpeg included), peak RSS %.0f MB; peak under the cache's tmp: %.1f MB",
-			len(clips), float64(sumSizes(clips))/1e6, wall.Seconds(), cpu.Seconds(), cpuModel(), rss, float64(peak.Load())/1e6)
-		b.ReportMetric(float64(peak.Load())/1e6, "peak-tmp-MB")
+			len(clips), float64(sumSizes(clips))/1e6, wall.Seconds(), cpu.Seconds(), cpuModel(), rss, tmpPeak)
+		b.ReportMetric(tmpPeak, "peak-tmp-MB")
 		b.ReportMetric(float64(sumSizes(clips))/1e6, "videos-MB")
 		b.ReportMetric(cpu.Seconds(), "cpu-s")
 	}
