@@ -169,7 +169,7 @@ class JPEGRows:
     release the GIL, so the loader's reader threads decode in parallel.
 
     A decoded image lies channels last (as libjpeg leaves it), seen as
-    [C, H, W]; staging gives the buffers that take it best."""
+    [C, H, W]; staging gives the buffers that take it whole."""
 
     dtype = torch.uint8
     device = torch.device("cpu")
@@ -203,18 +203,15 @@ class JPEGRows:
         return self.bytes[off:off + n]
 
     def staging(self, rows, device=False):
-        """A buffer for rows decoded images, [rows, C, H, W]. For a GPU
-        (device: the GPU makes the input) it is laid out channels last, so
-        that each image is one contiguous copy and the device transposes,
-        and pinned where CUDA is. On the CPU it is [C, H, W] contiguous:
-        the transposing copy here and a contiguous conversion to float32
-        cost less than converting from channels last (45 + 9 us against
-        60 us an image at 224 px)."""
+        """A buffer for rows decoded images, [rows, C, H, W] laid out
+        channels last, as the decoder leaves an image: each image is one
+        contiguous copy. For a GPU (device) it is pinned where CUDA is and
+        the device transposes as it makes the input; on the CPU the input
+        stays channels last (Inputs.make), oneDNN's fastest layout for
+        convolutions."""
         c, h, w = self.shape[1:]
+        pin = bool(device) and torch.cuda.is_available()
         with torch.inference_mode(False):
-            if not device:
-                return torch.empty((rows, c, h, w), dtype=torch.uint8)
-            pin = torch.cuda.is_available()
             return torch.empty((rows, h, w, c), dtype=torch.uint8, pin_memory=pin).permute(0, 3, 1, 2)
 
     def read_into(self, b, out):
@@ -267,6 +264,12 @@ def _jpeg_decoder():
     return decode_pil
 
 
+def channels_last(x):
+    """Whether batch x is images [N, C, H, W] of several channels laid out
+    channels last (and not also contiguous, as when H = W = 1)."""
+    return x.dim() == 4 and x.shape[1] > 1 and not x[:1].is_contiguous() and x[:1].is_contiguous(memory_format=torch.channels_last)
+
+
 def channel_layout(shape):
     if len(shape) == 1:
         return shape[0], 1
@@ -298,6 +301,7 @@ class Inputs:
         self.mul = (self.scale / self.std).contiguous()
         self.bias = (-self.mean / self.std).contiguous()
         self.cpu_mul, self.cpu_bias = self.mul.cpu(), self.bias.cpu()
+        self.tiled = {}  # row width -> row_factors
         if pre:
             if len(self.shape) not in (3, 4):
                 raise SystemExit("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %s" % self.shape)
@@ -321,32 +325,53 @@ class Inputs:
         """The encoder's input for the stored batch x, on x's device, and
         the buffer it lies in: without an evaluation transform, converted
         and normalised in place in out (a float32 buffer of at least x's
-        rows, reused batch after batch; allocated when None)."""
-        if not self.pre:
-            if out is None or out.shape[0] < x.shape[0] or out.device != x.device:
-                out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
-            res = out[:x.shape[0]]
-            # In place, in three passes: a fused addcmul from uint8 makes a
-            # float32 temporary (type promotion), which a CPU process
-            # page-faults in afresh every batch under glibc's defaults.
-            if x.device.type != "cpu":
-                res.copy_(x)
-                res.mul_(self.mul).add_(self.bias)
-                return res, out
-            # On the CPU a few examples at a time, so that the second and
-            # third passes read what the first left in the cache (1.8x
-            # faster a core than whole batches, measured at 224 px). Up
-            # to 4 MB of float32 at a time: 4-5% faster than 1 MB (one
-            # image) in seven alternating feed.py runs on a JPEG store and
-            # four on a raw one (2-core EPYC); 8 MB was slower.
-            per = max(1, x[0].numel() * 4)
-            step = max(1, (4 << 20) // per)
-            for i in range(0, x.shape[0], step):
-                r = res[i:i + step]
-                r.copy_(x[i:i + step])
-                r.mul_(self.cpu_mul).add_(self.cpu_bias)
+        rows, reused batch after batch; allocated when None). On the CPU
+        an image batch laid out channels last (a JPEG store's staging)
+        gives an input laid out channels last; otherwise the input is
+        contiguous [N, C, ...]."""
+        if self.pre:
+            return self.transform_stored(x.to(torch.float32)), None
+        last = x.device.type == "cpu" and channels_last(x)
+        fmt = torch.channels_last if last else torch.contiguous_format
+        if out is None or out.shape[0] < x.shape[0] or out.device != x.device or not out[:1].is_contiguous(memory_format=fmt):
+            out = torch.empty(x.shape, dtype=torch.float32, device=x.device, memory_format=fmt)
+        res = out[:x.shape[0]]
+        # In place, in three passes: a fused addcmul from uint8 makes a
+        # float32 temporary (type promotion), which a CPU process
+        # page-faults in afresh every batch under glibc's defaults.
+        if x.device.type != "cpu":
+            res.copy_(x)
+            res.mul_(self.mul).add_(self.bias)
             return res, out
-        return self.transform_stored(x.to(torch.float32)), None
+        # On the CPU a few examples at a time, so that the second and
+        # third passes read what the first left in the cache (1.8x
+        # faster a core than whole batches, measured at 224 px). Up
+        # to 4 MB of float32 at a time: 4-5% faster than 1 MB (one
+        # image) in seven alternating feed.py runs on a JPEG store and
+        # four on a raw one (2-core EPYC); 8 MB was slower.
+        per = max(1, x[0].numel() * 4)
+        step = max(1, (4 << 20) // per)
+        mul, bias = self.cpu_mul, self.cpu_bias
+        if last:
+            # Channels last, each pixel's channels side by side: the
+            # factors tiled along a row, so that the passes run over
+            # contiguous rows (by [1, C, 1, 1] they would run in threes).
+            mul, bias = self.row_factors(x.shape[3])
+        for i in range(0, x.shape[0], step):
+            r = res[i:i + step]
+            r.copy_(x[i:i + step])
+            if last:
+                r = r.permute(0, 2, 3, 1).reshape(-1, mul.numel())  # a view: r is channels last
+            r.mul_(mul).add_(bias)
+        return res, out
+
+    def row_factors(self, w):
+        """The normalisation's factors for one row of w pixels laid out
+        channels last, [w * C] each (cached per width)."""
+        got = self.tiled.get(w)
+        if got is None:
+            got = self.tiled[w] = (self.cpu_mul.flatten().repeat(w).contiguous(), self.cpu_bias.flatten().repeat(w).contiguous())
+        return got
 
     def transform_stored(self, x):
         """The evaluation transform of stored examples as float32."""

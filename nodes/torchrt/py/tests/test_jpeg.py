@@ -115,25 +115,41 @@ class JPEGStoreTest(unittest.TestCase):
                 raw = [b.clone() for _, b in Batches(decoded, batches, inputs, threads=threads)]
                 for a, b in zip(jpeg, raw):
                     torch.testing.assert_close(a, b)
+                    self.assertTrue(a.is_contiguous(memory_format=torch.channels_last))
+                    self.assertTrue(b.is_contiguous())
 
-    def test_a_gpus_staging_gives_the_same_inputs(self):
-        # For a GPU the readers decode into channels-last buffers and the
-        # device makes the input from them: the same input as from [C, H, W].
+    def test_channels_last_staging_gives_the_same_inputs(self):
+        # The readers decode into channels-last buffers; the input made
+        # from them (on the CPU, or by a GPU) is the input from [C, H, W].
         x = self.store.split("train").tensor("x")
         rows = torch.tensor([3, 0, 17, 9])
         want = x[rows]
-        staged = x.staging(8, device=True)
-        self.assertEqual(tuple(staged.shape), (8, 3, 24, 32))
-        self.assertEqual(staged.stride()[1], 1)  # channels last
-        got = x.read_into(rows, staged[:4])
-        self.assertTrue(torch.equal(got, want))
-        self.assertTrue(x.staging(8).is_contiguous())
-        for pre in (None, {"size": [16, 16], "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}):
-            inputs = Inputs(self.store, pre, torch.device("cpu"))
-            a = inputs.make(got)[0]
-            b = inputs.make(want.contiguous())[0]
-            torch.testing.assert_close(a, b)
-            self.assertTrue(a.is_contiguous())
+        self.assertTrue(want.is_contiguous())
+        for device in (False, True):
+            staged = x.staging(8, device=device)
+            self.assertEqual(tuple(staged.shape), (8, 3, 24, 32))
+            self.assertEqual(staged.stride()[1], 1)  # channels last
+            self.assertTrue(torch.equal(x.read_into(rows, staged[:4]), want))
+        got = x.read_into(rows, x.staging(8)[:4])
+        inputs = Inputs(self.store, None, torch.device("cpu"))
+        a, buf = inputs.make(got)
+        b = inputs.make(want)[0]
+        # On the CPU the input keeps the staging's layout: the same numbers
+        # (the same two operations on each), laid out channels last.
+        self.assertTrue(torch.equal(a, b))
+        self.assertTrue(a.is_contiguous(memory_format=torch.channels_last))
+        self.assertFalse(a.is_contiguous())
+        self.assertTrue(b.is_contiguous())
+        # A reused buffer of the other layout is not written into.
+        c, buf2 = inputs.make(want, buf)
+        self.assertIsNot(buf2, buf)
+        self.assertTrue(c.is_contiguous() and torch.equal(c, b))
+        self.assertIs(inputs.make(got[:3], buf)[1], buf)
+        pre = {"size": [16, 16], "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
+        inputs = Inputs(self.store, pre, torch.device("cpu"))
+        a = inputs.make(got)[0]
+        torch.testing.assert_close(a, inputs.make(want)[0])
+        self.assertTrue(a.is_contiguous())
 
     def test_grey_images_stage_and_load(self):
         grey = self.images[:, 1:2].contiguous()

@@ -45,6 +45,32 @@ class ModelTest(unittest.TestCase):
             Model({"arch": "lstm"}, [1, 8, 8], 3)
         self.assertIn("has no 'lstm' encoder", str(e.exception))
 
+    def test_every_arch_takes_channels_last_input(self):
+        # On the CPU a JPEG store's batches come laid out channels last
+        # (storage.Inputs.make): every architecture gives what it gives for
+        # the contiguous input, forwards and backwards, with dense heads'
+        # spatial features too.
+        specs = [{"arch": "convnet", "channels": [4, 8]},
+                 {"arch": "resnet", "channels": [4, 8], "blocks": [1, 1]},
+                 {"arch": "resnet", "channels": [4, 8], "blocks": [1, 1], "stem": "imagenet", "block": "bottleneck"},
+                 {"arch": "convnext", "channels": [8, 16], "blocks": [1, 1], "version": 2},
+                 {"arch": "vit", "dim": 16, "heads": 2, "depth": 1, "patch": 4},
+                 {"arch": "vit", "dim": 16, "heads": 2, "depth": 1, "patch": 4, "pool": "avg", "no_class_token": True}]
+        x = torch.randn(3, 3, 16, 16)
+        xl = x.contiguous(memory_format=torch.channels_last)
+        self.assertFalse(xl.is_contiguous())
+        for spec in specs:
+            with self.subTest(spec=spec):
+                torch.manual_seed(1)
+                m = Model(dict(spec, hidden=[8]), [3, 16, 16], 5)
+                a, b = m(x), m(xl)
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+                ga = torch.autograd.grad(a.square().sum(), list(m.parameters()))
+                gb = torch.autograd.grad(b.square().sum(), list(m.parameters()))
+                for u, v in zip(ga, gb):
+                    torch.testing.assert_close(u, v, rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(m.encoder.spatial(x), m.encoder.spatial(xl), rtol=1e-5, atol=1e-5)
+
 
 if __name__ == "__main__":
     unittest.main()
