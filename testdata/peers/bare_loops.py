@@ -66,17 +66,19 @@ def feed(store, batch, passes):
 
 
 def model(arch, classes):
+    """The model, its weights channels last where it is convolutional:
+    PyTorch's advice for convolutions on GPUs and on CPUs (oneDNN) alike."""
     m = getattr(torchvision.models, arch)(num_classes=classes)
     m = m.to(dev)
-    if cuda and not arch.startswith("vit"):
+    if not arch.startswith("vit"):
         m = m.to(memory_format=torch.channels_last)
     return m
 
 
-def prep(xb):
+def prep(xb, arch):
     x = xb.to(dev, non_blocking=True).float().div_(255)
     x = (x - 0.45) / 0.225
-    if cuda:
+    if not arch.startswith("vit"):
         x = x.contiguous(memory_format=torch.channels_last)
     return x
 
@@ -110,7 +112,7 @@ def features(store, arch, batch, resident=False):
                     torch.cuda.synchronize()
                 t = time.time()
             with autocast():
-                m(prep(x[i:i + batch])).float().cpu()
+                m(prep(x[i:i + batch], arch)).float().cpu()
         if cuda:
             torch.cuda.synchronize()
     return len(x) - batch, time.time() - t
@@ -133,7 +135,7 @@ def train(store, arch, batch, iters, classes, resident=False):
                 torch.cuda.synchronize()
             t = time.time()
         with autocast():
-            loss = torch.nn.functional.cross_entropy(m(prep(x[idx[it].to(x.device)])).float(), y[it].to(dev))
+            loss = torch.nn.functional.cross_entropy(m(prep(x[idx[it].to(x.device)], arch)).float(), y[it].to(dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -12,14 +12,14 @@ from .storage import Inputs, RowWriter, Store, write_safetensors
 def job_features(run):
     cfg = run.cfg
     store = Store(cfg["store"])
-    inputs = Inputs(store, cfg.get("preprocess"), run.device)
+    conv = convolutional(cfg["encoder"])
+    inputs = Inputs(store, cfg.get("preprocess"), run.device, channels_last=conv)
     classes = int(cfg.get("classes") or 0)
     torch.manual_seed(int(cfg.get("seed") or 0))  # a library encoder's initialisation
     model = Model(cfg["encoder"], inputs.out_shape(), classes)
     init_weights(model, cfg, lambda msg: run.log({"weights": msg}))
     model.eval().to(run.device)
-    conv = convolutional(cfg["encoder"])
-    if run.cuda and conv:
+    if conv:  # oneDNN's and cuDNN's fastest layout for convolutions
         model = model.to(memory_format=torch.channels_last)
     batch = int(cfg.get("batch_size") or 64)
     splits = cfg["splits"]
@@ -35,7 +35,7 @@ def job_features(run):
         out = Outputs(path, n, run.cuda)
         with torch.inference_mode():
             for _, x_in in Batches(x, ranges(n, batch), inputs, threads=readers(run)):
-                if run.cuda and conv and x_in.dim() == 4:
+                if conv and x_in.dim() == 4:  # (on the CPU the loader made it so)
                     x_in = x_in.contiguous(memory_format=torch.channels_last)
                 with run.autocast():
                     y = model.encoder(x_in)

@@ -287,8 +287,12 @@ class Inputs:
     resized (antialiased), centre-cropped and normalised, as gatepipe's
     imageops does."""
 
-    def __init__(self, store, pre, device):
+    def __init__(self, store, pre, device, channels_last=False):
         self.meta, self.shape, self.pre, self.device = store.meta, store.shape, pre, device
+        # On the CPU, image batches are made channels last for a
+        # convolutional encoder (models.convolutional) as they are for
+        # any encoder from a JPEG store's channels-last staging.
+        self.channels_last = channels_last
         norm = self.meta["normalize"]
         self.scale = float(norm["scale"])
         c, _ = channel_layout(self.shape)
@@ -326,12 +330,12 @@ class Inputs:
         the buffer it lies in: without an evaluation transform, converted
         and normalised in place in out (a float32 buffer of at least x's
         rows, reused batch after batch; allocated when None). On the CPU
-        an image batch laid out channels last (a JPEG store's staging)
-        gives an input laid out channels last; otherwise the input is
-        contiguous [N, C, ...]."""
+        the input of images of several channels is laid out channels last
+        when channels_last was asked for or x lies so (a JPEG store's
+        staging); otherwise it is contiguous [N, C, ...]."""
         if self.pre:
             return self.transform_stored(x.to(torch.float32)), None
-        last = x.device.type == "cpu" and channels_last(x)
+        last = x.device.type == "cpu" and x.dim() == 4 and x.shape[1] > 1 and (self.channels_last or channels_last(x))
         fmt = torch.channels_last if last else torch.contiguous_format
         if out is None or out.shape[0] < x.shape[0] or out.device != x.device or not out[:1].is_contiguous(memory_format=fmt):
             out = torch.empty(x.shape, dtype=torch.float32, device=x.device, memory_format=fmt)
@@ -353,8 +357,9 @@ class Inputs:
         step = max(1, (4 << 20) // per)
         mul, bias = self.cpu_mul, self.cpu_bias
         if last:
-            # Channels last, each pixel's channels side by side: the
-            # factors tiled along a row, so that the passes run over
+            # Channels last, each pixel's channels side by side (from a
+            # [C, H, W] batch the first pass transposes): the factors tiled
+            # along a row, so that the second and third passes run over
             # contiguous rows (by [1, C, 1, 1] they would run in threes).
             mul, bias = self.row_factors(x.shape[3])
         for i in range(0, x.shape[0], step):

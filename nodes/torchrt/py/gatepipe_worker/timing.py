@@ -37,7 +37,7 @@ def job_timing(run):
     want = max(int(cfg["batch"]), 1)
     started = time.time()
     model = TaskModel("classification", cfg["encoder"], shape, CLASSES).to(run.device)
-    channels_last = run.cuda and convolutional(cfg["encoder"])
+    channels_last = convolutional(cfg["encoder"])  # as the jobs run it
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -264,7 +264,8 @@ class Trainer:
         self.run, cfg = run, run.cfg
         self.cfg, self.task, self.rec = cfg, cfg["task"], cfg["recipe"]
         store = Store(cfg["store"])
-        self.inputs = Inputs(store, cfg.get("preprocess"), run.device)
+        self.conv = convolutional(cfg["encoder"])
+        self.inputs = Inputs(store, cfg.get("preprocess"), run.device, channels_last=self.conv)
         self.outputs = int(cfg["outputs"])
         seed = int(self.rec.get("seed") or 0)
         torch.manual_seed(seed)  # a library encoder's initialisation (gatepipe draws the rest)
@@ -272,8 +273,7 @@ class Trainer:
                                int(cfg.get("qlen") or 0), int(cfg.get("vocab") or 0))
         init_weights(self.model, cfg, lambda msg: run.log({"weights": msg}))
         self.model.to(run.device)
-        self.conv = convolutional(cfg["encoder"])
-        if run.cuda and self.conv:
+        if self.conv:  # oneDNN's and cuDNN's fastest layout for convolutions
             self.model = self.model.to(memory_format=torch.channels_last)
         self.probe = bool(self.rec.get("linear_probe"))
         self.learn = [p for name, p in self.model.named_parameters() if not (self.probe and name.startswith("encoder."))]
@@ -298,7 +298,7 @@ class Trainer:
         self.eval_batch = int(cfg.get("eval_batch") or 256)
 
     def input(self, x):
-        if self.run.cuda and self.conv and x.dim() == 4:
+        if self.conv and x.dim() == 4:  # (on the CPU the loader made it so)
             return x.contiguous(memory_format=torch.channels_last)
         return x
 

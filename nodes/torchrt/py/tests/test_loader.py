@@ -50,6 +50,25 @@ class BatchesTest(unittest.TestCase):
         for rows, x in zip(idx, got):
             torch.testing.assert_close(x, self.want(rows), rtol=1e-6, atol=1e-6)
 
+    def test_channels_last_inputs_for_convolutional_encoders(self):
+        # Asked for channels last (a convolutional encoder), the readers
+        # make the input in that layout from [C, H, W] rows: the numbers of
+        # the contiguous input, exactly (the same two operations on each).
+        last = Inputs(FakeStore([3, 5, 4]), None, torch.device("cpu"), channels_last=True)
+        for batches in (ranges(53, 8), [torch.tensor([7, 0, 52])]):
+            for threads in (1, 3):
+                got = [x.clone(memory_format=torch.preserve_format) for _, x in Batches(self.x, batches, last, threads=threads)]
+                want = [x.clone() for _, x in Batches(self.x, batches, self.inputs, threads=threads)]
+                for a, b in zip(got, want):
+                    self.assertTrue(a.is_contiguous(memory_format=torch.channels_last))
+                    self.assertFalse(a.is_contiguous())
+                    self.assertTrue(b.is_contiguous())
+                    self.assertTrue(torch.equal(a, b))
+        # Grey images and vectors have one layout: they stay contiguous.
+        grey = Inputs(FakeStore([1, 5, 4]), None, torch.device("cpu"), channels_last=True)
+        x = grey.make(self.x[:4, :1].contiguous())[0]
+        self.assertTrue(x.is_contiguous())
+
     def test_buffers_are_reused(self):
         seen = set()
         for _, x in Batches(self.x, ranges(53, 4), self.inputs, threads=2):

@@ -1,4 +1,5 @@
 """models: gatepipe's tensor names and weights in and out."""
+import copy
 import os
 import tempfile
 import unittest
@@ -46,8 +47,9 @@ class ModelTest(unittest.TestCase):
         self.assertIn("has no 'lstm' encoder", str(e.exception))
 
     def test_every_arch_takes_channels_last_input(self):
-        # On the CPU a JPEG store's batches come laid out channels last
-        # (storage.Inputs.make): every architecture gives what it gives for
+        # On the CPU and on GPUs convolutional encoders run channels last
+        # (weights and inputs), and a JPEG store's batches come so for any
+        # encoder (storage.Inputs.make): every architecture gives what it gives for
         # the contiguous input, forwards and backwards, with dense heads'
         # spatial features too.
         specs = [{"arch": "convnet", "channels": [4, 8]},
@@ -63,13 +65,15 @@ class ModelTest(unittest.TestCase):
             with self.subTest(spec=spec):
                 torch.manual_seed(1)
                 m = Model(dict(spec, hidden=[8]), [3, 16, 16], 5)
-                a, b = m(x), m(xl)
+                # As the jobs run a convolutional encoder: its weights too.
+                ml = copy.deepcopy(m).to(memory_format=torch.channels_last)
+                a, b = m(x), ml(xl)
                 torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
                 ga = torch.autograd.grad(a.square().sum(), list(m.parameters()))
-                gb = torch.autograd.grad(b.square().sum(), list(m.parameters()))
+                gb = torch.autograd.grad(b.square().sum(), list(ml.parameters()))
                 for u, v in zip(ga, gb):
                     torch.testing.assert_close(u, v, rtol=1e-4, atol=1e-5)
-                torch.testing.assert_close(m.encoder.spatial(x), m.encoder.spatial(xl), rtol=1e-5, atol=1e-5)
+                torch.testing.assert_close(m.encoder.spatial(x), ml.encoder.spatial(xl), rtol=1e-5, atol=1e-5)
 
 
 if __name__ == "__main__":
