@@ -110,8 +110,9 @@ func workerRoot(env *nodes.Env, jobDir string) string {
 
 // Runtime names. Auto is the torch runtime on one GPU per node where the
 // machine has GPUs and the interpreter's torch sees them, else the Go
-// runtime (on CPUs, features at 1.02-1.86x PyTorch's speed in a quarter
-// to three quarters of its memory: SPEC §5.6).
+// runtime, which needs no Python (on CPUs in a third to four fifths of
+// PyTorch's memory; its ViT features faster than PyTorch's, its ResNets
+// slower than PyTorch's channels-last convolutions: SPEC §5.6).
 const (
 	Go    = "go"
 	Torch = "torch"
