@@ -61,7 +61,7 @@ type result struct {
 }
 
 // gp runs the real binary with its cache in cacheDir.
-func gp(t *testing.T, cacheDir string, args ...string) result {
+func gp(t testing.TB, cacheDir string, args ...string) result {
 	t.Helper()
 	return gpWith(t, append(os.Environ(), "GATEPIPE_CACHE_DIR="+cacheDir), args...)
 }
@@ -70,7 +70,7 @@ func gp(t *testing.T, cacheDir string, args ...string) result {
 // GATEPIPE_TEST_LOGS set (gpu-check sets it), its stderr also goes, as it
 // comes, to a file there named after the test, so that a test cut off by
 // its time limit still shows what each run was doing.
-func gpWith(t *testing.T, env []string, args ...string) result {
+func gpWith(t testing.TB, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = env
@@ -83,7 +83,7 @@ func gpWith(t *testing.T, env []string, args ...string) result {
 
 // runExitCode is the exit status cmd.Run's err says; a command that could
 // not start fails the test.
-func runExitCode(t *testing.T, err error) int {
+func runExitCode(t testing.TB, err error) int {
 	t.Helper()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
@@ -93,7 +93,7 @@ func runExitCode(t *testing.T, err error) int {
 	return 0
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

@@ -14,7 +14,7 @@ import (
 // liveLog, with GATEPIPE_TEST_LOGS set, also sends cmd's stderr to a new
 // file there for this run of the binary (TestName-N.log, its command line
 // first), and returns what closes it.
-func liveLog(t *testing.T, cmd *exec.Cmd, args []string) (closeLog func()) {
+func liveLog(t testing.TB, cmd *exec.Cmd, args []string) (closeLog func()) {
 	f := openLiveLog(t, args)
 	if f == nil {
 		return func() {}
@@ -23,7 +23,7 @@ func liveLog(t *testing.T, cmd *exec.Cmd, args []string) (closeLog func()) {
 	return func() { f.Close() }
 }
 
-func openLiveLog(t *testing.T, args []string) *os.File {
+func openLiveLog(t testing.TB, args []string) *os.File {
 	dir := os.Getenv("GATEPIPE_TEST_LOGS")
 	if dir == "" {
 		return nil
