@@ -92,7 +92,8 @@ func Create(path string, specs []Spec, metadata map[string]string) (*FileWriter,
 	return w, nil
 }
 
-// writePiece is the most bytes WriteRows hands the kernel in one call.
+// writePiece is the most bytes WriteRows and Write hand the kernel (or
+// bufio) in one call.
 const writePiece = 1 << 20
 
 // WriteRows writes data as rows first, first+1, ... of tensor name.
