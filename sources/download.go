@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -88,7 +89,7 @@ func (r *Resolver) attempt(ctx context.Context, rawURL, creds, part string, prog
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var have int64
-	if info, err := os.Stat(part); err == nil {
+	if info, err := os.Lstat(part); err == nil && info.Mode().IsRegular() {
 		have = info.Size()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -113,13 +114,13 @@ func (r *Resolver) attempt(ctx context.Context, rawURL, creds, part string, prog
 	total := resp.ContentLength
 	switch {
 	case resp.StatusCode == http.StatusPartialContent && have > 0:
-		out, err = os.OpenFile(part, os.O_WRONLY|os.O_APPEND, 0o666)
+		out, err = os.OpenFile(part, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o666)
 		if total >= 0 {
 			total += have
 		}
 	case resp.StatusCode == http.StatusOK:
 		have = 0 // the server ignored Range: start over
-		out, err = os.Create(part)
+		out, err = CreateNoFollow(part)
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
 		return false, nil // the partial file is already complete
 	case retryableStatus(resp.StatusCode):
@@ -237,9 +238,20 @@ func (r *idleReader) stop() {
 
 func (r *idleReader) timedOut() bool { return r.fired.Load() }
 
-// copyFile copies a mirror's local file into part.
+// CreateNoFollow creates the file p for writing after removing whatever
+// stood at that name: a link planted there is removed, never followed
+// (O_CREATE|O_EXCL|O_NOFOLLOW), so the write stays where p names.
+func CreateNoFollow(p string) (*os.File, error) {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
+}
+
 // CopyFile copies src to dst, creating dst's directory: a copy, never a
-// link, so that damage to one is never damage to the other.
+// link, so that damage to one is never damage to the other. dst is
+// created anew (CreateNoFollow): a link at its name is replaced, and
+// what it pointed to is left alone.
 func CopyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -249,7 +261,7 @@ func CopyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
 		return err
 	}
-	out, err := os.Create(dst)
+	out, err := CreateNoFollow(dst)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,20 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic writes data to a temporary file next to name, fsyncs it
-// and renames it into place.
-func writeFileAtomic(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+// writeAtomic writes data to name, inside the cache, as writeFileAtomic
+// does, after making its directory without following a link
+// (mkdirInside). Renaming over a planted link replaces the link.
+func (c *Cache) writeAtomic(name string, data []byte) error {
+	if err := c.mkdirInside(filepath.Dir(name)); err != nil {
 		return err
 	}
+	return writeFileAtomic(name, data)
+}
+
+// writeFileAtomic writes data to a temporary file next to name (in a
+// directory that exists), fsyncs it and renames it into place.
+func writeFileAtomic(name string, data []byte) error {
+	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,7 @@ func (c *Cache) VerifyExternal(p, sum string) error {
 		return err
 	}
 	if changed {
-		if err := os.MkdirAll(filepath.Dir(stampPath), 0o755); err == nil {
+		if err := c.mkdirInside(filepath.Dir(stampPath)); err == nil {
 			writeStamps(stampPath, []stamp{now})
 		}
 	}
@@ -128,18 +129,17 @@ func (c *Cache) AddBlob(tmpPath, want string) (path, sha string, err error) {
 	if want != "" && (len(want) != 64 || strings.Trim(want, "0123456789abcdef") != "") {
 		return "", "", fmt.Errorf("invalid sha256 %q", want)
 	}
-	f, err := os.Open(tmpPath)
+	// The finished file must be the regular file the caller wrote, not
+	// a link planted at its name: it is hashed through the same open
+	// file that is checked.
+	f, err := c.openPart(tmpPath)
 	if err != nil {
 		return "", "", err
 	}
-	serr := f.Sync()
+	sum, serr := syncAndHash(f)
 	f.Close()
 	if serr != nil {
 		return "", "", serr
-	}
-	sum, _, err := FileSHA256(tmpPath)
-	if err != nil {
-		return "", "", err
 	}
 	sha = sum.String()
 	if want != "" && sha != want {
@@ -159,7 +159,7 @@ func (c *Cache) AddHashedBlob(tmpPath, sha string) (string, error) {
 	if _, err := ParseID(sha); err != nil {
 		return "", fmt.Errorf("invalid sha256 %q", sha)
 	}
-	f, err := os.Open(tmpPath)
+	f, err := c.openPart(tmpPath)
 	if err != nil {
 		return "", err
 	}
@@ -182,7 +182,7 @@ func (c *Cache) storeBlob(tmpPath, sha string) (string, error) {
 		return "", err
 	}
 	dst := c.blobFile(sha)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+	if err := c.mkdirInside(filepath.Dir(dst)); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmpPath, dst); err != nil {
@@ -195,6 +195,24 @@ func (c *Cache) storeBlob(tmpPath, sha string) (string, error) {
 		}
 	}
 	return dst, nil
+}
+
+// openPart opens a finished download or copy for reading: a regular
+// file, never a link (which storeBlob would rename into the store).
+func (c *Cache) openPart(p string) (*os.File, error) { return openNoFollow(p) }
+
+// syncAndHash fsyncs the open file f and returns its SHA-256.
+func syncAndHash(f *os.File) (ID, error) {
+	if err := f.Sync(); err != nil {
+		return ID{}, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ID{}, err
+	}
+	var id ID
+	h.Sum(id[:0])
+	return id, nil
 }
 
 // ChecksumError is a file whose SHA-256 is not the one expected.

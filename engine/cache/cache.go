@@ -39,16 +39,20 @@ func Open(dir string) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sub := range []string{"actions", "objects", "blobs", "partial", "resume", "locks", "tmp", "runs"} {
-		if err := os.MkdirAll(filepath.Join(abs, sub), 0o777); err != nil {
-			return nil, fmt.Errorf("cache: %w", err)
-		}
+	if err := os.MkdirAll(abs, 0o777); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	// The root may be a link the user made (a cache on another disk);
+	// below it, nothing is followed.
+	c := &Cache{dir: abs, now: time.Now, hash: FileSHA256}
+	if err := c.checkAreas(); err != nil {
+		return nil, err
 	}
 	readme := filepath.Join(abs, "README")
-	if _, err := os.Stat(readme); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(readme); errors.Is(err, fs.ErrNotExist) {
 		_ = writeFileAtomic(readme, []byte(readmeText))
 	}
-	return &Cache{dir: abs, now: time.Now, hash: FileSHA256}, nil
+	return c, nil
 }
 
 const readmeText = `This directory holds cached data used by gatepipe: downloads, processed
@@ -152,7 +156,7 @@ func (c *Cache) GetOutput(a ActionID) (Entry, *Manifest, string, error) {
 // readFileTime reads a file and returns its modification time from the
 // same open file.
 func readFileTime(name string) ([]byte, time.Time, error) {
-	f, err := os.Open(name)
+	f, err := openNoFollow(name)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -199,6 +203,11 @@ func (c *Cache) checkManifest(o OutputID, data []byte, hashFiles bool) (*Manifes
 		return nil, fmt.Errorf("manifest of %s: %w", o.Short(), err)
 	}
 	dir := c.objectDir(o)
+	if info, err := os.Lstat(dir); err != nil {
+		return nil, fmt.Errorf("output %s: %w", o.Short(), err)
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("output %s: %w", o.Short(), planted(dir, info))
+	}
 	last := readStamps(c.stampFile(o))
 	if len(last) != len(m.Files) {
 		last = nil
@@ -276,11 +285,11 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 	if installed {
 		c.writeObjectStamps(o, &m)
 	}
-	if err := writeFileAtomic(c.manifestFile(o), data); err != nil {
+	if err := c.writeAtomic(c.manifestFile(o), data); err != nil {
 		return OutputID{}, fmt.Errorf("cache: %w", err)
 	}
 	entry := append([]byte(fmt.Sprintf("v1 %s %s %d\n", a, o, c.now().UnixNano())), data...)
-	if err := writeFileAtomic(c.actionFile(a), entry); err != nil {
+	if err := c.writeAtomic(c.actionFile(a), entry); err != nil {
 		return OutputID{}, fmt.Errorf("cache: %w", err)
 	}
 	return o, nil
@@ -293,7 +302,12 @@ func (c *Cache) Put(a ActionID, workDir string, value []byte) (OutputID, error) 
 // and its object must not be mistaken for a damaged one.
 func (c *Cache) installObject(o OutputID, workDir string, manifest []byte) (installed bool, err error) {
 	dst := c.objectDir(o)
-	if _, err := os.Stat(dst); err == nil {
+	if info, err := os.Lstat(dst); err == nil && !info.IsDir() {
+		// A planted link or file: the rename below replaces it.
+		if err := os.Remove(dst); err != nil {
+			return false, fmt.Errorf("cache: %w", planted(dst, info))
+		}
+	} else if err == nil {
 		if _, err := c.checkManifest(o, manifest, false); err == nil {
 			return false, os.RemoveAll(workDir)
 		}
@@ -307,11 +321,11 @@ func (c *Cache) installObject(o OutputID, workDir string, manifest []byte) (inst
 	if err := syncTree(workDir); err != nil {
 		return false, fmt.Errorf("cache: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+	if err := c.mkdirInside(filepath.Dir(dst)); err != nil {
 		return false, err
 	}
 	if err := os.Rename(workDir, dst); err != nil {
-		if _, statErr := os.Stat(dst); statErr == nil {
+		if info, statErr := os.Lstat(dst); statErr == nil && info.IsDir() {
 			// Another process installed the same output first.
 			return false, os.RemoveAll(workDir)
 		}

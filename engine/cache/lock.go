@@ -29,7 +29,7 @@ func (c *Cache) LockExclusive(ctx context.Context) (unlock func(), err error) {
 func (c *Cache) LockAction(ctx context.Context, a ActionID, onWait func()) (unlock func(), err error) {
 	s := a.String()
 	p := filepath.Join(c.dir, "locks", fanout(s), s+".lock")
-	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+	if err := c.mkdirInside(filepath.Dir(p)); err != nil {
 		return nil, err
 	}
 	if onWait != nil {
@@ -47,6 +47,13 @@ func (c *Cache) LockAction(ctx context.Context, a ActionID, onWait func()) (unlo
 }
 
 func (c *Cache) lock(ctx context.Context, path string, shared bool) (func(), error) {
+	// flock opens the file with O_CREATE, which would follow a planted
+	// link and create its target: remove one first.
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("cache lock: %w", planted(path, info))
+		}
+	}
 	fl := flock.New(path)
 	var ok bool
 	var err error

@@ -117,11 +117,24 @@ type Problem struct {
 	Err  error
 }
 
-// Verify re-hashes every output and blob. With repair, damaged entries are
-// removed so the next apply recomputes them.
+// Verify re-hashes every output and blob, and finds the files planted in
+// the cache (links and other files that are not the cache's own; see
+// PlantedFiles). With repair, damaged entries are removed so the next
+// apply recomputes them, and planted files are removed (a link, never
+// what it points to).
 func (c *Cache) Verify(repair bool) ([]Problem, error) {
+	list, err := c.PlantedFiles()
+	if err != nil {
+		return nil, err
+	}
 	var problems []Problem
-	err := c.walkActions(func(a ActionID, p string, _ fs.FileInfo) {
+	for _, p := range list {
+		problems = append(problems, Problem{What: "planted " + kindOf(p.Mode), Err: p})
+	}
+	if repair {
+		removePlanted(list)
+	}
+	err = c.walkActions(func(a ActionID, p string, _ fs.FileInfo) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return
@@ -152,8 +165,8 @@ func (c *Cache) Verify(repair bool) ([]Problem, error) {
 			return err
 		}
 		want, perr := ParseID(d.Name())
-		if perr != nil {
-			return nil
+		if perr != nil || !d.Type().IsRegular() {
+			return nil // planted files are reported above
 		}
 		got, _, herr := FileSHA256(p)
 		if herr != nil || got != want {
@@ -175,6 +188,9 @@ type GCStats struct {
 	// Beside is set when an apply held the cache, so that GC removed only
 	// what no run holds (GCBeside).
 	Beside bool
+	// Planted lists the links and other foreign files GC found inside the
+	// cache and removed (a link is removed, never what it points to).
+	Planted []string
 }
 
 // GC removes entries not used for olderThan, objects no entry refers to,
@@ -215,6 +231,9 @@ func (c *Cache) GCNow(ctx context.Context, olderThan time.Duration) (GCStats, er
 // locks stay for GC.
 func (c *Cache) GCBeside(olderThan time.Duration) (GCStats, error) {
 	st := GCStats{Beside: true}
+	if err := c.gcPlanted(&st); err != nil {
+		return st, err
+	}
 	cutoff := c.now().Add(-olderThan)
 	live := map[OutputID]bool{}
 	err := c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
@@ -245,6 +264,9 @@ func (c *Cache) GCBeside(olderThan time.Duration) (GCStats, error) {
 // gcAll is GC under the exclusive lock.
 func (c *Cache) gcAll(olderThan time.Duration) (GCStats, error) {
 	var st GCStats
+	if err := c.gcPlanted(&st); err != nil {
+		return st, err
+	}
 	cutoff := c.now().Add(-olderThan)
 	live := map[OutputID]bool{}
 	err := c.walkActions(func(a ActionID, p string, info fs.FileInfo) {
@@ -267,6 +289,21 @@ func (c *Cache) gcAll(olderThan time.Duration) (GCStats, error) {
 	return st, nil
 }
 
+// gcPlanted removes the files planted in the cache before GC walks it,
+// so that no walk below meets a link; what it removed is listed in st.
+func (c *Cache) gcPlanted(st *GCStats) error {
+	list, err := c.PlantedFiles()
+	if err != nil {
+		return err
+	}
+	for _, p := range list {
+		if os.Remove(p.Path) == nil {
+			st.Planted = append(st.Planted, p.Describe())
+		}
+	}
+	return nil
+}
+
 // gcObjects removes the objects (and their metadata) no live entry
 // refers to.
 func (c *Cache) gcObjects(live map[OutputID]bool, st *GCStats) {
@@ -279,6 +316,9 @@ func (c *Cache) gcObjectsBefore(live map[OutputID]bool, cutoff time.Time, st *GC
 	objRoot := filepath.Join(c.dir, "objects")
 	fans, _ := os.ReadDir(objRoot)
 	for _, fan := range fans {
+		if !fan.IsDir() {
+			continue // never read through a link (gcPlanted removes them)
+		}
 		entries, _ := os.ReadDir(filepath.Join(objRoot, fan.Name()))
 		for _, ent := range entries {
 			name := ent.Name()
@@ -295,7 +335,7 @@ func (c *Cache) gcObjectsBefore(live map[OutputID]bool, cutoff time.Time, st *GC
 				continue
 			}
 			n, _ := dirSize(p)
-			if info, err := os.Stat(p); err == nil && !info.IsDir() {
+			if info, err := os.Lstat(p); err == nil && !info.IsDir() {
 				n = info.Size()
 			}
 			if os.RemoveAll(p) == nil {

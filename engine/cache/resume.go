@@ -23,7 +23,16 @@ func (c *Cache) ResumeDir(ctx context.Context, key string) (dir string, unlock f
 		return "", nil, err
 	}
 	dir = filepath.Join(c.dir, "resume", key)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if info, err := os.Lstat(dir); err == nil && !info.IsDir() {
+		os.Remove(dir) // a planted link: the checkpoints are written here
+	}
+	if err := c.mkdirInside(dir); err != nil {
+		unlock()
+		return "", nil, err
+	}
+	// A node writes its checkpoints into dir by name; links planted
+	// inside would take those writes out of the cache.
+	if err := removeLinksIn(dir); err != nil {
 		unlock()
 		return "", nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 // WriteRun stores a run record under runs/<id>.json.
 func (c *Cache) WriteRun(id string, data []byte) error {
-	return writeFileAtomic(filepath.Join(c.dir, "runs", id+".json"), data)
+	return c.writeAtomic(filepath.Join(c.dir, "runs", id+".json"), data)
 }
 
 // Runs returns the paths of all run records, oldest first (run IDs sort by
@@ -56,5 +56,5 @@ func NoopRecordPath(dir, key string) string {
 
 // WriteNoopRecord stores a no-op record, replacing the last one for key.
 func (c *Cache) WriteNoopRecord(key string, data []byte) error {
-	return writeFileAtomic(NoopRecordPath(c.dir, key), data)
+	return c.writeAtomic(NoopRecordPath(c.dir, key), data)
 }

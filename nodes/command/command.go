@@ -202,6 +202,10 @@ func (n *Node) inputFiles(reads *readset.Set) ([]inputFile, error) {
 				}
 				continue
 			}
+			if !info.Mode().IsRegular() {
+				// A device or FIFO would be hashed forever or block the plan.
+				return nil, fmt.Errorf("input %q: %s is not a regular file (%s); inputs are hashed whole, so each must be a file with an end", pat, m, info.Mode().Type())
+			}
 			if !seen[m] {
 				seen[m] = true
 				rel, _ := filepath.Rel(n.dir, m)

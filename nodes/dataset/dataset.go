@@ -491,8 +491,10 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 		if s.scheme != "file" {
 			continue
 		}
-		if _, err := os.Stat(s.localPath); err != nil {
+		if info, err := os.Stat(s.localPath); err != nil {
 			return missingSource(s, err)
+		} else if err := regularSource(s, info); err != nil {
+			return err
 		}
 		readset.Add(ctx, s.localPath)
 		if s.SHA256 != "" {
@@ -509,6 +511,34 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "source %s %d %s\n", s.URL, planned.size, planned.sum)
 	}
 	return nil
+}
+
+// regularSource refuses, at plan and before any read, a local source
+// that is not a regular file: a device such as /dev/zero would be hashed
+// forever, and a FIFO or socket blocks the read until some other program
+// writes to it.
+func regularSource(s *source, info fs.FileInfo) error {
+	if info.Mode().IsRegular() {
+		return nil
+	}
+	what := "a special file"
+	switch m := info.Mode(); {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a FIFO (named pipe)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	}
+	where := s.localPath
+	if s.URL != s.localPath {
+		where = s.URL + " (" + s.localPath + ")"
+	}
+	return fmt.Errorf("source %s is %s, not a regular file: gatepipe reads, hashes and copies a source whole, so it must be a file with an end (save the data to a file and name that)", where, what)
 }
 
 // missingSource explains a local source that cannot be read, at plan
