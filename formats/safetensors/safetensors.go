@@ -280,7 +280,11 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	}
 	var off int64
 	for _, t := range sorted {
-		if want := int64(t.NumElements() * t.DType.Size()); want != int64(len(t.Data)) {
+		want, err := ByteSize(t.DType, t.Shape)
+		if err != nil {
+			return fmt.Errorf("safetensors: tensor %q: %w", t.Name, err)
+		}
+		if want != int64(len(t.Data)) {
 			return fmt.Errorf("safetensors: tensor %q has %d bytes, shape %v of %s needs %d", t.Name, len(t.Data), t.Shape, t.DType, want)
 		}
 		header[t.Name] = headerEntry{DType: t.DType, Shape: append([]int{}, t.Shape...), DataOffsets: [2]int64{off, off + int64(len(t.Data))}}
@@ -333,7 +337,8 @@ type File struct {
 const maxHeader = 100 << 20
 
 // Parse parses a whole safetensors file held in memory; name is used in
-// error messages.
+// error messages. As the reference library does, it refuses a file whose
+// tensors do not tile the data exactly (see checkTiling).
 func Parse(data []byte, name string) (*File, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("%s: byte 0: file too short for a safetensors header (%d bytes)", name, len(data))
@@ -346,8 +351,10 @@ func Parse(data []byte, name string) (*File, error) {
 	if err := json.Unmarshal(data[8:8+n], &raw); err != nil {
 		return nil, fmt.Errorf("%s: byte 8: invalid header JSON: %w", name, err)
 	}
-	body := data[8+n:]
+	base := 8 + int64(n)
+	body := data[base:]
 	f := &File{Tensors: map[string]*Tensor{}}
+	spans := make([]span, 0, len(raw))
 	for key, msg := range raw {
 		if key == "__metadata__" {
 			if err := json.Unmarshal(msg, &f.Metadata); err != nil {
@@ -355,30 +362,114 @@ func Parse(data []byte, name string) (*File, error) {
 			}
 			continue
 		}
-		var h headerEntry
-		if err := json.Unmarshal(msg, &h); err != nil {
-			return nil, fmt.Errorf("%s: byte 8: tensor %q: %w", name, key, err)
-		}
-		if h.DType.Size() == 0 {
-			return nil, fmt.Errorf("%s: byte 8: tensor %q has unsupported dtype %q", name, key, h.DType)
-		}
-		elems := int64(1)
-		for _, d := range h.Shape {
-			if d < 0 || (d > 0 && elems > math.MaxInt64/int64(d)) {
-				return nil, fmt.Errorf("%s: byte 8: tensor %q has invalid shape %v", name, key, h.Shape)
-			}
-			elems *= int64(d)
+		h, err := parseEntry(key, msg, base, int64(len(body)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		b, e := h.DataOffsets[0], h.DataOffsets[1]
-		if b < 0 || e < b || e > int64(len(body)) {
-			return nil, fmt.Errorf("%s: byte %d: tensor %q data offsets [%d, %d] outside the %d data bytes", name, 8+n, key, b, e, len(body))
-		}
-		if elems > math.MaxInt64/int64(h.DType.Size()) || e-b != elems*int64(h.DType.Size()) {
-			return nil, fmt.Errorf("%s: byte %d: tensor %q has %d data bytes, shape %v of %s needs %d", name, 8+int64(n)+b, key, e-b, h.Shape, h.DType, elems*int64(h.DType.Size()))
-		}
+		spans = append(spans, span{name: key, begin: b, end: e})
 		f.Tensors[key] = &Tensor{Name: key, DType: h.DType, Shape: h.Shape, Data: body[b:e]}
 	}
+	if err := checkTiling(spans, base, int64(len(body))); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	return f, nil
+}
+
+// parseEntry decodes the header entry of tensor key and checks it alone:
+// a known dtype, a valid shape, offsets inside the bodyLen data bytes
+// (which start at byte base of the file) and a byte length that the
+// shape and dtype need.
+func parseEntry(key string, msg json.RawMessage, base, bodyLen int64) (headerEntry, error) {
+	var h headerEntry
+	if err := json.Unmarshal(msg, &h); err != nil {
+		return h, fmt.Errorf("byte 8: tensor %q: %w", key, err)
+	}
+	if h.DType.Size() == 0 {
+		return h, fmt.Errorf("byte 8: tensor %q has unsupported dtype %q", key, h.DType)
+	}
+	want, err := ByteSize(h.DType, h.Shape)
+	if err != nil {
+		return h, fmt.Errorf("byte 8: tensor %q: %w", key, err)
+	}
+	b, e := h.DataOffsets[0], h.DataOffsets[1]
+	if b < 0 || e < b || e > bodyLen {
+		return h, fmt.Errorf("byte %d: tensor %q data offsets [%d, %d] outside the %d data bytes", base, key, b, e, bodyLen)
+	}
+	if e-b != want {
+		return h, fmt.Errorf("byte %d: tensor %q has %d data bytes, shape %v of %s needs %d", base+b, key, e-b, h.Shape, h.DType, want)
+	}
+	return h, nil
+}
+
+// ByteSize returns the bytes a tensor of dtype d and shape takes: the
+// element size times the product of the dimensions. A negative dimension
+// is an error, and so is a count that overflows 64 bits (no file holds it).
+func ByteSize(d DType, shape []int) (int64, error) {
+	n := int64(d.Size())
+	overflow := false
+	for _, dim := range shape {
+		if dim < 0 {
+			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
+		}
+		if dim > 0 && n > math.MaxInt64/int64(dim) {
+			overflow = true // keep looking for a negative dimension
+		}
+		n *= int64(dim)
+	}
+	if overflow {
+		return 0, fmt.Errorf("shape %v of %s is larger than any file (overflows 64-bit byte count)", shape, d)
+	}
+	return n, nil
+}
+
+// span is the bytes [begin, end) of a tensor's data.
+type span struct {
+	name       string
+	begin, end int64
+}
+
+// checkTiling checks that spans, the tensors' data in a body of bodyLen
+// bytes that starts at byte base of the file, tile it exactly as the
+// reference safetensors library demands: in offset order the first
+// begins at 0, each begins where the one before ends, and the last ends
+// at the end of the file. Overlapping tensors would alias each other's
+// bytes (a bias written through the weight); bytes of no tensor are
+// damage or a hidden payload.
+func checkTiling(spans []span, base, bodyLen int64) error {
+	sort.Slice(spans, func(i, j int) bool {
+		a, b := spans[i], spans[j]
+		if a.begin != b.begin {
+			return a.begin < b.begin
+		}
+		if a.end != b.end {
+			return a.end < b.end
+		}
+		return a.name < b.name
+	})
+	var at int64
+	for i, s := range spans {
+		switch {
+		case s.begin < at:
+			p := spans[i-1]
+			return fmt.Errorf("byte %d: tensor %q [%d, %d) overlaps tensor %q [%d, %d); safetensors tensors may not share bytes", base+s.begin, s.name, s.begin, s.end, p.name, p.begin, p.end)
+		case s.begin > at && i == 0:
+			return fmt.Errorf("byte %d: data bytes [0, %d) before tensor %q [%d, %d) belong to no tensor; safetensors data starts with the first tensor", base, s.begin, s.name, s.begin, s.end)
+		case s.begin > at:
+			p := spans[i-1]
+			return fmt.Errorf("byte %d: data bytes [%d, %d) between tensor %q [%d, %d) and tensor %q [%d, %d) belong to no tensor", base+at, at, s.begin, p.name, p.begin, p.end, s.name, s.begin, s.end)
+		}
+		at = s.end
+	}
+	if at != bodyLen {
+		after := "the header"
+		if len(spans) > 0 {
+			p := spans[len(spans)-1]
+			after = fmt.Sprintf("the last tensor %q [%d, %d)", p.name, p.begin, p.end)
+		}
+		return fmt.Errorf("byte %d: data bytes [%d, %d) after %s belong to no tensor; a safetensors file ends with its last tensor", base+at, at, bodyLen, after)
+	}
+	return nil
 }
 
 // ReadFile reads and parses a safetensors file.

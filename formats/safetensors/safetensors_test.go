@@ -2,7 +2,9 @@ package safetensors
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,5 +123,89 @@ func TestHalfPrecisionLoadsAsFloat32(t *testing.T) {
 	nan := HalfToFloat32(0x7e00)
 	if !math.IsNaN(float64(nan)) {
 		t.Errorf("F16 0x7e00 = %g, want NaN", nan)
+	}
+}
+
+// TestParseRefusesTensorsThatDoNotTile: as the reference library does, a
+// file whose tensors overlap, leave bytes of no tensor between, before or
+// after them, or whose shapes overflow a byte count is refused, naming
+// the file and the tensors involved.
+func TestParseRefusesTensorsThatDoNotTile(t *testing.T) {
+	tests := map[string]struct {
+		header string
+		data   int
+		want   string
+	}{
+		"bias inside weight": {
+			`{"weight":{"dtype":"F32","shape":[16],"data_offsets":[0,64]},"bias":{"dtype":"F32","shape":[8],"data_offsets":[8,40]}}`, 64,
+			`tensor "bias" [8, 40) overlaps tensor "weight" [0, 64)`,
+		},
+		"same bytes twice": {
+			`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4,
+			`tensor "b" [0, 4) overlaps tensor "a" [0, 4)`,
+		},
+		"empty tensor inside another": {
+			`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"e":{"dtype":"U8","shape":[0],"data_offsets":[2,2]}}`, 4,
+			`tensor "e" [2, 2) overlaps tensor "a" [0, 4)`,
+		},
+		"gap between": {
+			`{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}}`, 6,
+			`data bytes [2, 4) between tensor "a" [0, 2) and tensor "b" [4, 6) belong to no tensor`,
+		},
+		"gap before": {
+			`{"a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}`, 4,
+			`data bytes [0, 2) before tensor "a" [2, 4) belong to no tensor`,
+		},
+		"bytes after": {
+			`{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`, 5,
+			`data bytes [2, 5) after the last tensor "a" [0, 2) belong to no tensor`,
+		},
+		"bytes and no tensor": {`{}`, 3, `data bytes [0, 3) after the header belong to no tensor`},
+		"overflowing shape": {
+			`{"a":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,0]}}`, 0,
+			`tensor "a": shape [2147483648 2147483648] of F32 is larger than any file (overflows 64-bit byte count)`,
+		},
+		"overflowing elements": {
+			`{"a":{"dtype":"U8","shape":[4294967296,4294967296,4],"data_offsets":[0,0]}}`, 0,
+			`is larger than any file`,
+		},
+		"negative dimension": {`{"a":{"dtype":"U8","shape":[-1],"data_offsets":[0,0]}}`, 0, "negative dimension"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse(withHeader(tc.header, make([]byte, tc.data)), "m.safetensors")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "m.safetensors: byte ") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseAcceptsExactTiling: tensors in any header order, empty ones
+// included, that tile the data exactly are read.
+func TestParseAcceptsExactTiling(t *testing.T) {
+	h := `{"z":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"e":{"dtype":"F32","shape":[0,3],"data_offsets":[2,2]},` +
+		`"f":{"dtype":"U8","shape":[0],"data_offsets":[2,2]},"a":{"dtype":"U16","shape":[1],"data_offsets":[2,4]}}`
+	f, err := Parse(withHeader(h, []byte{1, 2, 3, 0}), "m.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Tensors["a"].Int64s(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("a = %v", got)
+	}
+}
+
+// TestWritersRefuseOverflowingShapes: Write and Create say why a shape
+// whose byte count overflows cannot be written, rather than a wrapped size.
+func TestWritersRefuseOverflowingShapes(t *testing.T) {
+	const want = "shape [2147483648 2147483648] of F32 is larger than any file (overflows 64-bit byte count)"
+	shape := []int{1 << 31, 1 << 31}
+	err := Write(io.Discard, []Tensor{{Name: "w", DType: F32, Shape: shape}}, nil)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Write: %v, want %q", err, want)
+	}
+	_, err = Create(filepath.Join(t.TempDir(), "w.safetensors"), []Spec{{"w", F32, shape}}, nil)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Create: %v, want %q", err, want)
 	}
 }

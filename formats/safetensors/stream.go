@@ -61,7 +61,10 @@ func Create(path string, specs []Spec, metadata map[string]string) (*FileWriter,
 		if len(s.Shape) == 0 || s.DType.Size() == 0 {
 			return nil, fmt.Errorf("safetensors: tensor %q: a streamed tensor needs rows and a known dtype (shape %v, %s)", s.Name, s.Shape, s.DType)
 		}
-		size := s.rowBytes() * int64(s.Shape[0])
+		size, err := ByteSize(s.DType, s.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("safetensors: tensor %q: %w", s.Name, err)
+		}
 		header[s.Name] = headerEntry{DType: s.DType, Shape: append([]int{}, s.Shape...), DataOffsets: [2]int64{off, off + size}}
 		w.tens[s.Name] = &streamed{off: off, size: size, row: s.rowBytes()}
 		off += size

@@ -36,6 +36,7 @@ class SafeTensors:
                 raise SystemExit("%s: header of %d bytes in a file of %d" % (path, n, size))
             self.header = json.loads(f.read(n))
             self.base = 8 + n
+            check_tiling(path, self.header, size - self.base)
             self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size > 0 else b""
         self.size = size
 
@@ -68,6 +69,58 @@ class SafeTensors:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # read-only buffers: copied where written
             return torch.from_numpy(a)
+
+
+# Element sizes of every dtype the safetensors format names.
+ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+            "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+
+
+def check_tiling(path, header, data_len):
+    """Checks a safetensors header as the reference library does (and as
+    gatepipe's Go reader): every tensor as long as its dtype and shape need,
+    and, in offset order, the tensors tiling the data_len data bytes exactly:
+    the first at 0, each where the one before ends, the last at the end of
+    the file. Overlapping tensors would alias each other's bytes."""
+    if not isinstance(header, dict):
+        raise SystemExit("%s: the safetensors header is not a JSON object" % path)
+    spans = []
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (b, e) = h["dtype"], list(h["shape"]), h["data_offsets"]
+            ok = isinstance(b, int) and isinstance(e, int) and all(isinstance(d, int) for d in shape)
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise SystemExit("%s: tensor %r: header entry %r is not {dtype, shape, data_offsets}" % (path, name, h))
+        if dtype not in ITEMSIZE:
+            raise SystemExit("%s: tensor %r has unknown dtype %r" % (path, name, dtype))
+        if any(d < 0 for d in shape):
+            raise SystemExit("%s: tensor %r has a negative dimension in shape %s" % (path, name, shape))
+        need = ITEMSIZE[dtype] * math.prod(shape)
+        if need >= 1 << 63:
+            raise SystemExit("%s: tensor %r: shape %s of %s is larger than any file (overflows 64-bit byte count)" % (path, name, shape, dtype))
+        if b < 0 or e < b or e > data_len:
+            raise SystemExit("%s: tensor %r data offsets [%d, %d] outside the %d data bytes" % (path, name, b, e, data_len))
+        if e - b != need:
+            raise SystemExit("%s: tensor %r has %d data bytes, shape %s of %s needs %d" % (path, name, e - b, shape, dtype, need))
+        spans.append((b, e, name))
+    spans.sort()
+    at, prev = 0, None
+    for b, e, name in spans:
+        if b < at:
+            raise SystemExit("%s: tensor %r [%d, %d) overlaps tensor %r [%d, %d); safetensors tensors may not share bytes"
+                             % (path, name, b, e, prev[2], prev[0], prev[1]))
+        if b > at:
+            where = "between tensor %r [%d, %d) and" % (prev[2], prev[0], prev[1]) if prev else "before"
+            raise SystemExit("%s: data bytes [%d, %d) %s tensor %r [%d, %d) belong to no tensor" % (path, at, b, where, name, b, e))
+        at, prev = e, (b, e, name)
+    if at != data_len:
+        after = "the last tensor %r [%d, %d)" % (prev[2], prev[0], prev[1]) if prev else "the header"
+        raise SystemExit("%s: data bytes [%d, %d) after %s belong to no tensor; a safetensors file ends with its last tensor"
+                         % (path, at, data_len, after))
 
 
 def write_safetensors(path, tensors, metadata=None):
