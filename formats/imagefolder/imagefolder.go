@@ -38,7 +38,8 @@ type Listing struct {
 // listed directory by directory in the sorted order of their paths, each
 // directory's files sorted. classes, when non-nil, fixes the class order (so train
 // and test folders agree); otherwise the sorted sub-directory names are
-// used.
+// used. A class folder with no image is an error, as in torchvision,
+// rather than a class without examples.
 func List(fsys fs.FS, root string, classes []string) (*Listing, error) {
 	if classes == nil {
 		entries, err := fs.ReadDir(fsys, root)
@@ -56,10 +57,14 @@ func List(fsys fs.FS, root string, classes []string) (*Listing, error) {
 		}
 	}
 	out := &Listing{Classes: classes}
+	var empty []string
 	for ci, class := range classes {
 		files, err := classFiles(fsys, root, class)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		if len(files) == 0 {
+			empty = append(empty, class)
 		}
 		for _, f := range files {
 			out.Labels = append(out.Labels, int64(ci))
@@ -69,7 +74,26 @@ func List(fsys fs.FS, root string, classes []string) (*Listing, error) {
 	if len(out.Labels) == 0 {
 		return nil, fmt.Errorf("%s: no PNG or JPEG images found", root)
 	}
+	if len(empty) > 0 {
+		return nil, emptyClassesError(root, empty)
+	}
 	return out, nil
+}
+
+// emptyClassesError says that the class folders empty under root hold no
+// image: a class without examples would be trained and scored as if it
+// existed, so, as torchvision's ImageFolder ("Found no valid file for the
+// classes ..."), the folder is refused.
+func emptyClassesError(root string, empty []string) error {
+	quoted := make([]string, len(empty))
+	for i, c := range empty {
+		quoted[i] = fmt.Sprintf("%q", c)
+	}
+	what := fmt.Sprintf("class folder %s has", quoted[0])
+	if len(empty) > 1 {
+		what = fmt.Sprintf("class folders %s have", strings.Join(quoted, ", "))
+	}
+	return fmt.Errorf("image_folder %q: %s no PNG or JPEG images (torchvision's ImageFolder refuses this too); remove the folder or add images", root, what)
 }
 
 // Read lists root as List does and decodes every image to channels x

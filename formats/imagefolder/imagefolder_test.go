@@ -4,10 +4,12 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func writePNG(t *testing.T, p string, c color.Color, w, h int) {
@@ -98,4 +100,57 @@ func TestListNestedAsTorchvision(t *testing.T) {
 	if got := l.Labels; len(got) != 7 || got[4] != 0 || got[5] != 1 {
 		t.Fatalf("labels %v", got)
 	}
+}
+
+// TestListRefusesEmptyClassFolders: a class folder without a PNG or JPEG
+// image (empty, holding other files or only empty sub-directories) is an
+// error naming the folder and the class, as torchvision's ImageFolder
+// refuses it, not a class without examples; in a directory and in an
+// io/fs tree as archives are read.
+func TestListRefusesEmptyClassFolders(t *testing.T) {
+	png := &fstest.MapFile{Data: []byte("not decoded by List")}
+	dir := &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+	tests := map[string]struct {
+		files   fstest.MapFS
+		classes []string
+		want    string
+	}{
+		"empty class": {
+			files: fstest.MapFS{"train/cat/a.png": png, "train/dog": dir},
+			want:  `image_folder "train": class folder "dog" has no PNG or JPEG images (torchvision's ImageFolder refuses this too); remove the folder or add images`,
+		},
+		"only other files": {
+			files: fstest.MapFS{"train/cat/a.jpg": png, "train/dog/notes.txt": png},
+			want:  `class folder "dog" has no PNG or JPEG images`,
+		},
+		"only an empty sub-directory": {
+			files: fstest.MapFS{"train/cat/a.png": png, "train/dog/sub": dir},
+			want:  `class folder "dog" has no`,
+		},
+		"two empty classes": {
+			files: fstest.MapFS{"train/ant": dir, "train/cat/a.png": png, "train/dog": dir},
+			want:  `class folders "ant", "dog" have no PNG or JPEG images`,
+		},
+		"empty class of the training classes": {
+			files:   fstest.MapFS{"train/cat/a.png": png, "train/dog": dir},
+			classes: []string{"cat", "dog"},
+			want:    `image_folder "train": class folder "dog" has no`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := List(tc.files, "train", tc.classes)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("on disk", func(t *testing.T) {
+		root := t.TempDir()
+		writePNG(t, filepath.Join(root, "cat", "a.png"), color.RGBA{1, 2, 3, 255}, 2, 2)
+		os.MkdirAll(filepath.Join(root, "dog"), 0o755)
+		if _, err := Read(root, nil, 3, 2, 2); err == nil || !strings.Contains(err.Error(), `class folder "dog" has no`) {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }
