@@ -48,16 +48,7 @@ func (e *Engine) Result(addr string) (*Result, error) {
 			if e.cache == nil || (in.output.IsZero() && in.status != StatusCached) {
 				return r, nil
 			}
-			var m *cache.Manifest
-			var dir string
-			var err error
-			if in.output.IsZero() {
-				var entry cache.Entry
-				entry, m, dir, err = e.cache.GetOutput(in.action)
-				in.output = entry.Output
-			} else {
-				m, dir, err = e.cache.Output(in.output)
-			}
+			m, dir, err := e.cachedOutput(in)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", addr, err)
 			}
@@ -67,6 +58,26 @@ func (e *Engine) Result(addr string) (*Result, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w %q%s", ErrNoInstance, addr, instanceHint(addr, names))
+}
+
+// cachedOutput finds the instance's output as apply does: through its
+// action's index entry, which carries a copy of the manifest, so that a
+// damaged manifest beside the object does not make show fail on an entry
+// apply serves. An instance with no action, or whose entry now names
+// another output, is looked up by its output ID. It sets in.output when
+// the plan did not.
+func (e *Engine) cachedOutput(in *instance) (*cache.Manifest, string, error) {
+	if !in.action.IsZero() {
+		entry, m, dir, err := e.cache.GetOutput(in.action)
+		switch {
+		case err == nil && (in.output.IsZero() || entry.Output == in.output):
+			in.output = entry.Output
+			return m, dir, nil
+		case in.output.IsZero():
+			return nil, "", err
+		}
+	}
+	return e.cache.Output(in.output)
 }
 
 // instanceHint suggests instances for a wrong address: those of the block

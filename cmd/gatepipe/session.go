@@ -136,7 +136,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 		dir := c.cacheDir(o.flags.cacheDir, settings, mod.Pipeline.Dir)
 		cc, err := cache.Open(dir)
 		if err != nil {
-			return fail(asDiags(fmt.Errorf("opening cache %s: %w", dir, err)))
+			return fail(cacheOpenDiags(dir, err))
 		}
 		s.cache = cc
 	}
