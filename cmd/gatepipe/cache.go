@@ -34,7 +34,7 @@ func runCache(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	root := c.cacheDir(*dir, &pipelines.Settings{}, ".")
-	cc, err := cache.Open(root)
+	cc, err := c.openCache(root)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe cache:", err)
 		return exitRunFailure
@@ -136,6 +136,9 @@ func (c *cli) cacheGC(ctx context.Context, cc *cache.Cache, olderThan time.Durat
 	}
 	if st.Beside {
 		fmt.Fprintln(c.stdout, "An apply is using the cache: removing only what no run holds (downloads no node is reading, outputs no entry refers to). Run `gatepipe cache gc` again when it ends, or with -wait, for the rest.")
+	}
+	for _, p := range st.Planted {
+		fmt.Fprintf(c.stdout, "Removed a file planted in the cache, never followed: %s\n", p)
 	}
 	fmt.Fprintf(c.stdout, "Removed %d entries, %d outputs, %d downloads and %d leftovers (%s).\n", st.Actions, st.Objects, st.Blobs, st.Other, humanBytes(st.Bytes))
 	return nil

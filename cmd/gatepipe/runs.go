@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine"
-	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/pipelines"
 )
 
@@ -29,7 +28,7 @@ output, error); RUN-ID is an ID, a unique prefix of one, or "last". With
 	if !ok {
 		return code
 	}
-	cc, err := cache.Open(c.cacheDir(*dir, &pipelines.Settings{}, "."))
+	cc, err := c.openCache(c.cacheDir(*dir, &pipelines.Settings{}, "."))
 	if err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe runs:", err)
 		return exitRunFailure

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gatepipe/gatepipe/engine"
@@ -134,7 +138,7 @@ func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
 	}
 	if o.withCache {
 		dir := c.cacheDir(o.flags.cacheDir, settings, mod.Pipeline.Dir)
-		cc, err := cache.Open(dir)
+		cc, err := c.openCache(dir)
 		if err != nil {
 			return fail(cacheOpenDiags(dir, err))
 		}
@@ -299,11 +303,68 @@ func (c *cli) cacheDir(flagDir string, settings *pipelines.Settings, root string
 	case c.env("XDG_CACHE_HOME") != "":
 		return filepath.Join(c.env("XDG_CACHE_HOME"), "gatepipe")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "gatepipe-cache")
+	if home := homeDir(c.env); home != "" {
+		return filepath.Join(home, ".cache", "gatepipe")
 	}
-	return filepath.Join(home, ".cache", "gatepipe")
+	return fallbackCacheDir()
+}
+
+// homeDir is $HOME, else the home directory the password database gives
+// the user (cron and some batch schedulers start jobs without $HOME),
+// or "" when neither names an existing directory.
+func homeDir(getenv func(string) string) string {
+	if h := getenv("HOME"); h != "" {
+		return h
+	}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" && u.HomeDir != "/" {
+		if info, err := os.Stat(u.HomeDir); err == nil && info.IsDir() {
+			return u.HomeDir
+		}
+	}
+	return ""
+}
+
+// fallbackCacheDir is the cache of a user with no home directory:
+// gatepipe-cache-<uid> in the temporary directory, which openCache
+// checks is the user's own and private before using it (SPEC §6.3).
+func fallbackCacheDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gatepipe-cache-%d", os.Getuid()))
+}
+
+// openCache opens the cache at dir; the fallback place in a shared
+// temporary directory is first made private (mode 0700), and refused
+// when it already exists and is not: another user could plant links in it
+// or read what it holds.
+func (c *cli) openCache(dir string) (*cache.Cache, error) {
+	if abs, err := filepath.Abs(dir); err == nil && abs == fallbackCacheDir() {
+		if err := privateDir(abs); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(c.stderr, "Warning: no home directory ($HOME is not set and the user has none): the cache is %s, in the temporary directory; set GATEPIPE_CACHE_DIR to keep it elsewhere.\n", abs)
+	}
+	return cache.Open(dir)
+}
+
+// privateDir makes dir with mode 0700, or checks that the existing one
+// is a real directory owned by this user that no one else may enter.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	switch {
+	case !info.IsDir():
+		return fmt.Errorf("%s is not a directory (%s); gatepipe will not use it as its cache. Set GATEPIPE_CACHE_DIR (or HOME) to a directory of your own", dir, info.Mode().Type())
+	case ok && int(st.Uid) != os.Getuid():
+		return fmt.Errorf("%s belongs to user %d, not to you (%d); gatepipe will not keep its cache in another user's directory. Set GATEPIPE_CACHE_DIR (or HOME) to a directory of your own", dir, st.Uid, os.Getuid())
+	case info.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %04o, so other users may enter it; gatepipe will not keep its cache there. Run `chmod 700 %s`, or set GATEPIPE_CACHE_DIR (or HOME) to a directory of your own", dir, info.Mode().Perm(), dir)
+	}
+	return nil
 }
 
 // gpuShare is how many nodes may share a GPU: the -gpu-share flag's
