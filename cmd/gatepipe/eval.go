@@ -49,10 +49,11 @@ type evalConfig struct {
 	encoder, weights, tier, runtime, scale, model, out, python string
 	seeds                                                      []uint64
 	gpus                                                       int
+	autoApprove                                                bool
 }
 
 // evalFlagNames are eval's own flags; any other flag goes to apply.
-var evalFlagNames = []string{"encoder", "weights", "tier", "runtime", "scale", "model", "out", "python", "seeds", "gpus"}
+var evalFlagNames = []string{"encoder", "weights", "tier", "runtime", "scale", "model", "out", "python", "seeds", "gpus", "auto-approve"}
 
 func runEval(ctx context.Context, c *cli, args []string) int {
 	own, rest := splitEvalArgs(args)
@@ -69,6 +70,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&cfg.python, "python", "", "the Python with PyTorch for -runtime torch or auto (default: $GATEPIPE_PYTHON, else python3)")
 	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: train each benchmark once per seed and report mean ± std (n)")
 	fs.IntVar(&cfg.gpus, "gpus", -1, "GPUs per torch node, 0 or 1 (default: 1 where auto picks torch, else 0)")
+	fs.BoolVar(&cfg.autoApprove, "auto-approve", false, "start without asking when the plan's estimate is past a day, or the scale is full on a machine without GPUs (without a terminal eval otherwise exits before anything runs)")
 	pos, code, ok := parseArgs(fs, own)
 	if !ok {
 		return code
@@ -89,14 +91,23 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	}
 	dir := cfg.out
 	if dir == "" {
-		dir = "eval-" + slugName(cfg.modelName()) + "-" + cfg.tier
+		dir = "eval-" + slugName(cfg.modelName()) + "-" + cfg.tier + "-" + cfg.scale + "-" + cfg.runtime
 	}
 	main := filepath.Join(dir, "main.hcl")
 	if err := writeEvalPipeline(main, text); err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe eval:", err)
 		return exitConfigError
 	}
-	fmt.Fprintf(c.stderr, "gatepipe eval: wrote %s; applying it (edit it and run 'gatepipe apply %s' to run it again)\n", main, dir)
+	fmt.Fprintf(c.stderr, "gatepipe eval: wrote %s (edit it and run 'gatepipe apply %s' to run it again); planning it\n", main, dir)
+	if est, ok := c.planEval(ctx, dir, rest); ok {
+		if why := est.needsApproval(cfg.scale); why != "" && !cfg.autoApprove && !c.approveEval(why, dir) {
+			return exitRunFailure
+		}
+	}
+	if ctx.Err() != nil {
+		return exitRunFailure
+	}
+	fmt.Fprintf(c.stderr, "gatepipe eval: applying %s\n", dir)
 	return runApply(ctx, c, append(rest, dir))
 }
 

@@ -66,6 +66,9 @@ type cli struct {
 	stdout, stderr io.Writer
 	stderrIsTTY    bool
 	env            func(string) string
+	// stdin answers questions (eval's "Start it?") where stdinIsTTY.
+	stdin      io.Reader
+	stdinIsTTY bool
 }
 
 // gcPercent trades memory for speed: planning allocates many short-lived
@@ -83,7 +86,7 @@ func main() {
 	// The first signal cancels work gracefully; restoring the default
 	// handlers then lets a second one stop the process at once.
 	go func() { <-ctx.Done(); stop() }()
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv}
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv, stdin: os.Stdin, stdinIsTTY: isTerminal(os.Stdin)}
 	// GATEPIPE_CPUPROFILE=FILE writes a CPU profile of the whole command
 	// (for performance work; see 'go tool pprof').
 	// os.Exit skips deferred calls, so the profile is stopped explicitly.

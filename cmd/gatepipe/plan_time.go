@@ -316,10 +316,11 @@ func wallTime(nodes []timedNode, devs engine.Devices) time.Duration {
 }
 
 // printTimes prints the runtime choice's reason, the whole apply's
-// estimated time and, past a day, what would shorten it.
-func printTimes(w io.Writer, timed []timedNode, devs engine.Devices, reasons []string, cpu string) {
+// estimated time and, past a day, what would shorten it; it returns that
+// time (a lower bound where some nodes' times are unknown).
+func printTimes(w io.Writer, timed []timedNode, devs engine.Devices, reasons []string, cpu string) time.Duration {
 	if len(timed) == 0 {
-		return
+		return 0
 	}
 	for _, r := range reasons {
 		fmt.Fprintf(w, "\nRuntime auto: %s.\n", r)
@@ -343,7 +344,7 @@ func printTimes(w io.Writer, timed []timedNode, devs engine.Devices, reasons []s
 		work = append(work, n)
 	}
 	if len(work)+len(unknown) == 0 {
-		return
+		return 0
 	}
 	machine := plural(max(devs.CPUs, 1), "CPU")
 	if len(devs.GPUs) > 0 {
@@ -379,6 +380,7 @@ func printTimes(w io.Writer, timed []timedNode, devs engine.Devices, reasons []s
 	if total > longRun {
 		fmt.Fprintf(w, "  Warning: this apply should take %s or more. %s\n", roughDuration(total), shortenHint(usesGPU, onGo, len(devs.GPUs) > 0))
 	}
+	return total
 }
 
 // shortenHint names what would shorten a long apply.
