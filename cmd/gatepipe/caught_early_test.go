@@ -163,3 +163,24 @@ func TestGPUShareRunsNodesTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestTorchPlanWithoutTorchIsAnError: a torch-runtime plan whose
+// interpreter lacks torch exited 0 with the problem buried in the time
+// block, and every train node then failed at apply. Now plan exits 2 at
+// the block, with the import error and what to do.
+func TestTorchPlanWithoutTorchIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	// The system's Python without its site-packages: a real interpreter
+	// that has no torch.
+	python := filepath.Join(dir, "python-without-torch")
+	writeFile(t, python, "#!/bin/sh\nexec python3 -I -S \"$@\"\n")
+	os.Chmod(python, 0o755)
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(resumePipeline, "  benchmark = benchmark.gen\n}", "  benchmark = benchmark.gen\n  runtime = \"torch\"\n  python  = \""+python+"\"\n}", 1))
+	r := gp(t, t.TempDir(), "plan", dir)
+	said := strings.Join(strings.Fields(r.stderr), " ")
+	for _, want := range []string{"main.hcl:", "cannot import torch", "ModuleNotFoundError", "Install PyTorch"} {
+		if r.code != exitConfigError || !strings.Contains(said, want) {
+			t.Fatalf("plan: exit %d, want 2 with %q\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+}

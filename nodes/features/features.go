@@ -81,6 +81,7 @@ type Node struct {
 // CheckPartial checks the references' kinds before their values exist.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	_, diags := readOutput(v, decl, nil)
+	diags = append(diags, torchrt.CheckOptions(v, decl, torchrt.Precisions...)...)
 	return append(specs.CheckTypes(v, decl, map[string]string{"encoder": "arch", "benchmark": "dataset"}), diags...)
 }
 

@@ -102,6 +102,20 @@ func (m *Machine) Accelerate(python string) nodes.Acceleration {
 	return acc
 }
 
+// TorchProblem implements TorchChecker: "" when python imports torch,
+// else what went wrong. The probe runs once per interpreter and apply
+// (its answer travels to the children with the Machine).
+func (m *Machine) TorchProblem(python string) string {
+	p, err := m.probe(python)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s could not be asked about torch (%v)", python, err)
+	case p.Error != "":
+		return fmt.Sprintf("%s cannot import torch (%s)", python, p.Error)
+	}
+	return ""
+}
+
 func (m *Machine) probe(python string) (Probe, error) {
 	m.mu.Lock()
 	if m.probes == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -21,6 +22,15 @@ type Options struct {
 	// Auto is the machine's answer when the runtime was "auto" (nil
 	// when the block or the pipeline named one).
 	Auto *nodes.Acceleration
+	// machine, when it can (TorchChecker), says at plan whether the
+	// interpreter imports torch.
+	machine nodes.Machine
+}
+
+// TorchChecker is a Machine that can say whether an interpreter imports
+// torch (the probe, once per interpreter): "" when it does, else why not.
+type TorchChecker interface {
+	TorchProblem(python string) string
 }
 
 // AddSpec adds the runtime attributes to a block's schema.
@@ -41,7 +51,7 @@ func ReadOptions(a *featureset.Attrs, precisions ...string) Options {
 		def = Auto
 	}
 	o := Options{Runtime: a.Str("runtime", def, Runtimes...), Precision: a.Str("precision", precisions[0], precisions...),
-		Python: a.Str("python", a.Decl.Defaults.Python), Deterministic: a.Bool("deterministic", false)}
+		Python: a.Str("python", a.Decl.Defaults.Python), Deterministic: a.Bool("deterministic", false), machine: a.Decl.Defaults.Machine}
 	if o.Runtime == Auto {
 		acc := Choose(a.Decl.Defaults.Machine, o.Python)
 		o.Auto = &acc
@@ -52,6 +62,7 @@ func ReadOptions(a *featureset.Attrs, precisions ...string) Options {
 		// precision, python and deterministic apply when auto picks torch.
 		return o
 	}
+	o.checkTorch(a)
 	if o.Runtime != Torch {
 		for _, name := range []string{"precision", "python", "deterministic"} {
 			if v := a.V.GetAttr(name); v.IsKnown() && !v.IsNull() {
@@ -60,6 +71,16 @@ func ReadOptions(a *featureset.Attrs, precisions ...string) Options {
 		}
 	}
 	return o
+}
+
+// CheckOptions checks a block's runtime attributes (with precision one of
+// precisions) before its references have values, as validate and plan
+// see a block that waits on others: a torch runtime whose interpreter
+// cannot import torch is an error there too.
+func CheckOptions(v cty.Value, decl nodes.Decl, precisions ...string) hcl.Diagnostics {
+	a := &featureset.Attrs{V: v, Decl: decl}
+	ReadOptions(a, precisions...)
+	return a.Diags
 }
 
 // Choose is what runtime = "auto" picks on machine m for python: its
@@ -116,6 +137,31 @@ func (o Options) Fingerprint(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "runtime torch\n")
 	return err
+}
+
+// checkTorch makes a block that names the torch runtime an error, at its
+// python (or runtime) attribute, when the machine can tell (TorchChecker)
+// that its interpreter cannot import torch: plan says so, rather than
+// every node failing at apply.
+func (o Options) checkTorch(a *featureset.Attrs) {
+	tc, ok := o.machine.(TorchChecker)
+	if !ok || !o.Torch() {
+		return
+	}
+	python := o.Python
+	if python == "" {
+		python = Python()
+	}
+	why := tc.TorchProblem(python)
+	if why == "" {
+		return
+	}
+	attr := "runtime"
+	if v := a.V.GetAttr("python"); v.IsKnown() && !v.IsNull() {
+		attr = "python"
+	}
+	a.Diags = append(a.Diags, a.Decl.Errorf(attr, "No torch for the torch runtime",
+		"runtime = \"torch\", but %s. Install PyTorch for that interpreter (pip install torch, or Debian's python3-torch), or set python = \"...\" (or %s) to one that has it.", why, PythonEnv))
 }
 
 // Job returns a job of this block's interpreter (config gains

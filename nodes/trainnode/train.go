@@ -94,7 +94,7 @@ var references = map[string]string{"encoder": "arch", "adapter": "task", "recipe
 
 // CheckPartial checks the references' kinds before their values exist.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	return specs.CheckTypes(v, decl, references)
+	return append(specs.CheckTypes(v, decl, references), torchrt.CheckOptions(v, decl, torchrt.Precisions...)...)
 }
 
 // Decode reads the referenced encoder, adapter, recipe and benchmark.
