@@ -198,6 +198,8 @@ bench: deps-blas deps-bench deps-demo
 	$(GO) test -tags "$(TAGS)" -run='^$$' -bench=. -benchmem -benchtime=1x -count=1 -timeout 240m ./engine/... ./cmd/gatepipe/ ./eevee/ ./report/ ./train/ ./pmf/ ./formats/hfparquet/ ./formats/imagedec/ ./nodes/torchrt/
 	@# EEVEE's evidence on the paper's matrix (minutes each; make test skips them).
 	GATEPIPE_LONG_TESTS=1 $(GO) test -count=1 -timeout 60m -v -run 'TestPublishedSubsetsRankNearTop|TestBestK8OverlapsPublished|TestRankingsFollowThePaper' ./eevee/
+	@# A Go ResNet-50 at 224 px interrupted mid-step (9.5 GB): the apply ends within 10 s.
+	GATEPIPE_LONG_TESTS=1 $(GO) test -tags "$(TAGS)" -count=1 -timeout 20m -v -run 'TestSIGINTStopsAGoResNet50StepWithin10s' ./cmd/gatepipe/
 
 # The GPU check (scripts/gpu-check.sh): here, with Go, it builds the test
 # binaries into .gpu-check/ and runs every step (on CPU torch without a
