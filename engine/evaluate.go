@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatepipe/gatepipe/engine/cache"
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/pipelines/funcs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -155,7 +156,7 @@ func (e *Engine) variableValue(v *vertex) (cty.Value, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	conv, err := convert.Convert(val, decl.Type)
+	conv, err := funcs.Convert(val, decl.Type)
 	if err != nil {
 		return cty.DynamicVal, hcl.Diagnostics{{
 			Severity: hcl.DiagError,

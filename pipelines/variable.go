@@ -3,11 +3,11 @@ package pipelines
 import (
 	"fmt"
 
+	"github.com/gatepipe/gatepipe/pipelines/funcs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 )
 
 var variableBlockSchema = &hcl.BodySchema{
@@ -67,7 +67,7 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 		val, valDiags := literalValue(attr.Expr)
 		diags = append(diags, valDiags...)
 		if !valDiags.HasErrors() {
-			conv, err := convert.Convert(val, v.Type)
+			conv, err := funcs.Convert(val, v.Type)
 			if err != nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,

@@ -5,11 +5,11 @@ import (
 	"github.com/gatepipe/gatepipe/internal/safefile"
 	"strings"
 
+	"github.com/gatepipe/gatepipe/pipelines/funcs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // VarValue is a root variable value given on the command line or in a
@@ -121,7 +121,7 @@ func convertVarValue(v *Variable, g VarValue) (cty.Value, hcl.Diagnostics) {
 		}
 		raw = val
 	}
-	conv, err := convert.Convert(raw, v.Type)
+	conv, err := funcs.Convert(raw, v.Type)
 	if err != nil {
 		return cty.NilVal, hcl.Diagnostics{{
 			Severity: hcl.DiagError,

@@ -49,8 +49,8 @@ func Table(baseDir string, stdlibFS fs.FS, reads *readset.Set) map[string]functi
 		"upper": stdlib.UpperFunc, "values": stdlib.ValuesFunc, "zipmap": stdlib.ZipmapFunc,
 		"try": tryfunc.TryFunc, "can": tryfunc.CanFunc,
 		"tostring": stdlib.MakeToFunc(cty.String), "tonumber": stdlib.MakeToFunc(cty.Number),
-		"tobool": stdlib.MakeToFunc(cty.Bool), "toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
-		"tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)), "tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"tobool": stdlib.MakeToFunc(cty.Bool), "toset": toCollectionFunc(cty.Set(cty.DynamicPseudoType)),
+		"tolist": toCollectionFunc(cty.List(cty.DynamicPseudoType)), "tomap": toCollectionFunc(cty.Map(cty.DynamicPseudoType)),
 		"file": files.fileFunc(), "fileexists": files.existsFunc(), "filesha256": files.sha256Func(),
 		"abspath": absPathFunc(baseDir), "basename": pathFunc(filepath.Base), "dirname": pathFunc(filepath.Dir),
 	}
