@@ -58,6 +58,9 @@ func (e *Engine) Plan(ctx context.Context) (*Plan, hcl.Diagnostics) {
 			d = e.evalVertex(v)
 		} else if d = e.expand(v); !d.HasErrors() {
 			for _, in := range v.instances {
+				if err := ctx.Err(); err != nil {
+					return err // Plan reports the interruption
+				}
 				d = append(d, e.planInstance(ctx, in)...)
 			}
 		}

@@ -14,10 +14,9 @@ import (
 	"golang.org/x/term"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
-	"syscall"
+	"sync"
 )
 
 // Exit codes.
@@ -66,6 +65,9 @@ type cli struct {
 	stdout, stderr io.Writer
 	stderrIsTTY    bool
 	env            func(string) string
+	// interrupts, when set, ends the process at once on a signal while
+	// the command loads or plans (nil in-process, in tests).
+	interrupts *interrupts
 	// stdin answers questions (eval's "Start it?") where stdinIsTTY.
 	stdin      io.Reader
 	stdinIsTTY bool
@@ -82,11 +84,6 @@ func main() {
 	if os.Getenv("GOGC") == "" && (len(os.Args) < 2 || os.Args[1] != "exec") {
 		debug.SetGCPercent(gcPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal cancels work gracefully; restoring the default
-	// handlers then lets a second one stop the process at once.
-	go func() { <-ctx.Done(); stop() }()
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv, stdin: os.Stdin, stdinIsTTY: isTerminal(os.Stdin)}
 	// GATEPIPE_CPUPROFILE=FILE writes a CPU profile of the whole command
 	// (for performance work; see 'go tool pprof').
 	// os.Exit skips deferred calls, so the profile is stopped explicitly.
@@ -96,11 +93,21 @@ func main() {
 			profile = f
 		}
 	}
-	code := c.main(ctx, os.Args[1:])
-	if profile != nil {
-		pprof.StopCPUProfile()
-		profile.Close()
+	var stopProfile sync.Once
+	stopCPUProfile := func() {
+		stopProfile.Do(func() {
+			if profile != nil {
+				pprof.StopCPUProfile()
+				profile.Close()
+			}
+		})
 	}
+	// The first signal cancels work gracefully, or, while the command
+	// loads or plans, ends the process at once (see interrupts).
+	ctx, intr := watchInterrupts(os.Stderr, func(code int) { stopCPUProfile(); os.Exit(code) })
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv, stdin: os.Stdin, stdinIsTTY: isTerminal(os.Stdin), interrupts: intr}
+	code := c.main(ctx, os.Args[1:])
+	stopCPUProfile()
 	// GATEPIPE_MEMPROFILE=FILE writes the allocations' profile at the end
 	// to FILE.PID, one a process (nodes in worker processes write theirs;
 	// 'go tool pprof -sample_index=alloc_space' finds what allocated most).
@@ -110,7 +117,6 @@ func main() {
 			f.Close()
 		}
 	}
-	stop()
 	os.Exit(code)
 }
 

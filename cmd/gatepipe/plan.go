@@ -85,7 +85,9 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	if s == nil {
 		return code
 	}
+	leave := c.interrupts.enter()
 	plan, diags := s.engine.Plan(ctx)
+	leave()
 	s.view.Diagnostics(append(s.warnings, diags...))
 	c.hintIfUnreachable(diags)
 	if diags.HasErrors() {

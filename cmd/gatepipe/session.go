@@ -105,6 +105,7 @@ func (c *cli) newLogger(flags *configFlags, out io.Writer) zerolog.Logger {
 // load parses the configuration, opens the cache and builds the engine.
 // On failure it has already printed diagnostics and returns the exit code.
 func (c *cli) load(ctx context.Context, o sessionOptions) (*session, int) {
+	defer c.interrupts.enter()()
 	started := time.Now()
 	reg := all.Registry()
 	s := &session{loader: pipelines.NewLoader(stdlib.FS(), reg.Names()), log: c.newLogger(o.flags, o.logOut)}

@@ -23,7 +23,9 @@ func runValidate(ctx context.Context, c *cli, args []string) int {
 	if s == nil {
 		return code
 	}
+	leave := c.interrupts.enter()
 	plan, diags := s.engine.Plan(ctx)
+	leave()
 	s.view.Diagnostics(append(s.warnings, diags...))
 	if diags.HasErrors() {
 		return exitConfigError
