@@ -93,6 +93,32 @@ type Machine interface {
 	Accelerate(python string) Acceleration
 }
 
+// EncoderCheck is one run of a researcher's own encoder (arch
+// "python:PATH:CALLABLE") on a fake batch, as plan makes it.
+type EncoderCheck struct {
+	// Arch is "python:/abs/path.py:CALLABLE"; Args its keyword arguments
+	// (JSON); Code the SHA-256 of the file and its declared inputs, so
+	// that an edited file is checked again; Shape one example [C, H, W].
+	Arch, Args, Code string
+	Shape            []int
+}
+
+// EncoderResult is what the check found: the pooled features' width
+// and the raw features' map shape [C, h, w] (nil when there are none),
+// or Error, the Python error's type, message and line.
+type EncoderResult struct {
+	Width int    `json:"width"`
+	Raw   []int  `json:"raw,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// EncoderChecker is a Machine that can build a researcher's own encoder
+// with python ("" for the default interpreter) and run it on one fake
+// batch.
+type EncoderChecker interface {
+	CheckEncoder(python string, c EncoderCheck) EncoderResult
+}
+
 // Acceleration is a Machine's answer for one interpreter.
 type Acceleration struct {
 	// GPUs is how many GPUs the scheduler has, and Torch whether the

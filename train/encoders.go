@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,10 @@ import (
 type EncoderSpec struct {
 	// Arch is "mlp", "convnet", "resnet", "convnext" or "vit".
 	Arch string `json:"arch"`
+	// Args are a researcher's own encoder's keyword arguments (JSON) and
+	// Code the SHA-256 of its file and inputs (arch "python:...").
+	Args json.RawMessage `json:"args,omitempty"`
+	Code string          `json:"code,omitempty"`
 	// Channels are the convnet's conv widths (each 3x3, ReLU, 2x2 max
 	// pool) or the resnet's stage widths; Hidden the dense layers after
 	// the convnet (or the MLP's layers).
@@ -105,9 +110,33 @@ func (e EncoderSpec) stem(b *builder, x *G.Node, shape []int) (*G.Node, []int) {
 	return b.must(G.Reshape(y, append(tensor.Shape{batch}, want...))), want
 }
 
-// LibraryPrefixes mark an encoder that PyTorch's model libraries build by
-// name on the torch runtime: "timm:resnet50", "torchvision:convnext_tiny".
-var LibraryPrefixes = []string{"timm:", "torchvision:"}
+// LibraryPrefixes mark an encoder that PyTorch builds on the torch
+// runtime: a model of timm's or torchvision's by name ("timm:resnet50",
+// "torchvision:convnext_tiny"), or a researcher's own module
+// ("python:mymodel.py:MyNet", UserArchPrefix).
+var LibraryPrefixes = []string{"timm:", "torchvision:", UserArchPrefix}
+
+// UserArchPrefix marks a researcher's own encoder: "python:PATH:CALLABLE",
+// a callable in a Python file that returns a torch.nn.Module.
+const UserArchPrefix = "python:"
+
+// SplitUserArch splits "python:PATH:CALLABLE" into the file and the
+// callable; ok is false when arch is not of that form (CALLABLE must be a
+// Python identifier).
+func SplitUserArch(arch string) (path, callable string, ok bool) {
+	rest, found := strings.CutPrefix(arch, UserArchPrefix)
+	i := strings.LastIndexByte(rest, ':')
+	if !found || i <= 0 {
+		return "", "", false
+	}
+	path, callable = rest[:i], rest[i+1:]
+	for j, r := range callable {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || j > 0 && r >= '0' && r <= '9') {
+			return "", "", false
+		}
+	}
+	return path, callable, callable != ""
+}
 
 // IsLibrary reports whether arch names a timm or torchvision model: the
 // torch runtime builds it with the library (gatepipe's Go runtime has no

@@ -72,6 +72,12 @@ func Encoder() nodes.Kind {
 		// The evaluation transform the weights expect (resize, crop,
 		// normalise); read from config.json beside the weights when absent.
 		"preprocess": {ty: cty.DynamicPseudoType, def: cty.NullVal(cty.DynamicPseudoType)},
+		// A researcher's own encoder (arch = "python:PATH:CALLABLE"): the
+		// callable's keyword arguments (JSON once decoded), the files and
+		// package folders it imports, and the hash gatepipe takes of them.
+		"args":        {ty: cty.DynamicPseudoType, def: cty.NullVal(cty.DynamicPseudoType)},
+		"inputs":      {ty: cty.List(cty.String), def: cty.ListValEmpty(cty.String)},
+		"code_sha256": {ty: cty.String, def: cty.StringVal("")},
 	}
 	for n, def := range encoderOptions {
 		attrs[n] = attr{ty: def.Type(), def: def}
@@ -98,6 +104,10 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		return diags
 	}
 	diags = append(diags, checkEncoderSizes(v, decl, preset, arch)...)
+	isUser := strings.HasPrefix(arch, train.UserArchPrefix)
+	if !isUser && (!v["args"].IsNull() || v["inputs"].LengthInt() > 0) {
+		diags = append(diags, decl.Errorf("args", "Unused args", "args and inputs belong to a researcher's own encoder, arch = \"python:PATH:CALLABLE\"."))
+	}
 	if v["hidden"].IsNull() {
 		v["hidden"] = list()
 		if arch == "mlp" || arch == "convnet" {
@@ -106,7 +116,13 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 	}
 	pp, ppDiags := preprocessValue(v["preprocess"], fromConfig, decl)
 	v["preprocess"] = pp
-	return append(diags, ppDiags...)
+	if diags = append(diags, ppDiags...); isUser && !diags.HasErrors() {
+		diags = append(diags, resolveUserEncoder(v, decl)...)
+	}
+	if v["args"].IsNull() {
+		v["args"] = cty.StringVal("")
+	}
+	return diags
 }
 
 // readWeightsConfig reads the weights' config.json at cfgPath (where
@@ -157,12 +173,12 @@ func encoderArch(v map[string]cty.Value, decl nodes.Decl) (preset, arch string, 
 		v["arch"] = cty.StringVal(p.Arch)
 		arch = p.Arch
 	case arch == "":
-		return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME or torchvision:NAME on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs)}
+		return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME, torchvision:NAME or python:PATH:CALLABLE, your own module, on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs)}
 	case train.IsLibrary(arch):
 		// A timm or torchvision model by name: the torch runtime builds it.
 	default:
 		if slices.Contains(train.LibraryPrefixes, arch) {
-			return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME or torchvision:NAME, as in timm:resnet50.", arch)}
+			return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME, torchvision:NAME or python:PATH:CALLABLE, as in timm:resnet50 or python:mymodel.py:MyNet.", arch)}
 		}
 		diags = append(diags, oneOf(decl, "arch", arch, train.Archs...)...)
 	}

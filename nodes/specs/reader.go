@@ -2,10 +2,12 @@ package specs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/formats/torchpt"
@@ -123,6 +125,12 @@ func (r *Reader) Encoder() (enc train.EncoderSpec, weights Weights) {
 		}
 	}
 	r.encoderOptions(&enc)
+	if strings.HasPrefix(enc.Arch, train.UserArchPrefix) {
+		if a := r.Get("encoder", "args"); a != cty.NilVal && a.IsKnown() && !a.IsNull() && a.Type() == cty.String && a.AsString() != "" {
+			enc.Args = json.RawMessage(a.AsString())
+		}
+		enc.Code = r.Str("encoder", "code_sha256")
+	}
 	return enc, Weights(r.Str("encoder", "weights"))
 }
 
@@ -130,6 +138,11 @@ func (r *Reader) Encoder() (enc train.EncoderSpec, weights Weights) {
 // (train.IsLibrary) and the block does not run on the torch runtime: only
 // PyTorch builds those.
 func (r *Reader) NeedTorch(enc train.EncoderSpec, torch bool) {
+	if strings.HasPrefix(enc.Arch, train.UserArchPrefix) && !torch {
+		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Encoder needs the torch runtime",
+			"the encoder is %s, your own PyTorch module; gatepipe's Go runtime cannot run it. Set runtime = \"torch\" on this block (or in the gatepipe block; runtime = \"auto\" picks it wherever the interpreter imports torch).", enc.Arch))
+		return
+	}
 	if train.IsLibrary(enc.Arch) && !torch {
 		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Encoder needs the torch runtime",
 			"the encoder is %s, a model its library builds in PyTorch; gatepipe's Go runtime has no such model. Set runtime = \"torch\" on this block (or in the gatepipe block), or use a built-in arch or preset.", enc.Arch))

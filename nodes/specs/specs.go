@@ -115,7 +115,20 @@ func (k kind) PlannedValue(v cty.Value, n nodes.Node, decl nodes.Decl) cty.Value
 	return cty.ObjectVal(vals)
 }
 
-func (n node) Fingerprint(context.Context, io.Writer) error { return nil }
+// Fingerprint hashes what the configuration does not show: the code of a
+// researcher's own encoder (its file and inputs, code_sha256, taken when
+// the block was decoded), so that an edited file re-runs the encoder block
+// and, through its value, every block that uses it.
+func (n node) Fingerprint(_ context.Context, w io.Writer) error {
+	if !n.value.Type().HasAttribute("code_sha256") {
+		return nil
+	}
+	if c := n.value.GetAttr("code_sha256"); c.IsKnown() && !c.IsNull() && c.AsString() != "" {
+		_, err := fmt.Fprintf(w, "code %s\n", c.AsString())
+		return err
+	}
+	return nil
+}
 
 // Downloads is the Hub model or torchvision file an encoder's weights
 // name: the encoder block declares it as a dataset declares its sources,

@@ -57,6 +57,8 @@ type Machine struct {
 
 	mu     sync.Mutex
 	probes map[string]*probeOnce
+	// checks are the researcher's encoders checked (CheckEncoder).
+	checks userChecks
 }
 
 type probeOnce struct {
@@ -179,6 +181,8 @@ type machineState struct {
 	Share  int              `json:"share,omitempty"`
 	Note   string           `json:"note,omitempty"`
 	Probes map[string]Probe `json:"probes,omitempty"`
+	// Checks are the CheckEncoder answers, by check key.
+	Checks map[string]nodes.EncoderResult `json:"checks,omitempty"`
 }
 
 // Encode returns the Machine, with the answers of the interpreters it has
@@ -196,6 +200,14 @@ func (m *Machine) Encode() string {
 			st.Probes[py] = p
 		}
 	}
+	m.checks.mu.Lock()
+	if len(m.checks.done) > 0 {
+		st.Checks = map[string]nodes.EncoderResult{}
+		for k, r := range m.checks.done {
+			st.Checks[k] = r
+		}
+	}
+	m.checks.mu.Unlock()
 	data, _ := json.Marshal(st)
 	return string(data)
 }
@@ -208,6 +220,7 @@ func DecodeMachine(s string) (*Machine, error) {
 		return nil, fmt.Errorf("%s: %w", MachineEnv, err)
 	}
 	m := &Machine{GPUs: st.GPUs, CPUs: st.CPUs, Share: st.Share, Note: st.Note, probes: map[string]*probeOnce{}}
+	m.checks.done = st.Checks
 	for py, p := range st.Probes {
 		po := &probeOnce{p: p}
 		po.once.Do(func() {})

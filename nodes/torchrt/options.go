@@ -3,6 +3,7 @@ package torchrt
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
@@ -71,6 +72,30 @@ func ReadOptions(a *featureset.Attrs, precisions ...string) Options {
 		}
 	}
 	return o
+}
+
+// PreferTorchFor makes runtime = "auto" pick the torch runtime for an
+// encoder only PyTorch builds (library: timm, torchvision, a researcher's
+// own module) wherever the interpreter imports torch, on a machine
+// without GPUs too: the Go runtime cannot run it at all.
+func (o *Options) PreferTorchFor(library bool) {
+	if !library || o.Auto == nil || o.Torch() {
+		return
+	}
+	tc, ok := o.machine.(TorchChecker)
+	if !ok {
+		return
+	}
+	python := o.Python
+	if python == "" {
+		python = Python()
+	}
+	if tc.TorchProblem(python) != "" {
+		return
+	}
+	acc := *o.Auto
+	acc.Why = fmt.Sprintf("the encoder is one only PyTorch builds, and %s imports torch: the torch runtime (%s)", python, strings.TrimSuffix(acc.Why, ": the Go runtime on the CPUs"))
+	o.Auto, o.Runtime = &acc, Torch
 }
 
 // CheckOptions checks a block's runtime attributes (with precision one of

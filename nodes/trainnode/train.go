@@ -142,6 +142,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	a := &featureset.Attrs{V: v, Decl: decl}
 	n.rt = torchrt.ReadOptions(a, torchrt.Precisions...)
+	n.rt.PreferTorchFor(train.IsLibrary(n.enc.Arch))
 	r.NeedTorch(n.enc, n.rt.Torch())
 	return n, append(r.Diags, a.Diags...)
 }

@@ -10,9 +10,10 @@ import sys
 import torch
 from torch import nn
 
+from . import user
 from .storage import SafeTensors
 
-PREFIXES = ("timm:", "torchvision:")
+PREFIXES = ("timm:", "torchvision:", user.PREFIX)
 
 # The attributes torchvision and timm keep their classifier in.
 CLASSIFIERS = ("fc", "heads", "classifier", "head")
@@ -26,6 +27,8 @@ def build(spec, shape):
     """The model named by spec["arch"] for images of shape [C, H, W],
     without its classifier, with .width (the pooled features' size) and
     .trunk(x) (the last feature map, for dense heads)."""
+    if user.is_user(spec["arch"]):
+        return user.UserEncoder(spec, shape)
     lib, name = spec["arch"].split(":", 1)
     if len(shape) != 3:
         raise SystemExit("%s takes images [C, H, W]; this dataset's examples are %s" % (spec["arch"], list(shape)))
@@ -88,6 +91,8 @@ def _torchvision(name, channels):
 
 def trunk(m, x):
     """The last feature map [B, C, h, w] of a library model."""
+    if isinstance(m, user.UserEncoder):
+        return m.trunk(x)
     if m.library == "timm":
         f = m.forward_features(x)
     elif hasattr(m, "layer4"):  # torchvision's ResNets
@@ -105,6 +110,10 @@ def trunk(m, x):
 
 def spatial_width(m):
     """The channels of the model's last feature map."""
+    if isinstance(m, user.UserEncoder):
+        if m.raw_width is None:
+            raise SystemExit("this encoder's forward gives no raw_features; dense heads (segmentation) need them: return a dict with features and raw_features")
+        return m.raw_width
     was = m.training
     m.eval()
     with torch.no_grad():
@@ -117,7 +126,8 @@ def load_own_weights(m, path, log):
     """Loads a state dict in the model's own names (safetensors, or a
     torch.save file read with weights_only): tensors whose name or shape
     does not fit (a classifier) stay as initialised; none fitting is an
-    error."""
+    error. A user's module loads in its own names."""
+    m = getattr(m, "user_module", m)
     with open(path, "rb") as f:
         zipped = f.read(4) == b"PK\x03\x04"
     if zipped:

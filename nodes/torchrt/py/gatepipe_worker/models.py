@@ -543,4 +543,5 @@ def convolutional(spec):
     """Whether the encoder is convolutional: its weights and image inputs
     are laid out channels last (measured on the CPU: gatepipe's ResNet-18
     and ResNet-50 1.2-1.3x faster forwards, 1.1-1.2x in training)."""
-    return spec.get("arch") in ("convnet", "resnet", "convnext") or library.is_library(spec.get("arch"))
+    return spec.get("arch") in ("convnet", "resnet", "convnext") or (
+        library.is_library(spec.get("arch")) and not str(spec.get("arch")).startswith("python:"))
