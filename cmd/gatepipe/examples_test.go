@@ -16,6 +16,9 @@ func TestExamplesValidate(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Fatal("no examples found")
 	}
+	// examples/your_encoder runs on the torch runtime: plan and validate
+	// check that its interpreter imports torch.
+	t.Setenv("GATEPIPE_PYTHON", torchPython())
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -332,7 +332,7 @@ func TestPipelineDefaultRuntime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "main.hcl"), withPython(strings.Replace(defaultRuntimePipeline, tc.from, tc.to, 1)))
 			r := gp(t, t.TempDir(), "apply", dir)
-			out := r.stdout + r.stderr
+			out := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
 			if r.code == 0 || !strings.Contains(out, tc.want) || strings.Contains(out, "panic") {
 				t.Fatalf("exit %d, want an error with %q:\n%s", r.code, tc.want, out)
 			}

@@ -412,7 +412,7 @@ module "torch" {
 	}
 	writeFile(t, filepath.Join(dir, "main.hcl"), pipeline(bare, "convnet"))
 	r := gp(t, t.TempDir(), "apply", dir)
-	if all := r.stdout + r.stderr; r.code == 0 || !strings.Contains(all, "module.torch.train.run") || !strings.Contains(all, "cannot import torch") ||
+	if all := strings.Join(strings.Fields(r.stdout+r.stderr), " "); r.code == 0 || !strings.Contains(all, "module.torch.train.run") || !strings.Contains(all, "cannot import torch") ||
 		!strings.Contains(all, "python3-torch") {
 		t.Fatalf("no torch: exit %d\n%s", r.code, r.stderr)
 	}

@@ -67,11 +67,15 @@ func weightsConfig(v map[string]cty.Value, decl nodes.Decl) (string, *imageops.P
 		}
 		return p, nil, nil
 	}
-	// A relative weights path is relative to the encoder's module.
+	// A relative weights path is relative to the encoder's module, and is
+	// made absolute: the torch worker runs in another directory.
 	if !filepath.IsAbs(weights) {
 		weights = filepath.Join(decl.Dir, weights)
-		v["weights"] = cty.StringVal(weights)
 	}
+	if abs, err := filepath.Abs(weights); err == nil {
+		weights = abs
+	}
+	v["weights"] = cty.StringVal(weights)
 	decl.Reads.Add(weights)
 	if info, err := os.Stat(weights); err != nil || info.IsDir() {
 		why := "does not exist"

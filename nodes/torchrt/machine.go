@@ -144,7 +144,7 @@ func (m *Machine) probe(python string) (Probe, error) {
 // RunProbe asks python about its torch.
 func RunProbe(ctx context.Context, python string) (Probe, error) {
 	if _, err := exec.LookPath(python); err != nil {
-		return Probe{}, fmt.Errorf("no interpreter %q", python)
+		return Probe{}, fmt.Errorf("no Python interpreter %q", python)
 	}
 	out, err := exec.CommandContext(ctx, python, "-c", probeScript).Output()
 	if err != nil {

@@ -186,7 +186,7 @@ func (o Options) checkTorch(a *featureset.Attrs) {
 		attr = "python"
 	}
 	a.Diags = append(a.Diags, a.Decl.Errorf(attr, "No torch for the torch runtime",
-		"runtime = \"torch\", but %s. Install PyTorch for that interpreter (pip install torch, or Debian's python3-torch), or set python = \"...\" (or %s) to one that has it.", why, PythonEnv))
+		"%s: runtime = \"torch\", but %s. Install PyTorch for that interpreter (pip install torch, or Debian's python3-torch), or set python = \"...\" (or %s) to one that has it.", a.Decl.Addr, why, PythonEnv))
 }
 
 // Job returns a job of this block's interpreter (config gains
