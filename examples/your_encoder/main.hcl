@@ -1,6 +1,6 @@
 # Your own PyTorch encoder through every task family gatepipe trains.
 #
-#   gatepipe apply examples/your_encoder     # torch runtime (CPU torch is enough): about a minute
+#   gatepipe apply examples/your_encoder     # torch runtime (CPU torch is enough): 8 s on 2 cores
 #
 # mymodel.py holds the module (SPEC §5.6, "Your own encoder", gives the
 # contract). Edit it and apply again: its hash is in every train node's
@@ -32,7 +32,7 @@ dataset "generated" {
   format   = "generated"
   generator {
     task   = each.value.task
-    train  = 300
+    train  = each.key == "fewshot" ? 2000 : 300 # few-shot holds classes out for validation and test
     test   = 100
     size   = 24
     frames = 3
