@@ -30,10 +30,13 @@ flag (-cache-dir, -mirror, -offline, -devices, ...) passes through. The
 pipeline is plain HCL: edit it and run 'gatepipe apply DIR' again; a
 second eval or apply of it reuses everything cached.
 
-ENCODER is an architecture (mlp, convnet, resnet, convnext, vit: built-in
-sizes), a preset (resnet50, vit_b_16, convnext_tiny, ...: SPEC.md lists
-them) or timm:NAME (a timm model name that is one of the presets: gatepipe
-builds the same network on either runtime). -runtime auto (the default)
+ENCODER is whatever an encoder block's arch or preset takes: an
+architecture (mlp, convnet, resnet, convnext, vit: built-in sizes), a
+preset (resnet50, vit_b_16, convnext_tiny, ...: SPEC.md lists them),
+timm:NAME (a preset's name: gatepipe builds the same network on either
+runtime; any other timm model: timm builds it, torch runtime),
+torchvision:NAME (torch runtime), or python:PATH:CALLABLE, your own
+PyTorch module (torch runtime; SPEC §5.6 "Your own encoder"). -runtime auto (the default)
 trains on PyTorch, one GPU per node, where the machine has NVIDIA GPUs and
 python's torch sees them, and on gatepipe's Go runtime on the CPUs
 otherwise; 'gatepipe plan DIR' says which it picked, and why, and how long
@@ -60,7 +63,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "eval", evalUsage)
 	var cfg evalConfig
 	var seeds string
-	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset or timm:NAME (required)")
+	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset, timm:NAME, torchvision:NAME or python:PATH:CALLABLE (required)")
 	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
 	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
 	fs.StringVar(&cfg.runtime, "runtime", "auto", "auto (torch on one GPU per node where the machine has GPUs and python's torch sees them, else go), go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
@@ -150,19 +153,43 @@ func parseSeeds(s string) ([]uint64, error) {
 	return out, nil
 }
 
-// modelName is the encoder's name in results.
+// modelName is the encoder's name in results: -model, else the preset,
+// library model or callable the encoder names.
 func (e evalConfig) modelName() string {
 	if e.model != "" {
 		return e.model
 	}
-	return strings.TrimPrefix(e.encoder, "timm:")
+	if _, callable, ok := train.SplitUserArch(e.encoder); ok {
+		return callable
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(e.encoder, "timm:"), "torchvision:")
+}
+
+// userArch is -encoder python:PATH:CALLABLE with PATH made absolute (the
+// pipeline is written elsewhere); the file must exist.
+func (e evalConfig) userArch() (string, error) {
+	path, callable, ok := train.SplitUserArch(e.encoder)
+	if !ok {
+		return "", fmt.Errorf("-encoder %s: write python:PATH:CALLABLE, as in python:mymodel.py:MyNet", e.encoder)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(abs); err != nil || !info.Mode().IsRegular() {
+		return "", fmt.Errorf("-encoder %s: %s is not a file", e.encoder, abs)
+	}
+	if e.runtime == "go" {
+		return "", fmt.Errorf("-encoder %s is your own PyTorch module: it runs on the torch runtime (-runtime torch or auto), not -runtime go", e.encoder)
+	}
+	return train.UserArchPrefix + abs + ":" + callable, nil
 }
 
 // pipeline writes the HCL of the evaluation, or says what is wrong with
 // the command line.
 func (e evalConfig) pipeline() (string, error) {
 	if e.encoder == "" {
-		return "", errors.New("-encoder is required: an architecture (" + strings.Join(train.Archs, ", ") + "), a preset (resnet50, vit_b_16, ...) or timm:NAME")
+		return "", errors.New("-encoder is required: an architecture (" + strings.Join(train.Archs, ", ") + "), a preset (resnet50, vit_b_16, ...), timm:NAME, torchvision:NAME or python:PATH:CALLABLE")
 	}
 	if !slices.Contains([]string{"small", "base", "big"}, e.tier) {
 		return "", fmt.Errorf("-tier %q: want small, base or big", e.tier)
@@ -181,9 +208,21 @@ func (e evalConfig) pipeline() (string, error) {
 	b.WriteString("encoder \"mine\" {\n")
 	name, isTimm := strings.CutPrefix(e.encoder, "timm:")
 	switch {
+	case strings.HasPrefix(e.encoder, train.UserArchPrefix):
+		arch, err := e.userArch()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "  arch = %q\n", arch)
+	case strings.HasPrefix(e.encoder, "torchvision:") && len(e.encoder) > len("torchvision:"):
+		fmt.Fprintf(&b, "  arch = %q\n", e.encoder)
+	case isTimm && name == "":
+		return "", fmt.Errorf("-encoder timm: names no model: write timm:NAME, as in timm:vit_base_patch16_224")
 	case isTimm:
 		if _, err := train.Preset(name); err != nil {
-			return "", fmt.Errorf("-encoder %s: gatepipe has no preset %q (the closest: %s); both runtimes build timm models from gatepipe's presets", e.encoder, name, strings.Join(train.ClosestPresets(name, 4), ", "))
+			// Not one of gatepipe's presets: timm builds it, on the torch runtime.
+			fmt.Fprintf(&b, "  arch = %q\n", e.encoder)
+			break
 		}
 		fmt.Fprintf(&b, "  preset = %q\n", name)
 	case slices.Contains(train.Archs, e.encoder):

@@ -52,7 +52,9 @@ func TestEvalRefusesBadCommandLines(t *testing.T) {
 	}{
 		{[]string{"eval", "-tier", "small"}, "-encoder is required"},
 		{[]string{"eval", "-encoder", "resnet5O"}, "the closest are resnet50"},
-		{[]string{"eval", "-encoder", "timm:vit_nope"}, `no preset "vit_nope"`},
+		{[]string{"eval", "-encoder", "timm:"}, `names no model`},
+		{[]string{"eval", "-encoder", "python:" + filepath.Join(dir, "none.py") + ":MyNet"}, "none.py is not a file"},
+		{[]string{"eval", "-encoder", "python:mymodel.py"}, "write python:PATH:CALLABLE"},
 		{[]string{"eval", "-encoder", "convnet", "-tier", "huge"}, `-tier "huge": want small, base or big`},
 		{[]string{"eval", "-encoder", "convnet", "-runtime", "jax"}, `-runtime "jax"`},
 		{[]string{"eval", "-encoder", "convnet", "-runtime", "go", "-gpus", "1"}, "-gpus is 0 or 1, with -runtime torch or auto"},
@@ -68,5 +70,39 @@ func TestEvalRefusesBadCommandLines(t *testing.T) {
 	}
 	if got := readFile(filepath.Join(mine, "main.hcl")); got != "# my own pipeline\n" {
 		t.Errorf("eval replaced a user's main.hcl: %q", got)
+	}
+}
+
+// TestEvalYourOwnEncoderOnTheSmallTier: `gatepipe eval -encoder
+// python:mymodel.py:MyNet -tier small -scale test` (the tier's fixtures
+// served as a mirror) measures all eight benchmarks with a module from the
+// user's own file, on the torch runtime that auto picks on a CPU machine.
+func TestEvalYourOwnEncoderOnTheSmallTier(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the small tier's benchmarks")
+	}
+	needTorch(t)
+	hub, srv := newTierHub(t)
+	hub.token = "hf_tier"
+	work := t.TempDir()
+	writeFile(t, filepath.Join(work, "mymodel.py"), userModule)
+	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier",
+		"KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123", "GATEPIPE_PYTHON=" + torchPython()}
+	cache := filepath.Join(t.TempDir(), "c")
+	out := filepath.Join(t.TempDir(), "ev")
+	r := gpEnv(t, cache, env, "eval", "-encoder", "python:"+filepath.Join(work, "mymodel.py")+":MyNet", "-tier", "small", "-scale", "test", "-out", out)
+	if r.code != 0 {
+		t.Fatalf("eval: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"| cifar100 | Acc@1 |", "| ade20k | mIoU |", "| acdc |", "| iwildcam |", "| clevr-math |", "| imagenet1k |", "| mini |", "| cubirds |", "report.html", " of 22"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("eval output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "Runtime: torch") {
+		t.Errorf("eval did not say it runs on torch:\n%s", r.stderr)
+	}
+	if hcl := readFile(filepath.Join(out, "main.hcl")); !strings.Contains(hcl, `arch = "python:`+filepath.Join(work, "mymodel.py")+`:MyNet"`) {
+		t.Errorf("main.hcl does not name the module by its absolute path:\n%s", hcl)
 	}
 }
