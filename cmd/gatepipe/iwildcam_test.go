@@ -1,93 +1,27 @@
 package main
 
 import (
-	"archive/zip"
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gatepipe/gatepipe/internal/smokehub"
 )
 
 const (
-	iwildcamURL   = "www.kaggle.com/api/v1/competitions/data/download-all/iwildcam2022-fgvc9"
-	iwildcamSplit = "kiyoonkim/iwildcam-2022-splits"
+	iwildcamURL   = smokehub.IWildCamURL
+	iwildcamSplit = smokehub.IWildCamSplit
 )
 
-// iwildcamFixture builds the Kaggle competition zip in its real layout
-// (metadata/metadata/*.json and *.csv, train/train/*.jpg) and the splits
-// repository's files: seqs sequences of 1 to 4 frames (more frames than a
-// clip holds in some), each frame showing count bright squares.
+// iwildcamFixture is smokehub.IWildCam: the competition zip and the
+// splits repository's files of seqs sequences.
 func iwildcamFixture(t *testing.T, seqs int) (zipped []byte, splits map[string][]byte) {
 	t.Helper()
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	add := func(name string, data []byte) {
-		w, err := zw.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(data)
-	}
-	type im struct {
-		ID       string `json:"id"`
-		File     string `json:"file_name"`
-		Seq      string `json:"seq_id"`
-		Frame    int    `json:"seq_frame_num"`
-		Frames   int    `json:"seq_num_frames"`
-		Location int    `json:"location"`
-		Width    int    `json:"width"`
-		Height   int    `json:"height"`
-	}
-	var images []im
-	counts := "seq_id,count\n"
-	lists := map[string][]string{}
-	for s := range seqs {
-		seq := fmt.Sprintf("seq-%04d", s)
-		count := s % 4
-		frames := 1 + s%4
-		for f := range frames {
-			id := fmt.Sprintf("%s-f%d", seq, f)
-			img := image.NewRGBA(image.Rect(0, 0, 32, 24))
-			for y := range 24 {
-				for x := range 32 {
-					img.Set(x, y, color.RGBA{40, 60, 40, 255})
-				}
-			}
-			for a := range count {
-				for y := 4; y < 10; y++ {
-					for x := 2 + 8*a; x < 8+8*a; x++ {
-						img.Set(x, y, color.RGBA{240, 240, 200, 255})
-					}
-				}
-			}
-			var p bytes.Buffer
-			jpeg.Encode(&p, img, nil)
-			add("train/train/"+id+".jpg", p.Bytes())
-			// Frames listed out of order: seq_frame_num orders them.
-			images = append([]im{{id, id + ".jpg", seq, f, frames, s % 3, 32, 24}}, images...)
-		}
-		counts += fmt.Sprintf("%s,%d\n", seq, count)
-		split := []string{"train", "train", "train", "train", "train", "train", "val", "test", "test", "test"}[s%10]
-		lists[split] = append(lists[split], seq)
-	}
-	ann, _ := json.Marshal(map[string]any{"info": map[string]any{"version": "1.0"}, "images": images,
-		"annotations": []map[string]any{{"id": "a", "image_id": images[0].ID, "category_id": 372}}, "categories": []map[string]any{{"id": 0, "name": "empty"}}})
-	add("metadata/metadata/iwildcam2022_train_annotations.json", ann)
-	add("metadata/metadata/train_sequence_counts.csv", []byte(counts))
-	add("metadata/metadata/gps_locations.json", []byte("{}"))
-	if err := zw.Close(); err != nil {
+	zipped, splits, err := smokehub.IWildCam(seqs)
+	if err != nil {
 		t.Fatal(err)
 	}
-	splits = map[string][]byte{}
-	for k, v := range lists {
-		splits[k+".txt"] = []byte(strings.Join(v, "\n") + "\n")
-	}
-	return b.Bytes(), splits
+	return zipped, splits
 }
 
 var iwildcamPipeline = trainPipeline{name: "iwildcam", source: "iwildcam", args: "  image_size = [8, 12]\n  frames     = 3\n",

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gatepipe/gatepipe/internal/hffixture"
+	"github.com/gatepipe/gatepipe/internal/smokehub"
 )
 
 // fakeHub serves Hugging Face Hub and Kaggle API paths as a mirror lays
@@ -33,7 +32,7 @@ type fakeHub struct {
 	authSeen atomic.Int64
 }
 
-const hubCommit = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const hubCommit = smokehub.Commit
 
 func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
@@ -65,19 +64,11 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func parquetShard(t *testing.T, n int, seed uint64) []byte {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var imgs [][]byte
-	var labels []int64
-	for i := 0; i < n; i++ {
-		k := int64(i % 3)
-		imgs = append(imgs, hffixture.PNG(hffixture.ClassImage(int(k), 12, 12, rng)))
-		labels = append(labels, k)
-	}
-	var buf bytes.Buffer
-	if err := hffixture.ImageClassification(&buf, imgs, labels, []string{"akiec", "bcc", "mel"}, 100); err != nil {
+	b, err := smokehub.ClassShard(n, seed)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return b
 }
 
 func newFakeHub(t *testing.T) (*fakeHub, *httptest.Server) {
