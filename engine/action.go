@@ -90,7 +90,7 @@ func (e *Engine) resolver() *sources.Resolver {
 // output yet.
 func (e *Engine) upstreamOutputs(in *instance) []string {
 	lines := []string{}
-	for _, ui := range e.upstreamInstances(in) {
+	for _, ui := range e.upstreamOf(in, true) {
 		ui.mu.Lock()
 		out := ui.output
 		ui.mu.Unlock()
@@ -106,7 +106,12 @@ func (e *Engine) upstreamOutputs(in *instance) []string {
 // upstreamInstances are the block instances in depends on, directly or
 // through locals, variables and module outputs; through a keyed
 // dependency (narrow.go) only the element for its key.
-func (e *Engine) upstreamInstances(in *instance) []*instance {
+func (e *Engine) upstreamInstances(in *instance) []*instance { return e.upstreamOf(in, false) }
+
+// upstreamOf is upstreamInstances; hashed leaves out the dependencies
+// reached only through count or for_each (vertex.metaOnly), whose output
+// IDs an action ID does not hash.
+func (e *Engine) upstreamOf(in *instance, hashed bool) []*instance {
 	seen := map[string]bool{}
 	var ups []*instance
 	add := func(ui *instance) {
@@ -128,6 +133,9 @@ func (e *Engine) upstreamInstances(in *instance) []*instance {
 		}
 	}
 	for _, d := range in.v.deps {
+		if hashed && in.v.metaOnly[d] {
+			continue
+		}
 		if ui, deps, ok := e.keyedItem(in.v, d, in); ok {
 			if ui != nil {
 				add(ui)

@@ -50,6 +50,13 @@ type vertex struct {
 	// keyed are the dependencies a for_each block reaches only as
 	// X[each.key] (narrow.go).
 	keyed map[string]bool
+	// metaOnly are the dependencies a block reaches only through its
+	// count or for_each: they decide which instances exist, and whatever
+	// an instance takes from them (each.value) is in its evaluated
+	// configuration, so their output IDs are not hashed into its action
+	// ID. A dataset enabled by `count = var.encoder != null ? 1 : 0` is
+	// not re-run because the encoder changed.
+	metaOnly map[string]bool
 }
 
 type expansion int
@@ -178,7 +185,10 @@ func (b *graphBuilder) addReferences() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, v := range b.order {
 		traversals, deps := b.expressionsOf(v)
-		for _, t := range traversals {
+		meta := metaTraversals(v)
+		body := map[string]bool{}
+		metaTargets := map[string]bool{}
+		for i, t := range traversals {
 			ref, rDiags := addrs.ParseRef(t)
 			diags = append(diags, rDiags...)
 			if rDiags.HasErrors() {
@@ -192,6 +202,11 @@ func (b *graphBuilder) addReferences() hcl.Diagnostics {
 			v.refs = append(v.refs, ref)
 			if target != "" {
 				b.connect(v, target)
+				if i >= len(traversals)-meta {
+					metaTargets[target] = true
+				} else {
+					body[target] = true
+				}
 			}
 		}
 		for _, t := range deps {
@@ -199,6 +214,15 @@ func (b *graphBuilder) addReferences() hcl.Diagnostics {
 			diags = append(diags, d...)
 			if target != "" {
 				b.connect(v, target)
+				body[target] = true
+			}
+		}
+		for t := range metaTargets {
+			if !body[t] {
+				if v.metaOnly == nil {
+					v.metaOnly = map[string]bool{}
+				}
+				v.metaOnly[t] = true
 			}
 		}
 	}
@@ -245,11 +269,6 @@ func (b *graphBuilder) expressionsOf(v *vertex) (refs, dependsOn []hcl.Traversal
 	case vBlock:
 		nb := v.block
 		refs = hcldec.Variables(nb.Body, v.nodeKind.Spec())
-		for _, e := range []hcl.Expression{nb.ForEach, nb.Count} {
-			if e != nil {
-				refs = append(refs, e.Variables()...)
-			}
-		}
 		if r := nb.Resources; r != nil {
 			for _, e := range []hcl.Expression{r.CPUs, r.GPUs, r.Memory} {
 				if e != nil {
@@ -257,9 +276,30 @@ func (b *graphBuilder) expressionsOf(v *vertex) (refs, dependsOn []hcl.Traversal
 				}
 			}
 		}
+		// count and for_each last: metaTraversals counts them.
+		for _, e := range []hcl.Expression{nb.ForEach, nb.Count} {
+			if e != nil {
+				refs = append(refs, e.Variables()...)
+			}
+		}
 		dependsOn = nb.DependsOn
 	}
 	return refs, dependsOn
+}
+
+// metaTraversals is how many of expressionsOf's traversals, at its end,
+// are a block's count and for_each.
+func metaTraversals(v *vertex) int {
+	if v.kind != vBlock {
+		return 0
+	}
+	n := 0
+	for _, e := range []hcl.Expression{v.block.ForEach, v.block.Count} {
+		if e != nil {
+			n += len(e.Variables())
+		}
+	}
+	return n
 }
 
 // resolveRef checks a reference and returns the key of the vertex it

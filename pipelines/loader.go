@@ -228,7 +228,9 @@ func (l *Loader) listFiles(p string) (files []string, dir string, err error) {
 	}
 	sort.Strings(matches)
 	// The lock file beside the pipeline is not configuration.
-	matches = slices.DeleteFunc(matches, func(m string) bool { return filepath.Base(m) == sources.LockFileName })
+	matches = slices.DeleteFunc(matches, func(m string) bool {
+		return filepath.Base(m) == sources.LockFileName || filepath.Base(m) == sources.SmokeLockFileName
+	})
 	return matches, p, nil
 }
 

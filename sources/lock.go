@@ -21,6 +21,16 @@ import (
 // LockFileName is the lock file's name, beside the root pipeline.
 const LockFileName = "gatepipe.lock.hcl"
 
+// SmokeLockFileName is the lock file of runs on the smoke fixtures
+// (`-mirror smoke`): their pins are the fixtures', which must never stand
+// for the real files'.
+const SmokeLockFileName = "gatepipe.smoke.lock.hcl"
+
+// SmokeMirror is the mirror value that serves gatepipe's own fixtures of
+// the small tier's benchmarks (package smokehub) from the loopback
+// interface.
+const SmokeMirror = "smoke"
+
 // Lock is the lock file: every pinned source, by Ref.Key. It is safe for
 // concurrent use.
 type Lock struct {

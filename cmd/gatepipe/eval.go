@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 )
@@ -67,7 +68,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
 	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
 	fs.StringVar(&cfg.runtime, "runtime", "auto", "auto (torch on one GPU per node where the machine has GPUs and python's torch sees them, else go), go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
-	fs.StringVar(&cfg.scale, "scale", "full", "full (GATE's protocol), cpu (capped for a CPU machine) or test (tiny, for checks)")
+	fs.StringVar(&cfg.scale, "scale", "full", "full (GATE's protocol), cpu (capped for a CPU machine), test (tiny, for checks) or smoke (tiny, offline, on gatepipe's own fixtures of the benchmarks: -mirror smoke)")
 	fs.StringVar(&cfg.model, "model", "", "the encoder's name in results (default: from -encoder)")
 	fs.StringVar(&cfg.out, "out", "", "directory to write main.hcl into (default: eval-MODEL-TIER)")
 	fs.StringVar(&cfg.python, "python", "", "the Python with PyTorch for -runtime torch or auto (default: $GATEPIPE_PYTHON, else python3)")
@@ -100,6 +101,9 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	if err := writeEvalPipeline(main, text); err != nil {
 		fmt.Fprintln(c.stderr, "gatepipe eval:", err)
 		return exitConfigError
+	}
+	if cfg.scale == "smoke" {
+		fmt.Fprintf(c.stderr, "gatepipe eval: -scale smoke: the benchmarks are gatepipe's own tiny fixtures in their real formats (mirror = \"smoke\", offline); the numbers measure mechanics only\n")
 	}
 	fmt.Fprintf(c.stderr, "gatepipe eval: wrote %s (edit it and run 'gatepipe apply %s' to run it again); planning it\n", main, dir)
 	if est, ok := c.planEval(ctx, dir, rest); ok {
@@ -197,14 +201,18 @@ func (e evalConfig) pipeline() (string, error) {
 	if !slices.Contains([]string{"auto", "go", "torch"}, e.runtime) {
 		return "", fmt.Errorf("-runtime %q: want auto, go or torch", e.runtime)
 	}
-	if !slices.Contains([]string{"full", "cpu", "test"}, e.scale) {
-		return "", fmt.Errorf("-scale %q: want full, cpu or test", e.scale)
+	if !slices.Contains([]string{"full", "cpu", "test", "smoke"}, e.scale) {
+		return "", fmt.Errorf("-scale %q: want full, cpu, test or smoke", e.scale)
 	}
 	if e.gpus < -1 || e.gpus > 1 || (e.gpus > 0 && e.runtime == "go") {
 		return "", errors.New("-gpus is 0 or 1, with -runtime torch or auto (the go runtime trains on CPUs)")
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n# Re-run it with: gatepipe apply DIR (every block is cached).\n\n", evalMarker)
+	if e.scale == "smoke" {
+		// gatepipe's own fixtures of the benchmarks, served offline.
+		fmt.Fprintf(&b, "gatepipe {\n  mirror = %q\n}\n\n", sources.SmokeMirror)
+	}
 	b.WriteString("encoder \"mine\" {\n")
 	name, isTimm := strings.CutPrefix(e.encoder, "timm:")
 	switch {

@@ -49,7 +49,10 @@ func (c *cli) planEval(ctx context.Context, dir string, rest []string) (est eval
 	if err != nil {
 		return est, false
 	}
-	quiet := &cli{stdout: io.Discard, stderr: io.Discard, env: c.env}
+	if c.smoke == nil {
+		c.smoke = &smokeServer{}
+	}
+	quiet := &cli{stdout: io.Discard, stderr: io.Discard, env: c.env, smoke: c.smoke}
 	s, _ := quiet.load(ctx, sessionOptions{path: dir, flags: &f.configFlags, withCache: true, engine: opts, devicesFlag: f.devices, sources: sourcesPinned, logOut: io.Discard})
 	if s == nil {
 		return est, false

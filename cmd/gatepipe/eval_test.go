@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEvalWritesThePipelineAndAppliesIt: `gatepipe eval -encoder convnet
@@ -104,5 +105,47 @@ func TestEvalYourOwnEncoderOnTheSmallTier(t *testing.T) {
 	}
 	if hcl := readFile(filepath.Join(out, "main.hcl")); !strings.Contains(hcl, `arch = "python:`+filepath.Join(work, "mymodel.py")+`:MyNet"`) {
 		t.Errorf("main.hcl does not name the module by its absolute path:\n%s", hcl)
+	}
+}
+
+// TestEvalSmokeOfflineWithYourOwnEncoder is issue 67's first check:
+// `gatepipe eval -encoder python:mymodel.py:MyNet -tier small -scale smoke`
+// on a fresh cache, with no mirror and no network, measures all eight
+// benchmarks on gatepipe's own fixtures and says the numbers are mechanics
+// only; an edit of mymodel.py re-runs the encoder and its train nodes (not
+// the datasets); a callable that raises makes plan exit 2 with the file
+// and the Python error's message.
+func TestEvalSmokeOfflineWithYourOwnEncoder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the small tier's benchmarks")
+	}
+	needTorch(t)
+	work := t.TempDir()
+	model := filepath.Join(work, "mymodel.py")
+	writeFile(t, model, userModule)
+	env := []string{"HOME=" + t.TempDir(), "GATEPIPE_PYTHON=" + torchPython(), "GATEPIPE_OFFLINE=0"}
+	cache := filepath.Join(t.TempDir(), "c")
+	out := filepath.Join(t.TempDir(), "ev")
+	start := time.Now()
+	r := gpEnv(t, cache, env, "eval", "-encoder", "python:"+model+":MyNet", "-tier", "small", "-scale", "smoke", "-out", out)
+	if r.code != 0 {
+		t.Fatalf("eval: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("eval -scale smoke of the small tier: %s", time.Since(start).Round(time.Millisecond))
+	for _, want := range []string{`measured = ["acdc","ade20k","cifar100","clevr-math","cubirds","imagenet1k","iwildcam","mini"]`, `not_run = []`,
+		"(smoke: mechanics only, not comparable with the paper)", "> Scale smoke: mechanics only"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("eval output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	writeFile(t, model, strings.Replace(userModule, "SCALE = 1.0", "SCALE = 0.5", 1))
+	r = gpEnv(t, cache, env, "apply", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "12 ran, 25 cached") {
+		t.Errorf("apply after editing mymodel.py: want the encoder, its 8 train nodes and the 3 collecting nodes to re-run, the rest cached:\n%s%s", r.stdout, r.stderr)
+	}
+	writeFile(t, filepath.Join(out, "main.hcl"), strings.Replace(readFile(filepath.Join(out, "main.hcl")), ":MyNet", ":Broken", 1))
+	r = gpEnv(t, cache, env, "plan", out)
+	if said := strings.Join(strings.Fields(r.stderr), " "); r.code != exitConfigError || !strings.Contains(said, "mymodel.py") || !strings.Contains(said, "ValueError: width must be a power of two") {
+		t.Errorf("plan of a callable that raises: exit %d, want 2 with the file and the error\n%s", r.code, r.stderr)
 	}
 }

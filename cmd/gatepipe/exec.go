@@ -19,6 +19,7 @@ import (
 	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
+	"github.com/gatepipe/gatepipe/sources"
 	"github.com/rs/zerolog"
 )
 
@@ -112,6 +113,10 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 	}
 	if p.machine != nil {
 		cmd.Env = append(cmd.Env, torchrt.MachineEnv+"="+p.machine.Encode())
+	}
+	if p.flags.src.mirror == sources.SmokeMirror {
+		// The child reads the smoke lock file, as its parent does.
+		cmd.Env = append(cmd.Env, "GATEPIPE_MIRROR="+sources.SmokeMirror)
 	}
 	var stderr strings.Builder
 	fw := &logForwarder{log: p.log, other: &stderr}

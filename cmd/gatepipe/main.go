@@ -71,6 +71,9 @@ type cli struct {
 	// stdin answers questions (eval's "Start it?") where stdinIsTTY.
 	stdin      io.Reader
 	stdinIsTTY bool
+	// smoke is the fixture server of -mirror smoke, started once (nil
+	// until then).
+	smoke *smokeServer
 }
 
 // gcPercent trades memory for speed: planning allocates many short-lived

@@ -253,11 +253,6 @@ func keepRuns(settings *pipelines.Settings) (int, error) {
 // pipeline, the mirror (flag, $GATEPIPE_MIRROR, settings), offline mode
 // (flag or $GATEPIPE_OFFLINE).
 func (c *cli) newResolver(o sessionOptions, settings *pipelines.Settings, dir string, cc *cache.Cache, log zerolog.Logger) (*sources.Resolver, hcl.Diagnostics) {
-	o.reads.Add(filepath.Join(dir, sources.LockFileName))
-	lock, diags := sources.LoadLock(filepath.Join(dir, sources.LockFileName))
-	if diags.HasErrors() {
-		return nil, diags
-	}
 	mirror, mirrorDir := o.sourceOpts.mirror, ""
 	switch {
 	case mirror != "":
@@ -265,6 +260,19 @@ func (c *cli) newResolver(o sessionOptions, settings *pipelines.Settings, dir st
 		mirror = c.env("GATEPIPE_MIRROR")
 	default:
 		mirror, mirrorDir = settings.Mirror, dir
+	}
+	lockName := sources.LockFileName
+	if mirror == sources.SmokeMirror {
+		url, err := c.smokeMirror()
+		if err != nil {
+			return nil, asDiags(err)
+		}
+		mirror, lockName = url, sources.SmokeLockFileName
+	}
+	o.reads.Add(filepath.Join(dir, lockName))
+	lock, diags := sources.LoadLock(filepath.Join(dir, lockName))
+	if diags.HasErrors() {
+		return nil, diags
 	}
 	m, err := sources.ParseMirror(mirror, mirrorDir)
 	if err != nil {

@@ -150,6 +150,26 @@ func listing(files map[string][]byte, dir string) []map[string]any {
 	return out
 }
 
+// Lazy is a Hub made on its first request (a process that starts the
+// server may never ask it anything: its sources pinned, its files cached).
+type Lazy struct {
+	once sync.Once
+	hub  *Hub
+	err  error
+	// Make builds the hub (SmallTier).
+	Make func() (*Hub, error)
+}
+
+// ServeHTTP builds the hub once, then serves it.
+func (l *Lazy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.once.Do(func() { l.hub, l.err = l.Make() })
+	if l.err != nil {
+		http.Error(w, "smoke fixtures: "+l.err.Error(), http.StatusInternalServerError)
+		return
+	}
+	l.hub.ServeHTTP(w, r)
+}
+
 // Start serves h on a free loopback port until ctx ends or stop is
 // called, and returns its URL (the mirror to name).
 func Start(ctx context.Context, h http.Handler) (url string, stop func(), err error) {

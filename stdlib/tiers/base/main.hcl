@@ -11,7 +11,7 @@
 #   module "gate" {
 #     source  = "stdlib/tiers/base"
 #     encoder = encoder.mine
-#     scale   = "cpu"          # "full" (default), "cpu", "test" or an object
+#     scale   = "cpu"          # "full" (default), "cpu", "test", "smoke" or an object
 #   }
 #
 # Outputs: benchmarks, measured, not_run, table, position, report.
@@ -28,12 +28,12 @@ variable "model" {
 }
 
 variable "scale" {
-  description = "\"full\", \"cpu\", \"test\" or an object of overrides (stdlib/tiers/run)."
+  description = "\"full\", \"cpu\", \"test\", \"smoke\" or an object of overrides (stdlib/tiers/run)."
   type        = any
   default     = "full"
   validation {
-    condition     = contains(["full", "cpu", "test"], try(tostring(var.scale), "")) || can(keys(var.scale))
-    error_message = "scale must be \"full\", \"cpu\", \"test\" or an object overriding full's fields (stdlib/tiers/run), not ${try(jsonencode(var.scale), "that")}."
+    condition     = contains(["full", "cpu", "test", "smoke"], try(tostring(var.scale), "")) || can(keys(var.scale))
+    error_message = "scale must be \"full\", \"cpu\", \"test\", \"smoke\" or an object overriding full's fields (stdlib/tiers/run), not ${try(jsonencode(var.scale), "that")}."
   }
 }
 

@@ -82,6 +82,21 @@ locals {
       shots          = 5
       queries        = 5
     }
+    # smoke: the test sizes, on gatepipe's own fixtures of the benchmarks
+    # (-mirror smoke; eval -scale smoke starts it): mechanics only.
+    smoke = {
+      max_train      = 60
+      max_val        = 30
+      max_test       = 30
+      image_size     = [16, 16]
+      iterations     = 4
+      batch_size     = 8
+      validate_every = 2
+      top_k          = 1
+      ways           = 3
+      shots          = 2
+      queries        = 2
+    }
     test = {
       max_train      = 60
       max_val        = 30
@@ -97,6 +112,10 @@ locals {
     }
   }
   s = merge(local.scales.full, try(local.scales[var.scale], var.scale))
+  # A capped scale's numbers are no Table 3 numbers: every output says so.
+  scale_name = try(tostring(var.scale), "custom")
+  capped     = contains(["smoke", "test", "cpu"], local.scale_name)
+  caveat     = local.capped ? "${local.scale_name}: mechanics only, not comparable with the paper" : ""
 
   on      = var.encoder != null
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
@@ -224,7 +243,7 @@ report "tier" {
   predictions = [predict.placement[0].path]
   tiers       = { (var.tier_name) = var.benchmarks }
   runs        = [for k, t in train.run : t.out_dir]
-  title       = "${var.model} on ${var.tier_name}GATE"
+  title       = local.capped ? "${var.model} on ${var.tier_name}GATE (scale ${local.caveat})" : "${var.model} on ${var.tier_name}GATE"
 }
 
 output "benchmarks" {
@@ -244,12 +263,12 @@ output "not_run" {
 
 output "table" {
   description = "The results table (Markdown)."
-  value       = local.on ? results.tier[0].table : null
+  value       = local.on ? (local.capped ? "> Scale ${local.caveat}.\n\n${results.tier[0].table}" : results.tier[0].table) : null
 }
 
 output "position" {
   description = "The predicted placement among the pool's encoders."
-  value       = local.on ? "${predict.placement[0].position} of ${predict.placement[0].of}" : null
+  value       = local.on ? "${predict.placement[0].position} of ${predict.placement[0].of}${local.capped ? " (${local.caveat})" : ""}" : null
 }
 
 output "report" {

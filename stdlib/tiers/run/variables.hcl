@@ -24,16 +24,17 @@ variable "model" {
 variable "scale" {
   description = <<-EOT
     "full" (GATE's protocol: every example, 224x224 images), "cpu" (a CPU-sized
-    run: 2,000/500/1,000 examples, 64x64, 300 steps) or "test" (a smoke test on
-    fixtures), or an object overriding any of full's fields: max_train, max_val,
+    run: 2,000/500/1,000 examples, 64x64, 300 steps), "test" (tiny sizes, for
+    checks) or "smoke" (the test sizes on gatepipe's own fixtures: -mirror
+    smoke, which eval -scale smoke starts), or an object overriding any of full's fields: max_train, max_val,
     max_test, image_size, iterations, batch_size, validate_every, top_k, ways,
     shots, queries.
   EOT
   type        = any
   default     = "full"
   validation {
-    condition     = contains(["full", "cpu", "test"], try(tostring(var.scale), "")) || can(keys(var.scale))
-    error_message = "scale must be \"full\", \"cpu\", \"test\" or an object overriding full's fields (stdlib/tiers/run), not ${try(jsonencode(var.scale), "that")}."
+    condition     = contains(["full", "cpu", "test", "smoke"], try(tostring(var.scale), "")) || can(keys(var.scale))
+    error_message = "scale must be \"full\", \"cpu\", \"test\", \"smoke\" or an object overriding full's fields (stdlib/tiers/run), not ${try(jsonencode(var.scale), "that")}."
   }
 }
 
