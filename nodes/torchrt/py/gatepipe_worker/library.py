@@ -55,11 +55,15 @@ def _timm(name, channels):
     except ImportError:
         raise SystemExit("encoder timm:%s: %s cannot import timm: pip install timm, or use a torchvision name or a gatepipe architecture"
                          % (name, sys.executable))
-    if name not in timm.list_models():
-        close = timm.list_models("*%s*" % name.split("_")[0])[:8]
+    # NAME.TAG (vit_base_patch16_224.augreg_in21k): the architecture is
+    # NAME; the tag names pretrained weights, which gatepipe loads itself
+    # (weights = "hf:timm/NAME.TAG"), so the model is built from NAME.
+    base = name.split(".", 1)[0]
+    if base not in timm.list_models():
+        close = timm.list_models("*%s*" % base.split("_")[0])[:8]
         raise SystemExit("encoder timm:%s: timm %s has no model %r%s" % (
-            name, timm.__version__, name, "; close ones: " + ", ".join(close) if close else ""))
-    return timm.create_model(name, pretrained=False, num_classes=0, in_chans=channels)
+            name, timm.__version__, base, "; close ones: " + ", ".join(close) if close else ""))
+    return timm.create_model(base, pretrained=False, num_classes=0, in_chans=channels)
 
 
 def _torchvision(name, channels):
@@ -95,6 +99,8 @@ def trunk(m, x):
         return m.trunk(x)
     if m.library == "timm":
         f = m.forward_features(x)
+        if f.dim() == 3:  # a ViT's tokens (SigLIP, FlexiViT, DeiT...): on their grid
+            f = user.as_map(f[:, getattr(m, "num_prefix_tokens", 0):])
     elif hasattr(m, "layer4"):  # torchvision's ResNets
         for layer in ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4"):
             x = getattr(m, layer)(x)
