@@ -37,10 +37,18 @@ func (e *Engine) actionID(ctx context.Context, in *instance) (id cache.ActionID,
 		return id, false, fmt.Errorf("%s: %w", in.key(), err)
 	}
 	if err := e.writePins(ctx, h, in); err != nil {
-		return id, false, fmt.Errorf("%s: %w", in.key(), err)
+		return id, false, &pinError{fmt.Errorf("%s: %w", in.key(), err)}
 	}
 	return h.Sum(), true, nil
 }
+
+// pinError is a node's remote source that could not be pinned (no
+// network, no credentials, a server's refusal): the node fails when it is
+// run, alone, and the rest of the apply goes on.
+type pinError struct{ err error }
+
+func (e *pinError) Error() string { return e.err.Error() }
+func (e *pinError) Unwrap() error { return e.err }
 
 // writePins hashes the pins of a node's remote sources: each file's
 // checksum, so that a refreshed lock entry re-runs the node. An unpinned

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"context"
 
 	"github.com/gatepipe/gatepipe/nodes"
@@ -105,6 +106,13 @@ func (e *Engine) planInstance(ctx context.Context, in *instance) hcl.Diagnostics
 		return diags
 	}
 	id, ok, err := e.actionID(ctx, in)
+	var pe *pinError
+	if errors.As(err, &pe) {
+		// Its sources are tried again when it runs, and it fails alone.
+		in.status, in.reason = StatusBlocked, "its sources could not be pinned: "+firstLine(pe.Error())
+		e.setPlannedValue(in)
+		return diags
+	}
 	if err != nil {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the node's local inputs",
 			Detail: err.Error(), Subject: in.v.block.DeclRange.Ptr()})
@@ -234,4 +242,10 @@ func (e *Engine) Export() []ExportNode {
 		}
 	}
 	return out
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }

@@ -32,7 +32,7 @@ module "gate" {
 		want []string
 	}{
 		{"module arguments", []string{"validate", dir}, []string{
-			"main.hcl:9:14", `scale must be "full", "cpu", "test" or an object overriding full's fields (stdlib/tiers/run), not "cpuu".`,
+			"main.hcl:9:14", `scale must be "full", "cpu", "test", "smoke" or an object overriding full's fields (stdlib/tiers/run), not "cpuu".`,
 			"main.hcl:10:14", `protocol must be "finetune" or "linear_probe", not "linear-probe".`,
 			`validation of variable "scale" of module "gate"`}},
 		{"root variable", []string{"validate", "-var", "scale=cpuu", "../../examples/tier_small.hcl"}, []string{

@@ -129,10 +129,10 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 	cmd.SysProcAttr = procattr.Child()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	// A cancelled child ends at its next step, but one step of a large
-	// model on a CPU takes minutes (a Go ResNet-50 at 224 px: 15-20 s on
-	// one core, batch 8): past childGrace it is killed. That loses only
-	// the step: checkpoints and cache entries are written through a
-	// temporary file and a rename, kill -9 safe.
+	// model on a CPU takes long (a Go ResNet-50 at 224 px: 15-20 s on one
+	// core, batch 8): past childGrace it is killed. That loses only the
+	// step: checkpoints and cache entries are written through a temporary
+	// file and a rename, kill -9 safe.
 	cmd.WaitDelay = childGrace
 	err = cmd.Run()
 	fw.Close()
@@ -148,7 +148,7 @@ func (p *processSpawner) spawn(ctx context.Context, addr string, dev nodes.Assig
 
 // childGrace is how long a cancelled node's process has to end by itself
 // before it is killed.
-const childGrace = 5 * time.Second
+const childGrace = time.Second
 
 func tail(s string) string {
 	if s == "" {

@@ -147,16 +147,19 @@ func TestHubSourcesLockMirrorAndOffline(t *testing.T) {
 	}
 	hub.gated = false
 
-	// Missing Kaggle credentials: the error says what to set.
-	r = gpEnv(t, cache1, []string{creds[0], creds[1], creds[2], optIn}, "apply", dir)
-	if r.code == 0 || !strings.Contains(r.stderr, "KAGGLE_USERNAME and KAGGLE_KEY") {
-		t.Fatalf("no Kaggle key: code %d\n%s", r.code, r.stderr)
-	}
 	// A gated repository without a token: the 401 is explained.
 	hub.gated = true
 	r = gpEnv(t, cache1, []string{creds[0], creds[1], creds[3], creds[4], optIn}, "apply", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, "HF_TOKEN") {
 		t.Fatalf("gated without token: code %d\n%s", r.code, r.stderr)
+	}
+	hub.gated = false
+	// Missing Kaggle credentials: the error says what to set. A failed
+	// apply keeps what it pinned and fetched, so this starts afresh.
+	os.Remove(filepath.Join(dir, "gatepipe.lock.hcl"))
+	r = gpEnv(t, t.TempDir(), []string{creds[0], creds[1], creds[2], optIn}, "apply", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "KAGGLE_USERNAME and KAGGLE_KEY") {
+		t.Fatalf("no Kaggle key: code %d\n%s", r.code, r.stderr)
 	}
 
 	// First apply: pins everything in the lock file.
