@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"errors"
 	"context"
+	"errors"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"sync"
