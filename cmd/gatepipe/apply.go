@@ -30,6 +30,9 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	var f applyFlags
 	f.register(fs)
 	begun := time.Now()
+	if !c.started.IsZero() {
+		begun = c.started // the whole command, as its user waited for it
+	}
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
+	"time"
 )
 
 // Exit codes.
@@ -74,6 +75,9 @@ type cli struct {
 	// smoke is the fixture server of -mirror smoke, started once (nil
 	// until then).
 	smoke *smokeServer
+	// started is when the process began (zero in tests that run the
+	// command in-process): a run record's duration counts from it.
+	started time.Time
 }
 
 // gcPercent trades memory for speed: planning allocates many short-lived
@@ -84,6 +88,7 @@ type cli struct {
 const gcPercent = 400
 
 func main() {
+	started := time.Now()
 	if os.Getenv("GOGC") == "" && (len(os.Args) < 2 || os.Args[1] != "exec") {
 		debug.SetGCPercent(gcPercent)
 	}
@@ -108,7 +113,7 @@ func main() {
 	// The first signal cancels work gracefully, or, while the command
 	// loads or plans, ends the process at once (see interrupts).
 	ctx, intr := watchInterrupts(os.Stderr, func(code int) { stopCPUProfile(); os.Exit(code) })
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv, stdin: os.Stdin, stdinIsTTY: isTerminal(os.Stdin), interrupts: intr}
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr), env: os.Getenv, stdin: os.Stdin, stdinIsTTY: isTerminal(os.Stdin), interrupts: intr, started: started}
 	code := c.main(ctx, os.Args[1:])
 	stopCPUProfile()
 	// GATEPIPE_MEMPROFILE=FILE writes the allocations' profile at the end

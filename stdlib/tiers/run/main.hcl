@@ -55,6 +55,21 @@ locals {
     kinetics    = { adapter = "video", category = "Video Class" }
   }
 
+  # The test and smoke scales' sizes.
+  tiny = {
+    max_train      = 60
+    max_val        = 30
+    max_test       = 30
+    image_size     = [16, 16]
+    iterations     = 4
+    batch_size     = 8
+    validate_every = 2
+    top_k          = 1
+    ways           = 3
+    shots          = 2
+    queries        = 2
+  }
+
   scales = {
     full = {
       max_train      = 0
@@ -83,33 +98,9 @@ locals {
       queries        = 5
     }
     # smoke: the test sizes, on gatepipe's own fixtures of the benchmarks
-    # (-mirror smoke; eval -scale smoke starts it): mechanics only.
-    smoke = {
-      max_train      = 60
-      max_val        = 30
-      max_test       = 30
-      image_size     = [16, 16]
-      iterations     = 4
-      batch_size     = 8
-      validate_every = 2
-      top_k          = 1
-      ways           = 3
-      shots          = 2
-      queries        = 2
-    }
-    test = {
-      max_train      = 60
-      max_val        = 30
-      max_test       = 30
-      image_size     = [16, 16]
-      iterations     = 4
-      batch_size     = 8
-      validate_every = 2
-      top_k          = 1
-      ways           = 3
-      shots          = 2
-      queries        = 2
-    }
+    # (-mirror smoke; eval -scale smoke sets it): mechanics only.
+    smoke = local.tiny
+    test  = local.tiny
   }
   s = merge(local.scales.full, try(local.scales[var.scale], var.scale))
   # A capped scale's numbers are no Table 3 numbers: every output says so.
