@@ -75,7 +75,7 @@ func (c *cli) planEval(ctx context.Context, dir string, rest []string) (est eval
 // the eval exits before anything runs.
 func (c *cli) approveEval(why, dir string) bool {
 	if c.stdin == nil || !c.stdinIsTTY {
-		fmt.Fprintf(c.stderr, "gatepipe eval: not starting: %s. Nothing ran. Run it with -auto-approve to start anyway, or choose a smaller -scale (cpu or test); 'gatepipe plan %s' shows the estimate per node.\n", why, dir)
+		fmt.Fprintf(c.stderr, "gatepipe eval: not starting: %s. Nothing ran. Run it with -auto-approve to start anyway, or choose a smaller -scale (cpu, test, or smoke to check the encoder offline first); 'gatepipe plan %s' shows the estimate per node.\n", why, dir)
 		return false
 	}
 	fmt.Fprintf(c.stderr, "gatepipe eval: %s. Start it? [y/N] ", why)
