@@ -95,7 +95,9 @@ func (e *Engine) plannedResources(in *instance, n nodes.Node) nodes.Resources {
 }
 
 // upstreamData is the store the instance reads: the nearest upstream
-// dataset's estimate, with its real split sizes where it has run.
+// dataset's estimate, with its real split sizes and example shape where it
+// has run (a cached store: ACDC's arrays, a CSV's columns, whose shape
+// only the data tells).
 func (e *Engine) upstreamData(in *instance) nodes.StoreEstimate {
 	seen := map[string]bool{}
 	queue := e.upstreamInstances(in)
@@ -110,6 +112,9 @@ func (e *Engine) upstreamData(in *instance) nodes.StoreEstimate {
 			est := se.EstimateStore()
 			if splits, ok := knownSplits(ui.getValue()); ok {
 				est.Splits = splits
+			}
+			if shape, ok := knownShape(ui.getValue()); ok {
+				est.Shape = shape
 			}
 			return est
 		}
@@ -135,6 +140,26 @@ func knownSplits(v cty.Value) (map[string]int64, bool) {
 		}
 		n, _ := c.AsBigFloat().Int64()
 		out[k] = n
+	}
+	return out, true
+}
+
+// knownShape reads a dataset's value's example shape when it has run.
+func knownShape(v cty.Value) ([]int, bool) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute("shape") {
+		return nil, false
+	}
+	s := v.GetAttr("shape")
+	if !s.IsWhollyKnown() || s.IsNull() || !s.CanIterateElements() || s.LengthInt() == 0 {
+		return nil, false
+	}
+	var out []int
+	for _, d := range s.AsValueSlice() {
+		if d.Type() != cty.Number {
+			return nil, false
+		}
+		n, _ := d.AsBigFloat().Int64()
+		out = append(out, int(n))
 	}
 	return out, true
 }

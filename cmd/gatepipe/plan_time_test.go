@@ -350,3 +350,25 @@ func TestSmallTierOnAutoUsesTheGPU(t *testing.T) {
 		t.Fatalf("apply: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestPlanReadsShapesFromCachedStores: a dataset whose example shape only
+// its data tells (generated scenes here; ACDC's arrays, a CSV's columns)
+// left every block training on it "time unknown" at plan, even with its
+// store cached. The cached store's shape now times it.
+func TestPlanReadsShapesFromCachedStores(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(resumePipeline, "iterations       = 2500", "iterations       = 20", 1))
+	if r := gp(t, cache, "apply", dir); r.code != 0 {
+		t.Fatalf("apply: %s%s", r.stdout, r.stderr)
+	}
+	r := gp(t, cache, "plan", "-replace=train.gen", dir)
+	line := ""
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, "train.gen") {
+			line = l
+		}
+	}
+	if r.code != 0 || !strings.Contains(line, "about ") || strings.Contains(r.stdout, "shape is unknown") {
+		t.Fatalf("plan with the dataset cached: want train.gen timed\n%s%s", r.stdout, r.stderr)
+	}
+}
