@@ -224,32 +224,47 @@ func TestPlanEstimateMatchesTheRun(t *testing.T) {
 				torchtest.Need(t, "torch")
 				env = append(env, "GATEPIPE_PYTHON="+torchPython())
 			}
-			cache, dir := t.TempDir(), t.TempDir()
-			writeEstimateIDX(t, dir, runtime)
-			r := gpEnv(t, cache, env, "plan", dir)
-			m := estimateOf.FindStringSubmatch(r.stdout)
-			if r.code != exitOK || m == nil || !strings.Contains(r.stderr, "Timing convnet train ("+runtime+" runtime) at 1x32x32") {
-				t.Fatalf("plan: exit %d, no estimate of train.t or no timing:\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			est, _ := strconv.ParseFloat(m[1], 64)
-			if m[2] == " min" {
-				est *= 60
-			}
-			again := gpEnv(t, cache, env, "plan", dir)
-			if strings.Contains(again.stderr, "Timing") || !strings.Contains(again.stdout, m[0]) {
-				t.Errorf("the second plan timed again or estimated otherwise (want %q):\n%s\n%s", m[0], again.stdout, again.stderr)
-			}
-			if r := gpEnv(t, cache, env, "apply", dir); r.code != exitOK {
-				t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
-			}
-			took := nodeDuration(t, cache, "train.t")
-			ratio := est / took.Seconds()
-			t.Logf("%s runtime: estimated %.0fs, took %.1fs (ratio %.2f)", runtime, est, took.Seconds(), ratio)
-			if ratio < 0.5 || ratio > 2 {
-				t.Errorf("plan estimated %.0fs; the node took %.1fs (ratio %.2f, want within 2x)", est, took.Seconds(), ratio)
+			// Timings taken while other test packages load both cores can
+			// be off by more than the run: a second try times afresh.
+			for try := 1; ; try++ {
+				ratio, msg := planAgainstRun(t, runtime, env)
+				t.Log(msg)
+				if ratio >= 0.5 && ratio <= 2 {
+					return
+				}
+				if try == 2 {
+					t.Fatalf("%s (want within 2x, twice)", msg)
+				}
 			}
 		})
 	}
+}
+
+// planAgainstRun plans a small training on a fresh cache, applies it, and
+// returns the estimate's ratio to the node's time.
+func planAgainstRun(t *testing.T, runtime string, env []string) (float64, string) {
+	t.Helper()
+	cache, dir := t.TempDir(), t.TempDir()
+	writeEstimateIDX(t, dir, runtime)
+	r := gpEnv(t, cache, env, "plan", dir)
+	m := estimateOf.FindStringSubmatch(r.stdout)
+	if r.code != exitOK || m == nil || !strings.Contains(r.stderr, "Timing convnet train ("+runtime+" runtime) at 1x32x32") {
+		t.Fatalf("plan: exit %d, no estimate of train.t or no timing:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	est, _ := strconv.ParseFloat(m[1], 64)
+	if m[2] == " min" {
+		est *= 60
+	}
+	again := gpEnv(t, cache, env, "plan", dir)
+	if strings.Contains(again.stderr, "Timing") || !strings.Contains(again.stdout, m[0]) {
+		t.Errorf("the second plan timed again or estimated otherwise (want %q):\n%s\n%s", m[0], again.stdout, again.stderr)
+	}
+	if r := gpEnv(t, cache, env, "apply", dir); r.code != exitOK {
+		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
+	}
+	took := nodeDuration(t, cache, "train.t")
+	ratio := est / took.Seconds()
+	return ratio, fmt.Sprintf("%s runtime: estimated %.0fs, took %.1fs (ratio %.2f)", runtime, est, took.Seconds(), ratio)
 }
 
 // nodeDuration is how long addr took in the cache's latest run record.
