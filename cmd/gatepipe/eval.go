@@ -26,7 +26,10 @@ const evalUsage = `eval -encoder ENCODER [-weights W] [-tier small|base|big] [fl
 
 Evaluates one encoder on a GATE tier in one line, as lm-eval's --model
 --tasks does: it writes the equivalent pipeline (an encoder block and a
-call of stdlib/tiers/TIER) to -out/main.hcl, then applies it. Every apply
+call of stdlib/tiers/TIER) to -out/main.hcl, plans it (the runtime and the
+time estimate), then applies it. Past a day of estimated time, or at
+-scale full on a machine without GPUs, it asks first on a terminal and
+elsewhere stops before anything runs unless -auto-approve. Every apply
 flag (-cache-dir, -mirror, -offline, -devices, ...) passes through. The
 pipeline is plain HCL: edit it and run 'gatepipe apply DIR' again; a
 second eval or apply of it reuses everything cached.
@@ -46,7 +49,8 @@ tier on PyTorch (one GPU per node with -gpus 1). Examples:
 
   gatepipe eval -encoder resnet50 -weights torchvision:resnet50.IMAGENET1K_V2 -tier small -scale cpu
   gatepipe eval -encoder timm:vit_base_patch16_224 -weights hf:timm/vit_base_patch16_224.augreg2_in21k_ft_in1k -tier base -runtime torch -gpus 1
-  gatepipe eval -encoder convnet -tier small -scale test -seeds 0,1,2`
+  gatepipe eval -encoder convnet -tier small -scale test -seeds 0,1,2
+  gatepipe eval -encoder python:mymodel.py:MyNet -tier small -scale smoke   # offline check of your own module first`
 
 // evalConfig is what an eval command line asks for.
 type evalConfig struct {
