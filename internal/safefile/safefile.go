@@ -33,7 +33,7 @@ func Open(name string, max int64) (*os.File, int64, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is not a regular file (%s)", name, kind(info.Mode()))
+		return nil, 0, fmt.Errorf("%s is not a regular file (%s)", name, Kind(info.Mode()))
 	}
 	if info.Size() > max {
 		f.Close()
@@ -78,7 +78,9 @@ func readAllLimited(r io.Reader, buf []byte, max int64) ([]byte, error) {
 	}
 }
 
-func kind(m os.FileMode) string {
+// Kind names what a file that is not a regular file is, for messages: "a
+// directory", "a character device", "a named pipe (FIFO)", ...
+func Kind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
@@ -87,7 +89,7 @@ func kind(m os.FileMode) string {
 	case m&os.ModeDevice != 0:
 		return "a device"
 	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
+		return "a FIFO (named pipe)"
 	case m&os.ModeSocket != 0:
 		return "a socket"
 	}

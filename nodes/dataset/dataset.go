@@ -22,6 +22,7 @@ import (
 	"github.com/gatepipe/gatepipe/formats/archive"
 	"github.com/gatepipe/gatepipe/formats/hfparquet"
 	"github.com/gatepipe/gatepipe/internal/readset"
+	"github.com/gatepipe/gatepipe/internal/safefile"
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -521,19 +522,7 @@ func regularSource(s *source, info fs.FileInfo) error {
 	if info.Mode().IsRegular() {
 		return nil
 	}
-	what := "a special file"
-	switch m := info.Mode(); {
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a FIFO (named pipe)"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a block device"
-	}
+	what := safefile.Kind(info.Mode())
 	where := s.localPath
 	if s.URL != s.localPath {
 		where = s.URL + " (" + s.localPath + ")"

@@ -25,7 +25,6 @@ type userChecks struct {
 	done map[string]nodes.EncoderResult
 }
 
-
 // checkKey identifies one check: the interpreter and everything the
 // result depends on (the file's and inputs' hash among them).
 func checkKey(python string, c nodes.EncoderCheck) string {
