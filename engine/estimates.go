@@ -22,6 +22,8 @@ type Estimate struct {
 	// After lists the estimated instances it waits on, directly or
 	// through instances that are not estimated.
 	After []string
+	// Protocol is the node's protocol card in words ("" for none).
+	Protocol string
 }
 
 // Estimates describes, in dependency order, every instance that will run
@@ -49,6 +51,9 @@ func (e *Engine) Estimates() []Estimate {
 			}
 			if isRuntime {
 				est.Runtime, est.Auto = rc.RuntimeChoice()
+			}
+			if pc, ok := n.(nodes.ProtocolCarrier); ok {
+				est.Protocol = pc.ProtocolWords()
 			}
 			if isWork {
 				w := we.EstimateWork(e.upstreamData(in))

@@ -215,6 +215,8 @@ type ExportNode struct {
 	Resources nodes.Resources `json:"resources"`
 	// After lists the exported nodes this one must follow.
 	After []string `json:"after,omitempty"`
+	// Protocol is a train node's protocol card (SPEC §5.10), or nil.
+	Protocol any `json:"protocol,omitempty"`
 }
 
 // Export lists, in dependency order, every planned instance that will run
@@ -230,6 +232,9 @@ func (e *Engine) Export() []ExportNode {
 			n := ExportNode{Addr: in.key(), Kind: v.nodeKind.Name(), Status: in.status, Resources: in.resources}
 			if !in.action.IsZero() {
 				n.ActionID = in.action.String()
+			}
+			if pc, ok := e.planNode(in).(nodes.ProtocolCarrier); ok {
+				n.Protocol = pc.Protocol()
 			}
 			for _, ui := range e.upstreamInstances(in) {
 				if exported[ui.key()] {

@@ -347,6 +347,14 @@ type Resumer interface {
 	Resumes() bool
 }
 
+// ProtocolCarrier is a node that trains under a named evaluation
+// protocol (GATE's adapters): Protocol is its card for export (nil: none)
+// and ProtocolWords the card in words for plan ("" for none).
+type ProtocolCarrier interface {
+	Protocol() any
+	ProtocolWords() string
+}
+
 // RuntimeChooser is a node that runs on one of the runtimes (runtime =
 // "go", "torch" or "auto"): plan says which it got, and auto's reason.
 type RuntimeChooser interface {

@@ -93,6 +93,7 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 		sum = make([]float32, b*width)
 	}
 	best, py := make([]int32, pixels), make([]float32, pixels)
+	psum := make([]float64, classes)
 	conf := newSegConfusion(classes)
 	var y []int64
 	for off := 0; off < n; off += b {
@@ -128,8 +129,13 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 					}
 				}
 				best[px], py[px] = int32(k), row[y[px]]
+				for c, v := range row {
+					psum[c] += float64(v)
+				}
 			}
 			conf.add(y, best, py)
+			conf.addSoftDice(y, py, psum)
+			clear(psum)
 		}
 	}
 	return conf.scores(), nil

@@ -120,6 +120,13 @@ func (s *SegmentationScores) Examples() int { return s.d.labelledPixels() / max(
 // Add scores the next example from its pixels' predicted classes and
 // predicted probabilities of their true classes.
 func (s *SegmentationScores) Add(best []int32, py []float32) error {
+	return s.AddWithSums(best, py, nil)
+}
+
+// AddWithSums is Add with each class's predicted probabilities summed
+// over the example's pixels (psum, nil where not known), from which the
+// soft Dice score is computed.
+func (s *SegmentationScores) AddWithSums(best []int32, py []float32, psum []float64) error {
 	k := s.next
 	if k >= s.Examples() {
 		return fmt.Errorf("predictions for %d examples, the split has %d", k+1, s.Examples())
@@ -137,6 +144,9 @@ func (s *SegmentationScores) Add(best []int32, py []float32) error {
 		return err
 	}
 	s.c.add(s.y, best, py)
+	if psum != nil {
+		s.c.addSoftDice(s.y, py, psum)
+	}
 	s.next++
 	return nil
 }

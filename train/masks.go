@@ -111,6 +111,12 @@ type segConfusion struct {
 	conf    [][]float64 // [truth][pred]
 	loss    float64
 	pixels  int
+	// softDice sums each image's soft Dice as GATE's evaluator computes
+	// it (addSoftDice), over dice images.
+	softDice float64
+	dice     int
+	// inter and truth are one image's per-class sums (scratch).
+	inter, truth []float64
 }
 
 func newSegConfusion(classes int) *segConfusion {
@@ -129,4 +135,36 @@ func (c *segConfusion) add(y []int64, best []int32, py []float32) {
 		c.loss -= logProb(py[px])
 	}
 	c.pixels += len(y)
+}
+
+// addSoftDice adds one image's soft Dice score as GATE's DiceLoss with
+// ignore_index 0 computes it (gate/metrics/segmentation.py; the score is
+// 1 - its loss): per class k, (2 sum p_k t_k + 1) / (sum p_k + sum t_k + 1)
+// where t is the one-hot truth with label-0 pixels zeroed in every class
+// and p the softmax, averaged over all classes, background's included.
+// y are the true classes, py the predicted probabilities of the true
+// class and psum each class's predicted probabilities summed over the
+// image.
+func (c *segConfusion) addSoftDice(y []int64, py []float32, psum []float64) {
+	if len(psum) != c.classes {
+		return
+	}
+	if c.inter == nil {
+		c.inter, c.truth = make([]float64, c.classes), make([]float64, c.classes)
+	}
+	clear(c.inter)
+	clear(c.truth)
+	for px, t := range y {
+		if t == 0 {
+			continue
+		}
+		c.inter[t] += float64(py[px])
+		c.truth[t]++
+	}
+	var sum float64
+	for k := range c.classes {
+		sum += (2*c.inter[k] + 1) / (psum[k] + c.truth[k] + 1)
+	}
+	c.softDice += sum / float64(c.classes)
+	c.dice++
 }

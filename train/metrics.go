@@ -227,10 +227,18 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 		add("MAE Score", "mae", false)
 		add("MSE Loss", "mse", false)
 	case Segmentation:
-		add("mIoU", "miou", true)
+		// The matrix's mIoU and Dice Score are GATE's: mIoU ignoring
+		// label 0, in %; Dice the soft Dice score, a fraction (SPEC §5.10).
+		if _, ok := m["miou_gate"]; ok {
+			add("mIoU", "miou_gate", true)
+			add("mIoU (all classes)", "miou", true)
+		} else {
+			add("mIoU", "miou", true)
+		}
 		add("Mean Acc@", "mean_acc", true)
 		add("Overall Acc@", "overall_acc", true)
-		add("Dice Score", "dice", true)
+		add("Dice Score", "soft_dice", true)
+		add("Dice %", "dice", true)
 		add("CE Loss", "loss", false)
 	case Retrieval:
 		add("Img2Txt Acc@1", "i2t_acc1", true)

@@ -80,6 +80,7 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) (map[string]flo
 	var y []int64
 	var best []int32
 	var py []float32
+	psum := make([]float64, classes)
 	for i, p := range prob {
 		var err error
 		if y, err = d.mask(i, y); err != nil {
@@ -90,8 +91,12 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) (map[string]flo
 			return nil, fmt.Errorf("example %d: %d predicted pixels for a mask of %d", i, n, len(y))
 		}
 		best, py = best[:0], py[:0]
+		clear(psum)
 		for px := 0; px < n; px++ {
 			row := p[px*classes : (px+1)*classes]
+			for k, v := range row {
+				psum[k] += float64(v)
+			}
 			b := 0
 			for k := range row {
 				if row[k] > row[b] {
@@ -101,6 +106,7 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) (map[string]flo
 			best, py = append(best, int32(b)), append(py, row[y[px]])
 		}
 		c.add(y, best, py)
+		c.addSoftDice(y, py, psum)
 	}
 	return c.scores(), nil
 }
@@ -146,10 +152,49 @@ func (c *segConfusion) scores() map[string]float64 {
 	if present > 0 {
 		out["miou"], out["dice"] = 100*iou/float64(present), 100*dice/float64(present)
 	}
+	if v, ok := c.ignoringBackground(); ok {
+		out["miou_gate"] = v
+	}
+	if c.dice > 0 {
+		out["soft_dice"] = c.softDice / float64(c.dice)
+	}
 	if truthClasses > 0 {
 		out["mean_acc"] = 100 * acc / float64(truthClasses)
 	}
 	return out
+}
+
+// ignoringBackground is mIoU (%) as GATE's evaluator computes the
+// matrix's column (gate/metrics/segmentation.py, with ignore_index 0):
+// pixels whose true class is 0 are dropped, and the IoU is averaged over
+// the classes whose union is not empty.
+func (c *segConfusion) ignoringBackground() (float64, bool) {
+	var sum float64
+	n := 0
+	for k := range c.classes {
+		var truth, pred float64
+		for j := range c.classes {
+			if k > 0 {
+				truth += c.conf[k][j]
+			}
+			if j > 0 {
+				pred += c.conf[j][k]
+			}
+		}
+		tp := 0.0
+		if k > 0 {
+			tp = c.conf[k][k]
+		}
+		if truth+pred-tp <= 0 {
+			continue
+		}
+		sum += tp / (truth + pred - tp)
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return 100 * sum / float64(n), true
 }
 
 // logProb is the log of a predicted probability, as the losses take it.

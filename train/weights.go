@@ -518,6 +518,28 @@ func WriteWeights(path string, enc EncoderSpec, task Task, shape []int, outputs 
 	if err != nil {
 		return err
 	}
+	return writeParams(path, ps, w)
+}
+
+// WriteEncoderWeights writes the encoder's tensors alone, as an image
+// classifier of one image of shape [C, H, W] has them (its pooled
+// features' layers included), for a head the torch worker builds and
+// initialises itself (GATE's adapters).
+func WriteEncoderWeights(path string, enc EncoderSpec, shape []int, w Weights, seed uint64) error {
+	ps, err := newParams(enc, Classification, shape, 1, seed)
+	if err != nil {
+		return err
+	}
+	kept := ps[:0]
+	for _, p := range ps {
+		if strings.HasPrefix(p.name, "encoder.") {
+			kept = append(kept, p)
+		}
+	}
+	return writeParams(path, kept, w)
+}
+
+func writeParams(path string, ps []*param, w Weights) error {
 	ts := make([]safetensors.Tensor, 0, len(ps))
 	for _, p := range ps {
 		v, ok := w[p.name]

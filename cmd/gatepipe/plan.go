@@ -95,6 +95,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	}
 	timed := timePlan(ctx, s.engine.Estimates(), newTimings(ctx, c, s, *timing))
 	printPlan(c.stdout, plan, annotations(timed))
+	printProtocols(c.stdout, timed)
 	printTimes(c.stdout, timed, s.devices, autoReasons(timed), cpuModel())
 	dls := s.engine.Downloads()
 	listings := listUnpinned(ctx, s.engine.Options().Sources, dls)
@@ -114,6 +115,29 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "\nSaved the plan to %s. Run it with: gatepipe apply %s\n", out, out)
 	}
 	return exitOK
+}
+
+// printProtocols prints each train node's protocol card in words, the
+// nodes that share one card on one line.
+func printProtocols(w io.Writer, timed []timedNode) {
+	var cards []string
+	nodesOf := map[string][]string{}
+	for _, n := range timed {
+		if n.Protocol == "" {
+			continue
+		}
+		if _, ok := nodesOf[n.Protocol]; !ok {
+			cards = append(cards, n.Protocol)
+		}
+		nodesOf[n.Protocol] = append(nodesOf[n.Protocol], n.Addr)
+	}
+	if len(cards) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nProtocol: GATE's adapters (stdlib/data/gate_protocol.json; export -format json gives each node's card):\n")
+	for _, c := range cards {
+		fmt.Fprintf(w, "  %s: %s\n", strings.Join(nodesOf[c], ", "), c)
+	}
 }
 
 // autoReasons are the reasons runtime = "auto" gave, when some instance

@@ -110,7 +110,9 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	n.dataset = r.Str("benchmark", "dataset")
 	n.classes, r.Diags = readOutput(v, decl, r.Diags)
 	n.rt, n.batch, r.Diags = readRuntime(v, decl, r.Diags)
-	n.rt.PreferTorchFor(train.IsLibrary(n.enc.Arch))
+	if train.IsLibrary(n.enc.Arch) {
+		n.rt.PreferTorchFor("the encoder is one only PyTorch builds")
+	}
 	r.NeedTorch(n.enc, n.rt.Torch())
 	return n, r.Diags
 }

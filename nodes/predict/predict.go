@@ -291,7 +291,44 @@ func (n *Node) measuredRow(pool, mine *eevee.Matrix) ([]float64, string, error) 
 		}
 		row[j] = v
 	}
+	if err := checkScales(pool, row); err != nil {
+		return nil, "", err
+	}
 	return row, mine.Models[mi], nil
+}
+
+// checkScales refuses a measured value on another scale than the pool's
+// column it is compared with: more than 10 times the median magnitude of
+// the column's values and more than the largest of them (a percentage
+// against a fraction column, as ACDC's Dice once was), never a silent
+// prediction. A value far below the column is not refused: an encoder may
+// be that bad; nor is a loss.
+func checkScales(pool *eevee.Matrix, row []float64) error {
+	var bad []string
+	for j, c := range pool.Columns {
+		v := row[j]
+		if math.IsNaN(v) || v == 0 || !c.HigherIsBetter {
+			continue // a loss's scale is the training run's
+		}
+		var mags []float64
+		for i := range pool.Models {
+			if x := pool.Values[i][j]; !math.IsNaN(x) && !math.IsInf(x, 0) {
+				mags = append(mags, math.Abs(x))
+			}
+		}
+		if len(mags) == 0 {
+			continue
+		}
+		sort.Float64s(mags)
+		med, top := mags[len(mags)/2], mags[len(mags)-1]
+		if med > 0 && math.Abs(v) > 10*med && math.Abs(v) > top {
+			bad = append(bad, fmt.Sprintf("%s measured %.4g, the paper's column %.4g-%.4g (median %.4g): %.0fx", c.Name(), v, mags[0], top, med, math.Abs(v)/med))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("measured results on another scale than the matrix's columns they are compared with (a percentage against a fraction?): %s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // logValidation prints the leave-one-model-out errors of the meta-model

@@ -282,6 +282,9 @@ func TestPredictRefusesBadMeasuredFiles(t *testing.T) {
 			`cifar100:Loss has higher_is_better = true, but the pool matrix has false`},
 		"a tier metric missing": {edit("ade20k,Mean Acc", func(string) string { return "" }),
 			`tier benchmark ade20k is measured on`},
+		// ACDC's Dice in % against the paper's fraction: 100x apart.
+		"a percentage against a fraction column": {edit("acdc,Dice Score", func(l string) string { return strings.Replace(l, ",0.5,", ",51.2,", 1) }),
+			`acdc:Dice Score measured 51.2, the paper's column 0.2-0.6 (median 0.4): 128x`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

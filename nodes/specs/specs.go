@@ -184,7 +184,7 @@ func oneOf(decl nodes.Decl, attrName, v string, allowed ...string) hcl.Diagnosti
 // so must be whole numbers: 2.5 iterations is a mistake, not 2.
 var wholeAttrs = map[string][]string{
 	"encoder": {"depth", "dim", "heads", "mlp_ratio", "patch", "blocks", "channels", "hidden", "input_shape", "groups", "width_per_group", "version"},
-	"adapter": {"dim", "heads", "layers", "queries", "shots", "ways"},
+	"adapter": {"dim", "heads", "layers", "queries", "shots", "ways", "blocks", "width", "projection"},
 	"recipe":  {"batch_size", "iterations", "plateau_patience", "top_k", "validate_every", "seed", "seeds", "checkpoint_every"},
 }
 
@@ -236,16 +236,36 @@ func Adapter() nodes.Kind {
 		// layers) and of the relational head.
 		"layers": {ty: cty.Number, def: num(4)},
 		"dim":    {ty: cty.Number, def: num(64)},
-		"heads":  {ty: cty.Number, def: num(4)},
+		// heads: 4 for the compact heads; GATE's adapters take the table's.
+		"heads": {ty: cty.Number, def: cty.NullVal(cty.Number)},
 		// Few-shot episodes (training; evaluation adds 1-shot episodes).
 		"ways":    {ty: cty.Number, def: num(5)},
 		"shots":   {ty: cty.Number, def: num(5)},
 		"queries": {ty: cty.Number, def: num(5)},
+		// protocol = "gate": GATE's own task adapter for the task
+		// (stdlib/data/gate_protocol.json, SPEC §5.10) at scale's sizes,
+		// on the torch runtime; null: gatepipe's compact heads above.
+		"protocol": {ty: cty.String, def: cty.NullVal(cty.String)},
+		"scale":    {ty: cty.String, def: cty.StringVal("full")},
+		// GATE's adapter's sizes where they differ from the table's.
+		"blocks":     {ty: cty.Number, def: cty.NullVal(cty.Number)},
+		"width":      {ty: cty.Number, def: cty.NullVal(cty.Number)},
+		"projection": {ty: cty.Number, def: cty.NullVal(cty.Number)},
 	}, validate: func(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "video_regression", "relational", "retrieval", "fewshot")
-		diags = append(diags, positive(decl, v, "layers", "dim", "heads", "ways", "shots", "queries")...)
+		diags = append(diags, positive(decl, v, "layers", "dim", "heads", "ways", "shots", "queries", "blocks", "width", "projection")...)
+		if p := v["protocol"]; !p.IsNull() {
+			diags = append(diags, oneOf(decl, "protocol", p.AsString(), "gate")...)
+			if t := v["task"].AsString(); t == "regression" {
+				diags = append(diags, decl.Errorf("protocol", "Unsupported value", "GATE has no adapter for task %q (its regression benchmark, iWildCam, is task video_regression); leave protocol unset for gatepipe's head.", t))
+			}
+		}
+		diags = append(diags, oneOf(decl, "scale", v["scale"].AsString(), "full", "cpu", "test", "smoke")...)
 		d, _ := v["dim"].AsBigFloat().Int64()
-		h, _ := v["heads"].AsBigFloat().Int64()
+		h := int64(4)
+		if !v["heads"].IsNull() {
+			h, _ = v["heads"].AsBigFloat().Int64()
+		}
 		if h > 0 && d%h != 0 {
 			diags = append(diags, decl.Errorf("heads", "Invalid value", "dim (%d) must be a multiple of heads (%d).", d, h))
 		}

@@ -74,12 +74,13 @@ func ReadOptions(a *featureset.Attrs, precisions ...string) Options {
 	return o
 }
 
-// PreferTorchFor makes runtime = "auto" pick the torch runtime for an
-// encoder only PyTorch builds (library: timm, torchvision, a researcher's
-// own module) wherever the interpreter imports torch, on a machine
-// without GPUs too: the Go runtime cannot run it at all.
-func (o *Options) PreferTorchFor(library bool) {
-	if !library || o.Auto == nil || o.Torch() {
+// PreferTorchFor makes runtime = "auto" pick the torch runtime, for the
+// reason why, for a block the Go runtime cannot run at all (an encoder
+// only PyTorch builds: timm, torchvision, a researcher's own module; GATE's
+// adapters) wherever the interpreter imports torch, on a machine without
+// GPUs too. why "" changes nothing.
+func (o *Options) PreferTorchFor(why string) {
+	if why == "" || o.Auto == nil || o.Torch() {
 		return
 	}
 	tc, ok := o.machine.(TorchChecker)
@@ -94,7 +95,7 @@ func (o *Options) PreferTorchFor(library bool) {
 		return
 	}
 	acc := *o.Auto
-	acc.Why = fmt.Sprintf("the encoder is one only PyTorch builds, and %s imports torch: the torch runtime (%s)", python, strings.TrimSuffix(acc.Why, ": the Go runtime on the CPUs"))
+	acc.Why = fmt.Sprintf("%s, and %s imports torch: the torch runtime (%s)", why, python, strings.TrimSuffix(acc.Why, ": the Go runtime on the CPUs"))
 	o.Auto, o.Runtime = &acc, Torch
 }
 

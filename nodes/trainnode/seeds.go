@@ -204,7 +204,8 @@ func (n *Node) partKey(ctx context.Context, env *nodes.Env, seed uint64) (string
 		Recipe                                                any
 		CheckpointEvery                                       *int
 		Preprocess                                            any
-	}{Kind{}.Version(), n.model, n.encName, n.benchmark, n.category, n.dataset, string(n.task), n.enc, n.enc.Head, recipe, n.checkpointEvery, n.preprocess})
+		Protocol                                              any `json:",omitempty"`
+	}{Kind{}.Version(), n.model, n.encName, n.benchmark, n.category, n.dataset, string(n.task), n.enc, n.enc.Head, recipe, n.checkpointEvery, n.preprocess, n.Protocol()})
 	if err != nil {
 		return "", err
 	}

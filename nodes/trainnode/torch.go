@@ -60,7 +60,13 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 	weights := ""
 	if drawn, ok := train.DrawnSpec(enc, own != ""); ok {
 		weights = filepath.Join(scratch, "init.safetensors")
-		if err := train.WriteWeights(weights, drawn, n.task, tr.Shape, d.outputs, init, recipe.Seed); err != nil {
+		var err error
+		if n.card != nil { // the worker draws GATE's adapter itself
+			err = train.WriteEncoderWeights(weights, drawn, frameShape(n.task, tr.Shape), init, recipe.Seed)
+		} else {
+			err = train.WriteWeights(weights, drawn, n.task, tr.Shape, d.outputs, init, recipe.Seed)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -97,6 +103,7 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		"job": "train", "task": string(n.task), "encoder": enc, "weights": weights, "store": n.dataset, "preprocess": n.preprocess,
 		"outputs": d.outputs, "qlen": tr.QLen, "vocab": tr.Vocab, "recipe": recipe, "checkpoint_every": n.checkpointEvery,
 		"draws": draws, "eval_shots": evalShots, "precision": n.rt.Precision, "work": work, "library_weights": own,
+		"protocol": n.card,
 	}
 	if err := torchrt.Run(ctx, env, env.OutDir, n.rt.Job(cfg)); err != nil {
 		return nil, err
@@ -105,6 +112,14 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		os.Remove(filepath.Join(env.OutDir, f)) // the run's own files stay: log.jsonl
 	}
 	return readTorchResult(work, n.task, enc.Head, test, d.outputs)
+}
+
+// frameShape is the shape of one image the encoder sees: a clip's frame.
+func frameShape(task train.Task, shape []int) []int {
+	if (task == train.Video || task == train.VideoRegression) && len(shape) == 4 {
+		return shape[1:]
+	}
+	return shape
 }
 
 // readTorchResult reads the worker's kept sets and test predictions.
@@ -217,11 +232,27 @@ func segmentationMetricsFrom(path string, test *train.Data, outputs int) (map[st
 		return nil, fmt.Errorf("pred.safetensors: %d predicted pixels and %d probabilities for %d examples of %d pixels",
 			best.NumElements(), ptrue.NumElements(), n, pixels)
 	}
+	// psum [n, outputs]: each example's predicted probabilities summed
+	// per class, for the soft Dice score (older workers wrote none).
+	var sums []float32
+	if ps := f.Tensors["psum"]; ps != nil {
+		if ps.DType != safetensors.F32 || ps.NumElements() != n*outputs {
+			return nil, fmt.Errorf("pred.safetensors: psum holds %d values for %d examples of %d classes", ps.NumElements(), n, outputs)
+		}
+		sums = ps.Float32s()
+	}
 	for k := range n {
 		// One example's rows of each tensor, decoded, then let go.
 		b := safetensors.Tensor{DType: safetensors.I32, Shape: []int{pixels}, Data: best.Data[4*k*pixels : 4*(k+1)*pixels]}
 		p := safetensors.Tensor{DType: safetensors.F32, Shape: []int{pixels}, Data: ptrue.Data[4*k*pixels : 4*(k+1)*pixels]}
-		err := s.Add(b.Int32s(), p.Float32s())
+		var psum []float64
+		if sums != nil {
+			psum = make([]float64, outputs)
+			for c, v := range sums[k*outputs : (k+1)*outputs] {
+				psum[c] = float64(v)
+			}
+		}
+		err := s.AddWithSums(b.Int32s(), p.Float32s(), psum)
 		safetensors.Release(b.Data)
 		safetensors.Release(p.Data)
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
+	"github.com/gatepipe/gatepipe/protocol"
 	"github.com/gatepipe/gatepipe/sources"
 	"github.com/gatepipe/gatepipe/train"
 	"github.com/gatepipe/gatepipe/train/cblas"
@@ -86,6 +87,9 @@ type Node struct {
 	seeds []uint64
 	// rt are the runtime attributes (nodes/torchrt).
 	rt torchrt.Options
+	// card is GATE's protocol for the adapter (nil: gatepipe's compact
+	// heads).
+	card *protocol.Card
 }
 
 // references lists, for each reference of a train block, an attribute
@@ -94,7 +98,8 @@ var references = map[string]string{"encoder": "arch", "adapter": "task", "recipe
 
 // CheckPartial checks the references' kinds before their values exist.
 func (Kind) CheckPartial(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
-	return append(specs.CheckTypes(v, decl, references), torchrt.CheckOptions(v, decl, torchrt.Precisions...)...)
+	diags := append(specs.CheckTypes(v, decl, references), torchrt.CheckOptions(v, decl, torchrt.Precisions...)...)
+	return append(diags, checkProtocolRuntime(v, decl)...)
 }
 
 // Decode reads the referenced encoder, adapter, recipe and benchmark.
@@ -142,8 +147,15 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	}
 	a := &featureset.Attrs{V: v, Decl: decl}
 	n.rt = torchrt.ReadOptions(a, torchrt.Precisions...)
-	n.rt.PreferTorchFor(train.IsLibrary(n.enc.Arch))
+	n.card = readProtocol(r, string(n.task), n.benchmark)
+	switch {
+	case train.IsLibrary(n.enc.Arch):
+		n.rt.PreferTorchFor("the encoder is one only PyTorch builds")
+	case n.card != nil:
+		n.rt.PreferTorchFor("GATE's " + n.card.Head.Name + " adapter runs on PyTorch")
+	}
 	r.NeedTorch(n.enc, n.rt.Torch())
+	n.needsTorch(r)
 	return n, append(r.Diags, a.Diags...)
 }
 
@@ -155,6 +167,9 @@ func (n *Node) Downloads() []sources.Ref { return n.weights.Downloads() }
 // names its content).
 func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 	if err := n.rt.Fingerprint(w); err != nil {
+		return err
+	}
+	if err := n.fingerprintProtocol(w); err != nil {
 		return err
 	}
 	return n.weights.Fingerprint(ctx, w)

@@ -4,7 +4,7 @@
 module "imagenet1k" {
   source     = "stdlib/datasets/imagenet1k"
   enabled    = contains(local.run, "imagenet1k")
-  image_size = local.s.image_size
+  image_size = local.image_size["imagenet1k"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -14,7 +14,7 @@ module "imagenet1k" {
 module "food101" {
   source     = "stdlib/datasets/food101"
   enabled    = contains(local.run, "food101")
-  image_size = local.s.image_size
+  image_size = local.image_size["food101"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -24,7 +24,7 @@ module "food101" {
 module "happywhale" {
   source     = "stdlib/datasets/happywhale"
   enabled    = contains(local.run, "happywhale")
-  image_size = local.s.image_size
+  image_size = local.image_size["happywhale"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -34,7 +34,7 @@ module "happywhale" {
 module "cifar100" {
   source     = "stdlib/datasets/cifar100"
   enabled    = contains(local.run, "cifar100")
-  image_size = local.s.image_size
+  image_size = local.image_size["cifar100"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -44,7 +44,7 @@ module "cifar100" {
 module "places365" {
   source     = "stdlib/datasets/places365"
   enabled    = contains(local.run, "places365")
-  image_size = local.s.image_size
+  image_size = local.image_size["places365"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -54,7 +54,7 @@ module "places365" {
 module "aircraft" {
   source     = "stdlib/datasets/aircraft"
   enabled    = contains(local.run, "aircraft")
-  image_size = local.s.image_size
+  image_size = local.image_size["aircraft"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -64,7 +64,7 @@ module "aircraft" {
 module "cubirds" {
   source     = "stdlib/datasets/cubirds"
   enabled    = contains(local.run, "cubirds")
-  image_size = local.s.image_size
+  image_size = local.image_size["cubirds"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -74,7 +74,7 @@ module "cubirds" {
 module "dtextures" {
   source     = "stdlib/datasets/dtextures"
   enabled    = contains(local.run, "dtextures")
-  image_size = local.s.image_size
+  image_size = local.image_size["dtextures"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -84,7 +84,7 @@ module "dtextures" {
 module "fungi" {
   source     = "stdlib/datasets/fungi"
   enabled    = contains(local.run, "fungi")
-  image_size = local.s.image_size
+  image_size = local.image_size["fungi"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -94,7 +94,7 @@ module "fungi" {
 module "mini" {
   source     = "stdlib/datasets/mini"
   enabled    = contains(local.run, "mini")
-  image_size = local.s.image_size
+  image_size = local.image_size["mini"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -104,7 +104,7 @@ module "mini" {
 module "omniglot" {
   source     = "stdlib/datasets/omniglot"
   enabled    = contains(local.run, "omniglot")
-  image_size = local.s.image_size
+  image_size = local.image_size["omniglot"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -114,7 +114,7 @@ module "omniglot" {
 module "vgg" {
   source     = "stdlib/datasets/vgg"
   enabled    = contains(local.run, "vgg")
-  image_size = local.s.image_size
+  image_size = local.image_size["vgg"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -124,7 +124,7 @@ module "vgg" {
 module "ade20k" {
   source     = "stdlib/datasets/ade20k"
   enabled    = contains(local.run, "ade20k")
-  image_size = local.s.image_size
+  image_size = local.image_size["ade20k"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -134,7 +134,7 @@ module "ade20k" {
 module "cityscapes" {
   source     = "stdlib/datasets/cityscapes"
   enabled    = contains(local.run, "cityscapes")
-  image_size = local.s.image_size
+  image_size = local.image_size["cityscapes"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -144,7 +144,7 @@ module "cityscapes" {
 module "coco_10k" {
   source     = "stdlib/datasets/coco_10k"
   enabled    = contains(local.run, "coco-10k")
-  image_size = local.s.image_size
+  image_size = local.image_size["coco-10k"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -154,7 +154,7 @@ module "coco_10k" {
 module "coco_164k" {
   source     = "stdlib/datasets/coco_164k"
   enabled    = contains(local.run, "coco-164k")
-  image_size = local.s.image_size
+  image_size = local.image_size["coco-164k"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -164,7 +164,7 @@ module "coco_164k" {
 module "acdc" {
   source     = "stdlib/datasets/acdc"
   enabled    = contains(local.run, "acdc")
-  image_size = local.s.image_size
+  image_size = local.image_size["acdc"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -174,7 +174,7 @@ module "acdc" {
 module "ham10k" {
   source     = "stdlib/datasets/ham10k"
   enabled    = contains(local.run, "ham10k")
-  image_size = local.s.image_size
+  image_size = local.image_size["ham10k"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -184,7 +184,7 @@ module "ham10k" {
 module "diabetic" {
   source     = "stdlib/datasets/diabetic"
   enabled    = contains(local.run, "diabetic")
-  image_size = local.s.image_size
+  image_size = local.image_size["diabetic"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -194,7 +194,7 @@ module "diabetic" {
 module "chexpert" {
   source     = "stdlib/datasets/chexpert"
   enabled    = contains(local.run, "chexpert")
-  image_size = local.s.image_size
+  image_size = local.image_size["chexpert"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -204,7 +204,7 @@ module "chexpert" {
 module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
-  image_size = local.s.image_size
+  image_size = local.image_size["flickr30k"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -214,7 +214,7 @@ module "flickr30k" {
 module "nycc" {
   source     = "stdlib/datasets/nycc"
   enabled    = contains(local.run, "nycc")
-  image_size = local.s.image_size
+  image_size = local.image_size["nycc"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -224,7 +224,7 @@ module "nycc" {
 module "winoground" {
   source     = "stdlib/datasets/winoground"
   enabled    = contains(local.run, "winoground")
-  image_size = local.s.image_size
+  image_size = local.image_size["winoground"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -234,7 +234,7 @@ module "winoground" {
 module "kinetics" {
   source     = "stdlib/datasets/kinetics"
   enabled    = contains(local.run, "kinetics")
-  image_size = local.s.image_size
+  image_size = local.image_size["kinetics"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -250,7 +250,7 @@ module "kinetics" {
 module "nyu" {
   source     = "stdlib/datasets/nyu"
   enabled    = contains(local.run, "nyu")
-  image_size = local.s.image_size
+  image_size = local.image_size["nyu"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -263,7 +263,7 @@ module "nyu" {
 module "pascal" {
   source     = "stdlib/datasets/pascal"
   enabled    = contains(local.run, "pascal")
-  image_size = local.s.image_size
+  image_size = local.image_size["pascal"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -273,7 +273,7 @@ module "pascal" {
 module "hmdb51" {
   source     = "stdlib/datasets/hmdb51"
   enabled    = contains(local.run, "hmdb51")
-  image_size = local.s.image_size
+  image_size = local.image_size["hmdb51"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -283,7 +283,7 @@ module "hmdb51" {
 module "ucf" {
   source     = "stdlib/datasets/ucf"
   enabled    = contains(local.run, "ucf")
-  image_size = local.s.image_size
+  image_size = local.image_size["ucf"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -293,7 +293,7 @@ module "ucf" {
 module "iwildcam" {
   source     = "stdlib/datasets/iwildcam"
   enabled    = contains(local.run, "iwildcam")
-  image_size = local.s.image_size
+  image_size = local.image_size["iwildcam"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -303,7 +303,7 @@ module "iwildcam" {
 module "clevr" {
   source     = "stdlib/datasets/clevr"
   enabled    = contains(local.run, "clevr")
-  image_size = local.s.image_size
+  image_size = local.image_size["clevr"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
@@ -313,7 +313,7 @@ module "clevr" {
 module "clevr_math" {
   source     = "stdlib/datasets/clevr_math"
   enabled    = contains(local.run, "clevr-math")
-  image_size = local.s.image_size
+  image_size = local.image_size["clevr-math"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test

@@ -108,6 +108,14 @@ locals {
   capped     = contains(["smoke", "test", "cpu"], local.scale_name)
   caveat     = local.capped ? "${local.scale_name}: mechanics only, not comparable with the paper" : ""
 
+  # GATE's protocol table: its adapters, and at full scale the image
+  # size each benchmark ran at (1024 px segmentation, 512 px ACDC).
+  protocol = jsondecode(file("../../data/gate_protocol.json"))
+  gate     = coalesce(var.adapters, var.trainer == "builtin" ? "compact" : "gate") == "gate"
+  image_size = {
+    for b, r in local.readable : b => local.scale_name == "full" && local.gate ? try(local.protocol.benchmarks[b].image_size, local.protocol.adapters[r.adapter].image_size) : local.s.image_size
+  }
+
   on      = var.encoder != null
   run     = local.on ? toset([for b in var.benchmarks : b if contains(keys(local.readable), b)]) : toset([])
   skipped = [for b in var.benchmarks : b if !contains(keys(local.readable), b)]
@@ -161,9 +169,14 @@ benchmark "b" {
   category = local.readable[each.key].category
 }
 
+# GATE's adapters (gate_protocol.json) at the scale's sizes, or
+# gatepipe's compact heads. The text tower of relational and retrieval
+# adapters is not wired yet: those keep the compact heads.
 adapter "head" {
   for_each = local.run
   task     = local.readable[each.key].adapter
+  protocol = local.gate && !contains(["relational", "retrieval"], local.readable[each.key].adapter) ? "gate" : null
+  scale    = contains(keys(local.protocol.scales), local.scale_name) ? local.scale_name : "full"
   ways     = local.s.ways
   shots    = local.s.shots
   queries  = local.s.queries

@@ -47,6 +47,16 @@ variable "protocol" {
   }
 }
 
+variable "adapters" {
+  description = "\"gate\": GATE's own task adapters (stdlib/data/gate_protocol.json, SPEC §5.10), on the torch runtime; \"compact\": gatepipe's small heads, on either runtime. Default: gate, except with trainer = \"builtin\"."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.adapters == null || contains(["gate", "compact"], coalesce(var.adapters, "gate"))
+    error_message = "adapters must be \"gate\" or \"compact\", not \"${coalesce(var.adapters, "")}\"."
+  }
+}
+
 variable "trainer" {
   description = "\"auto\" (the torch runtime, one GPU per node, where the machine has GPUs and python's torch sees them; else gatepipe's Go runtime on the CPUs), \"builtin\" (the Go runtime, CPU) or \"torch\" (every benchmark's train block on the torch runtime: the encoder itself in PyTorch, on a GPU with gpus = 1; with torch_arch set, every benchmark trains that model instead)."
   default     = "auto"

@@ -46,6 +46,16 @@ variable "protocol" {
   }
 }
 
+variable "adapters" {
+  description = "\"gate\": GATE's own task adapters (stdlib/data/gate_protocol.json, SPEC §5.10), on the torch runtime; \"compact\": gatepipe's small heads, on either runtime. Default: gate, except with trainer = \"builtin\"."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.adapters == null || contains(["gate", "compact"], coalesce(var.adapters, "gate"))
+    error_message = "adapters must be \"gate\" or \"compact\", not \"${coalesce(var.adapters, "")}\"."
+  }
+}
+
 variable "trainer" {
   description = "\"auto\" (the torch runtime on one GPU per node where the machine has GPUs and python's torch sees them, else the Go runtime), \"builtin\" (the Go runtime, CPU) or \"torch\" (the torch runtime: the encoder in PyTorch, on GPUs with gpus = 1; see stdlib/tiers/run)."
   default     = "auto"
@@ -119,6 +129,7 @@ module "run" {
   scale      = var.scale
   protocol   = var.protocol
   trainer    = var.trainer
+  adapters   = var.adapters
   gpus       = var.gpus
   cpus       = var.cpus
   torch_arch = var.torch_arch

@@ -1,0 +1,134 @@
+package trainnode
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/featureset"
+	"github.com/gatepipe/gatepipe/nodes/specs"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/gatepipe/gatepipe/protocol"
+	"github.com/gatepipe/gatepipe/stdlib"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// readProtocol reads the adapter's protocol: nil for gatepipe's compact
+// heads, else GATE's card for the task and benchmark at the adapter's
+// scale, with the sizes the adapter block sets over the table's.
+func readProtocol(r *specs.Reader, task, benchmark string) *protocol.Card {
+	name := optional(r, "adapter", "protocol")
+	if name.IsNull() {
+		return nil
+	}
+	tab, err := protocol.Load(stdlib.FS())
+	if err != nil {
+		r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "Cannot read GATE's protocol", "%s", err))
+		return nil
+	}
+	scale := "full"
+	if s := optional(r, "adapter", "scale"); !s.IsNull() {
+		scale = s.AsString()
+	}
+	c, err := tab.Card(task, benchmark, scale)
+	if err != nil {
+		r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "No GATE adapter", "adapter task %q with protocol = %q: %s.", task, name.AsString(), err))
+		return nil
+	}
+	size := func(attr string) int {
+		v := optional(r, "adapter", attr)
+		if v.IsNull() {
+			return 0
+		}
+		f, _ := v.AsBigFloat().Int64()
+		return int(f)
+	}
+	c.Head.Override(size("blocks"), size("width"), size("heads"), size("projection"))
+	if c.Head.Heads > 0 && c.Head.Width%c.Head.Heads != 0 {
+		r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "Invalid adapter size", "GATE's %s head: width %d is not a multiple of heads %d.", c.Head.Name, c.Head.Width, c.Head.Heads))
+	}
+	return &c
+}
+
+// optional is obj's attribute attr, or null where the referenced block
+// has no such attribute.
+func optional(r *specs.Reader, obj, attr string) cty.Value {
+	o := r.V.GetAttr(obj)
+	if !o.Type().IsObjectType() || !o.Type().HasAttribute(attr) {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	v := o.GetAttr(attr)
+	if !v.IsKnown() {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	return v
+}
+
+// needsTorch makes GATE's adapters an error on the Go runtime, at the
+// adapter reference: the Go runtime trains gatepipe's compact heads only.
+func (n *Node) needsTorch(r *specs.Reader) {
+	if n.card == nil || n.rt.Torch() {
+		return
+	}
+	r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "GATE's adapters need the torch runtime",
+		"the adapter has protocol = %q (GATE's %s adapter); gatepipe's Go runtime trains only its compact heads. Set runtime = \"torch\" on this block (runtime = \"auto\" picks it wherever the interpreter imports torch: install Debian's python3-torch or name python), or leave protocol unset on the adapter (the tiers: adapters = \"compact\").", n.card.Name, n.card.Adapter))
+}
+
+// checkProtocolRuntime makes GATE's adapters on the Go runtime an error
+// before the block's other references have values (plan sees a train
+// block that waits on its dataset so).
+func checkProtocolRuntime(v cty.Value, decl nodes.Decl) hcl.Diagnostics {
+	r := &specs.Reader{V: v, Decl: decl}
+	p := optional(r, "adapter", "protocol")
+	if p.IsNull() || p.Type() != cty.String {
+		return nil
+	}
+	a := &featureset.Attrs{V: v, Decl: decl}
+	n := &Node{rt: torchrt.ReadOptions(a, torchrt.Precisions...), card: &protocol.Card{Name: p.AsString()}}
+	if t := optional(r, "adapter", "task"); !t.IsNull() && t.Type() == cty.String {
+		n.card.Adapter = t.AsString()
+	}
+	if a.Diags.HasErrors() {
+		return nil // CheckOptions reports them
+	}
+	if enc := optional(r, "encoder", "arch"); !enc.IsNull() && enc.Type() == cty.String && train.IsLibrary(enc.AsString()) {
+		n.rt.PreferTorchFor("the encoder is one only PyTorch builds")
+	}
+	n.rt.PreferTorchFor("GATE's adapters run on PyTorch")
+	n.needsTorch(r)
+	return r.Diags
+}
+
+// Protocol is the node's protocol card (nil: gatepipe's compact heads),
+// for export and plan.
+func (n *Node) Protocol() any {
+	if n.card == nil {
+		return nil
+	}
+	return n.card
+}
+
+// ProtocolWords is the card in words, as plan prints it ("" for none).
+func (n *Node) ProtocolWords() string {
+	if n.card == nil {
+		return ""
+	}
+	return n.card.Words()
+}
+
+// fingerprintProtocol records the card in the action ID: the table may
+// change under an unchanged configuration.
+func (n *Node) fingerprintProtocol(w io.Writer) error {
+	if n.card == nil {
+		return nil
+	}
+	b, err := json.Marshal(n.card)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "protocol %s\n", b)
+	return err
+}

@@ -1,0 +1,295 @@
+// Package protocol reads GATE's evaluation protocol, the one table of
+// data (stdlib/data/gate_protocol.json) that says, for each task family
+// and benchmark, which task adapter GATE's code trained, with which text
+// tower, loss, matrix metric, checkpoint selection, image size, batch and
+// few-shot episodes. Plan and export show it as each train node's
+// protocol card, the torch worker builds the adapters it names, and SPEC
+// §5.10 lists it.
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// TablePath is the table's path in the standard library.
+const TablePath = "data/gate_protocol.json"
+
+// GATE names the protocol of GATE's adapters.
+const GATE = "gate"
+
+// Head is a task adapter and its sizes (0: the adapter has no such size).
+type Head struct {
+	Name       string `json:"name"`
+	Blocks     int    `json:"blocks,omitempty"`
+	Width      int    `json:"width,omitempty"`
+	Heads      int    `json:"heads,omitempty"`
+	Projection int    `json:"projection,omitempty"`
+}
+
+// Selection is the validation metric checkpoints are ranked by.
+type Selection struct {
+	Metric    string `json:"metric"`
+	Direction string `json:"direction"` // "max" or "min"
+}
+
+// Episodes is GATE's few-shot episode sampling: ways drawn from Ways
+// (inclusive), shots up to MaxShots within SupportBudget support images,
+// at most MaxQueries queries a class; Val and Test episodes.
+type Episodes struct {
+	Ways          [2]int `json:"ways"`
+	MaxShots      int    `json:"max_shots,omitempty"`
+	SupportBudget int    `json:"support_budget,omitempty"`
+	MaxQueries    int    `json:"max_queries,omitempty"`
+	Val           int    `json:"val"`
+	Test          int    `json:"test"`
+}
+
+// Card is one train node's protocol: what GATE's code ran for its
+// benchmark, at its scale.
+type Card struct {
+	Name    string `json:"name"`
+	Adapter string `json:"adapter"`
+	Head    Head   `json:"head"`
+	// Stem is the input stem before the encoder ("instance_norm").
+	Stem string `json:"stem,omitempty"`
+	// TextEncoder is the Hub id of the text tower, or nil.
+	TextEncoder *string   `json:"text_encoder"`
+	Loss        string    `json:"loss"`
+	Metric      string    `json:"metric"`
+	Selection   Selection `json:"selection"`
+	// IgnoreLabel is the mask label the metrics and losses ignore (nil:
+	// none).
+	IgnoreLabel *int      `json:"ignore_label,omitempty"`
+	ImageSize   []int     `json:"image_size,omitempty"`
+	LabelSize   []int     `json:"label_size,omitempty"`
+	BatchSize   int       `json:"batch_size,omitempty"`
+	Episodes    *Episodes `json:"episodes,omitempty"`
+	Scale       string    `json:"scale"`
+	GATEFiles   []string  `json:"gate_files,omitempty"`
+}
+
+// entry is a table row: any field may be left out (a benchmark's and a
+// scale's rows override the family's).
+type entry struct {
+	Head        *Head      `json:"head"`
+	Stem        *string    `json:"stem"`
+	TextEncoder *string    `json:"text_encoder"`
+	Loss        *string    `json:"loss"`
+	Metric      *string    `json:"metric"`
+	Selection   *Selection `json:"selection"`
+	IgnoreLabel *int       `json:"ignore_label"`
+	ImageSize   []int      `json:"image_size"`
+	LabelSize   []int      `json:"label_size"`
+	BatchSize   *int       `json:"batch_size"`
+	Episodes    *episodes  `json:"episodes"`
+	GATEFiles   []string   `json:"gate_files"`
+}
+
+type episodes struct {
+	Ways          *[2]int `json:"ways"`
+	MaxShots      *int    `json:"max_shots"`
+	SupportBudget *int    `json:"support_budget"`
+	MaxQueries    *int    `json:"max_queries"`
+	Val           *int    `json:"val"`
+	Test          *int    `json:"test"`
+}
+
+// Table is the protocol table.
+type Table struct {
+	GATECommit string           `json:"gate_commit"`
+	Adapters   map[string]entry `json:"adapters"`
+	Benchmarks map[string]entry `json:"benchmarks"`
+	Scales     map[string]entry `json:"scales"`
+}
+
+// Load reads the table from the standard library's files.
+func Load(stdlib fs.FS) (*Table, error) {
+	b, err := fs.ReadFile(stdlib, TablePath)
+	if err != nil {
+		return nil, fmt.Errorf("GATE protocol table: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse reads a table and checks that every family's row is complete.
+func Parse(b []byte) (*Table, error) {
+	var t Table
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if err := dec.Decode(&struct {
+		About string `json:"about"`
+		*Table
+	}{Table: &t}); err != nil {
+		return nil, fmt.Errorf("%s: %w", TablePath, err)
+	}
+	for _, name := range t.Families() {
+		e := t.Adapters[name]
+		switch {
+		case e.Head == nil || e.Head.Name == "":
+			return nil, fmt.Errorf("%s: adapter %q has no head", TablePath, name)
+		case e.Loss == nil || e.Metric == nil || e.Selection == nil:
+			return nil, fmt.Errorf("%s: adapter %q needs loss, metric and selection", TablePath, name)
+		case len(e.ImageSize) != 2:
+			return nil, fmt.Errorf("%s: adapter %q needs image_size [h, w]", TablePath, name)
+		}
+	}
+	return &t, nil
+}
+
+// Families lists the task families the table covers, sorted.
+func (t *Table) Families() []string {
+	var out []string
+	for k := range t.Adapters {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ScaleNames lists the scales the table sizes adapters for, sorted.
+func (t *Table) ScaleNames() []string {
+	var out []string
+	for k := range t.Scales {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Card is the protocol of a train node of family adapter on benchmark
+// (may be "": the family's) at scale ("": full). A capped scale's card
+// keeps GATE's adapters at its reduced sizes and leaves the image size
+// to the data.
+func (t *Table) Card(adapter, benchmark, scale string) (Card, error) {
+	fam, ok := t.Adapters[adapter]
+	if !ok {
+		return Card{}, fmt.Errorf("GATE's protocol has no %q adapter (it has %s)", adapter, strings.Join(t.Families(), ", "))
+	}
+	if scale == "" {
+		scale = "full"
+	}
+	sc, ok := t.Scales[scale]
+	if !ok {
+		return Card{}, fmt.Errorf("GATE's protocol has no scale %q (it has %s)", scale, strings.Join(t.ScaleNames(), ", "))
+	}
+	c := Card{Name: GATE, Adapter: adapter, Scale: scale}
+	c.apply(fam)
+	if b, ok := t.Benchmarks[benchmark]; ok {
+		c.apply(b)
+	}
+	c.apply(sc)
+	if scale != "full" {
+		c.ImageSize, c.LabelSize = nil, nil
+	}
+	return c, nil
+}
+
+// apply sets the fields e gives.
+func (c *Card) apply(e entry) {
+	if e.Head != nil {
+		c.Head = mergeHead(c.Head, *e.Head)
+	}
+	set(&c.Stem, e.Stem)
+	if e.TextEncoder != nil {
+		c.TextEncoder = new(*e.TextEncoder)
+	}
+	set(&c.Loss, e.Loss)
+	set(&c.Metric, e.Metric)
+	set(&c.Selection, e.Selection)
+	if e.IgnoreLabel != nil {
+		c.IgnoreLabel = new(*e.IgnoreLabel)
+	}
+	if e.ImageSize != nil {
+		c.ImageSize = slices.Clone(e.ImageSize)
+	}
+	if e.LabelSize != nil {
+		c.LabelSize = slices.Clone(e.LabelSize)
+	}
+	set(&c.BatchSize, e.BatchSize)
+	if e.Episodes != nil && (c.Episodes != nil || c.Adapter == "fewshot") {
+		if c.Episodes == nil {
+			c.Episodes = &Episodes{}
+		}
+		ep := c.Episodes
+		set(&ep.Ways, e.Episodes.Ways)
+		set(&ep.MaxShots, e.Episodes.MaxShots)
+		set(&ep.SupportBudget, e.Episodes.SupportBudget)
+		set(&ep.MaxQueries, e.Episodes.MaxQueries)
+		set(&ep.Val, e.Episodes.Val)
+		set(&ep.Test, e.Episodes.Test)
+	}
+	c.GATEFiles = append(c.GATEFiles, e.GATEFiles...)
+}
+
+// mergeHead overrides h's sizes with o's non-zero ones: a benchmark's or
+// a scale's row sizes only the sizes the family's adapter has; a row
+// naming another adapter replaces it.
+func mergeHead(h, o Head) Head {
+	if o.Name != "" && o.Name != h.Name {
+		return o
+	}
+	h.Override(o.Blocks, o.Width, o.Heads, o.Projection)
+	return h
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Override sets the sizes given (0: keep) that the adapter has.
+func (h *Head) Override(blocks, width, heads, projection int) {
+	for _, o := range []struct {
+		dst *int
+		v   int
+	}{{&h.Blocks, blocks}, {&h.Width, width}, {&h.Heads, heads}, {&h.Projection, projection}} {
+		if o.v > 0 && *o.dst > 0 {
+			*o.dst = o.v
+		}
+	}
+}
+
+// Words describes the card in one line, as plan prints it.
+func (c Card) Words() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s head", strings.ReplaceAll(c.Head.Name, "_", " "))
+	var sizes []string
+	if c.Head.Blocks > 0 {
+		sizes = append(sizes, fmt.Sprintf("%d blocks", c.Head.Blocks))
+	}
+	if c.Head.Width > 0 {
+		sizes = append(sizes, fmt.Sprintf("width %d", c.Head.Width))
+	}
+	if c.Head.Heads > 0 {
+		sizes = append(sizes, fmt.Sprintf("%d heads", c.Head.Heads))
+	}
+	if c.Head.Projection > 0 {
+		sizes = append(sizes, fmt.Sprintf("on a %d-d projection", c.Head.Projection))
+	}
+	if len(sizes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(sizes, ", "))
+	}
+	if c.TextEncoder != nil {
+		fmt.Fprintf(&b, ", text %s", *c.TextEncoder)
+	}
+	fmt.Fprintf(&b, ", %s loss", strings.ReplaceAll(c.Loss, "_", " "))
+	if len(c.ImageSize) == 2 {
+		fmt.Fprintf(&b, ", %dx%d px", c.ImageSize[0], c.ImageSize[1])
+	}
+	if c.BatchSize > 0 {
+		fmt.Fprintf(&b, ", batch %d", c.BatchSize)
+	}
+	fmt.Fprintf(&b, "; %s (selected by %s, %s)", c.Metric, c.Selection.Metric, c.Selection.Direction)
+	if e := c.Episodes; e != nil {
+		fmt.Fprintf(&b, "; episodes of %d-%d ways, %d val, %d test", e.Ways[0], e.Ways[1], e.Val, e.Test)
+	}
+	if c.Scale != "full" {
+		fmt.Fprintf(&b, " [%s sizes]", c.Scale)
+	}
+	return b.String()
+}

@@ -1,0 +1,106 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gatepipe/gatepipe/stdlib"
+)
+
+func load(t *testing.T) *Table {
+	t.Helper()
+	tab, err := Load(stdlib.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// TestSmallTierCards holds the cards the issue names for the small tier
+// with a ViT-B/16 encoder at full scale.
+func TestSmallTierCards(t *testing.T) {
+	tab := load(t)
+	cases := []struct {
+		adapter, bench string
+		check          func(c Card) bool
+		want           string
+	}{
+		{"segmentation", "ade20k", func(c Card) bool {
+			return c.Head.Name == "transformer_decoder" && c.Head.Blocks == 8 && c.Head.Width == 1024 && c.ImageSize[0] == 1024 && c.Loss == "focal_ce_ignore0" && *c.IgnoreLabel == 0
+		}, "an 8-block, width-1024 decoder at 1024 px"},
+		{"segmentation", "acdc", func(c Card) bool {
+			return c.Loss == "dice_ignore0" && c.ImageSize[0] == 512 && c.Metric == "Dice Score" && c.Head.Blocks == 8 && c.BatchSize == 1
+		}, "a Dice loss at 512 px"},
+		{"relational", "clevr-math", func(c Card) bool {
+			return c.TextEncoder != nil && *c.TextEncoder == "openai/clip-vit-base-patch16" && c.Head.Blocks == 4 && c.Head.Width == 512
+		}, "the CLIP text tower"},
+		{"fewshot", "mini", func(c Card) bool {
+			return c.Episodes != nil && c.Episodes.Ways == [2]int{5, 49} && c.Episodes.Test == 600 && c.Episodes.Val == 600
+		}, "ways [5, 49], 600 test episodes"},
+		{"fewshot", "cubirds", func(c Card) bool { return c.Episodes.Ways == [2]int{5, 49} && c.Episodes.Test == 600 }, "ways [5, 49]"},
+		{"fewshot", "aircraft", func(c Card) bool { return c.Episodes.Ways == [2]int{5, 9} }, "aircraft's ways [5, 9]"},
+		{"video_regression", "iwildcam", func(c Card) bool {
+			return c.Loss == "l1" && c.Selection.Direction == "min" && c.Head.Blocks == 6 && c.Head.Width == 768
+		}, "an L1 loss"},
+		{"classification", "cifar100", func(c Card) bool {
+			return c.Head.Name == "linear" && c.Head.Projection == 768 && c.TextEncoder == nil && c.BatchSize == 64 && c.Stem == "instance_norm"
+		}, "a linear head on a 768-d projection"},
+	}
+	for _, tc := range cases {
+		c, err := tab.Card(tc.adapter, tc.bench, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.check(c) {
+			b, _ := json.Marshal(c)
+			t.Errorf("%s: want %s, got %s", tc.bench, tc.want, b)
+		}
+	}
+}
+
+func TestCappedScalesShrinkTheAdapters(t *testing.T) {
+	tab := load(t)
+	c, err := tab.Card("segmentation", "ade20k", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Head.Name != "transformer_decoder" || c.Head.Blocks != 1 || c.Head.Width != 16 || c.ImageSize != nil || c.Scale != "test" {
+		t.Errorf("test scale: %+v", c)
+	}
+	// A size the adapter does not have stays absent.
+	c, _ = tab.Card("classification", "cifar100", "test")
+	if c.Head.Blocks != 0 || c.Head.Width != 0 || c.Head.Projection != 16 {
+		t.Errorf("linear head at test scale: %+v", c.Head)
+	}
+	c, _ = tab.Card("fewshot", "omniglot", "test")
+	if c.Episodes.Ways != [2]int{3, 3} || c.Episodes.Test != 4 || c.Episodes.MaxQueries != 5 {
+		t.Errorf("few-shot at test scale: %+v", *c.Episodes)
+	}
+	if !strings.Contains(c.Words(), "[test sizes]") {
+		t.Errorf("words: %s", c.Words())
+	}
+}
+
+func TestUnknownsAreErrors(t *testing.T) {
+	tab := load(t)
+	if _, err := tab.Card("telepathy", "", ""); err == nil || !strings.Contains(err.Error(), "classification") {
+		t.Errorf("unknown adapter: %v", err)
+	}
+	if _, err := tab.Card("fewshot", "", "huge"); err == nil || !strings.Contains(err.Error(), "smoke") {
+		t.Errorf("unknown scale: %v", err)
+	}
+	for _, bad := range []string{`{`, `{"adapters": {"x": {"loss": "l1"}}}`, `{"adapters": {"x": {"head": {"name": "h"}, "loss": "l", "metric": "m", "selection": {}}}}`} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%s) passed", bad)
+		}
+	}
+}
+
+func TestWords(t *testing.T) {
+	c, _ := load(t).Card("segmentation", "ade20k", "")
+	want := "transformer decoder head (8 blocks, width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max)"
+	if got := c.Words(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
