@@ -9,10 +9,10 @@ import (
 	"github.com/gatepipe/gatepipe/nodes/featureset"
 	"github.com/gatepipe/gatepipe/nodes/specs"
 	"github.com/gatepipe/gatepipe/nodes/torchrt"
-	"github.com/gatepipe/gatepipe/train"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/gatepipe/gatepipe/protocol"
 	"github.com/gatepipe/gatepipe/stdlib"
+	"github.com/gatepipe/gatepipe/train"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
