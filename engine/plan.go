@@ -215,7 +215,7 @@ type ExportNode struct {
 	Resources nodes.Resources `json:"resources"`
 	// After lists the exported nodes this one must follow.
 	After []string `json:"after,omitempty"`
-	// Protocol is a train node's protocol card (SPEC §5.10), or nil.
+	// Protocol is a train node's protocol card (SPEC §5.9), or nil.
 	Protocol any `json:"protocol,omitempty"`
 }
 

@@ -4,7 +4,7 @@
 // tower, loss, matrix metric, checkpoint selection, image size, batch and
 // few-shot episodes. Plan and export show it as each train node's
 // protocol card, the torch worker builds the adapters it names, and SPEC
-// §5.10 lists it.
+// §5.9 lists it.
 package protocol
 
 import (
@@ -71,6 +71,9 @@ type Card struct {
 	Episodes    *Episodes `json:"episodes,omitempty"`
 	Scale       string    `json:"scale"`
 	GATEFiles   []string  `json:"gate_files,omitempty"`
+	// NotYet lists the parts of GATE's protocol above that gatepipe does
+	// not run yet, and what runs instead.
+	NotYet []string `json:"not_yet,omitempty"`
 }
 
 // entry is a table row: any field may be left out (a benchmark's and a
@@ -88,6 +91,7 @@ type entry struct {
 	BatchSize   *int       `json:"batch_size"`
 	Episodes    *episodes  `json:"episodes"`
 	GATEFiles   []string   `json:"gate_files"`
+	NotYet      []string   `json:"not_yet"`
 }
 
 type episodes struct {
@@ -102,6 +106,7 @@ type episodes struct {
 // Table is the protocol table.
 type Table struct {
 	GATECommit string           `json:"gate_commit"`
+	NotYet     []string         `json:"not_yet"`
 	Adapters   map[string]entry `json:"adapters"`
 	Benchmarks map[string]entry `json:"benchmarks"`
 	Scales     map[string]entry `json:"scales"`
@@ -177,6 +182,7 @@ func (t *Table) Card(adapter, benchmark, scale string) (Card, error) {
 		return Card{}, fmt.Errorf("GATE's protocol has no scale %q (it has %s)", scale, strings.Join(t.ScaleNames(), ", "))
 	}
 	c := Card{Name: GATE, Adapter: adapter, Scale: scale}
+	c.NotYet = append(c.NotYet, t.NotYet...)
 	c.apply(fam)
 	if b, ok := t.Benchmarks[benchmark]; ok {
 		c.apply(b)
@@ -223,6 +229,7 @@ func (c *Card) apply(e entry) {
 		set(&ep.Test, e.Episodes.Test)
 	}
 	c.GATEFiles = append(c.GATEFiles, e.GATEFiles...)
+	c.NotYet = append(c.NotYet, e.NotYet...)
 }
 
 // mergeHead overrides h's sizes with o's non-zero ones: a benchmark's or
@@ -290,6 +297,9 @@ func (c Card) Words() string {
 	}
 	if c.Scale != "full" {
 		fmt.Fprintf(&b, " [%s sizes]", c.Scale)
+	}
+	if len(c.NotYet) > 0 {
+		fmt.Fprintf(&b, "; not yet as GATE: %s", strings.Join(c.NotYet, "; "))
 	}
 	return b.String()
 }

@@ -228,7 +228,7 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 		add("MSE Loss", "mse", false)
 	case Segmentation:
 		// The matrix's mIoU and Dice Score are GATE's: mIoU ignoring
-		// label 0, in %; Dice the soft Dice score, a fraction (SPEC §5.10).
+		// label 0, in %; Dice the soft Dice score, a fraction (SPEC §5.9).
 		if _, ok := m["miou_gate"]; ok {
 			add("mIoU", "miou_gate", true)
 			add("mIoU (all classes)", "miou", true)

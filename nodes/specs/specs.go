@@ -243,7 +243,7 @@ func Adapter() nodes.Kind {
 		"shots":   {ty: cty.Number, def: num(5)},
 		"queries": {ty: cty.Number, def: num(5)},
 		// protocol = "gate": GATE's own task adapter for the task
-		// (stdlib/data/gate_protocol.json, SPEC §5.10) at scale's sizes,
+		// (stdlib/data/gate_protocol.json, SPEC §5.9) at scale's sizes,
 		// on the torch runtime; null: gatepipe's compact heads above.
 		"protocol": {ty: cty.String, def: cty.NullVal(cty.String)},
 		"scale":    {ty: cty.String, def: cty.StringVal("full")},
