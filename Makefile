@@ -166,7 +166,8 @@ FUZZ_TARGETS := \
 	./formats/torchpt:FuzzRebuildTensor:50000x \
 	./formats/imagefolder:FuzzRead:20000x \
 	./formats/imagedec:FuzzDecode:20000x \
-	./formats/torchpt:FuzzRead:20000x
+	./formats/torchpt:FuzzRead:20000x \
+	./text/cliptok:FuzzEncode:40000x
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
