@@ -29,6 +29,10 @@ type Head struct {
 	Width      int    `json:"width,omitempty"`
 	Heads      int    `json:"heads,omitempty"`
 	Projection int    `json:"projection,omitempty"`
+	// BlocksApplied false: GATE's code builds and runs the blocks but
+	// reads the features from before them (its segmentation decoder),
+	// so they change nothing and gatepipe does not build them.
+	BlocksApplied *bool `json:"blocks_applied,omitempty"`
 }
 
 // Selection is the validation metric checkpoints are ranked by.
@@ -267,7 +271,11 @@ func (c Card) Words() string {
 	fmt.Fprintf(&b, "%s head", strings.ReplaceAll(c.Head.Name, "_", " "))
 	var sizes []string
 	if c.Head.Blocks > 0 {
-		sizes = append(sizes, fmt.Sprintf("%d blocks", c.Head.Blocks))
+		applied := ""
+		if c.Head.BlocksApplied != nil && !*c.Head.BlocksApplied {
+			applied = " (computed by GATE but not applied)"
+		}
+		sizes = append(sizes, fmt.Sprintf("%d blocks%s", c.Head.Blocks, applied))
 	}
 	if c.Head.Width > 0 {
 		sizes = append(sizes, fmt.Sprintf("width %d", c.Head.Width))

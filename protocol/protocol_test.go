@@ -99,7 +99,7 @@ func TestUnknownsAreErrors(t *testing.T) {
 
 func TestWords(t *testing.T) {
 	c, _ := load(t).Card("segmentation", "ade20k", "")
-	want := "transformer decoder head (8 blocks, width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: batch_size: the recipe's batch runs, not GATE's"
+	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: batch_size: the recipe's batch runs, not GATE's"
 	if got := c.Words(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

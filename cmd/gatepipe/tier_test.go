@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/internal/smokehub"
+	"github.com/gatepipe/gatepipe/internal/torchtest"
 )
 
 // tierHub serves several Hub dataset repositories and plain URLs the way
@@ -110,6 +112,7 @@ module "gate" {
   encoder = encoder.mine
   model   = "tiny-convnet"
   scale   = "test"
+  adapters = "compact"
 }
 
 output "position" { value = module.gate.position }
@@ -128,15 +131,25 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains six benchmarks")
 	}
+	// GATE's adapters (the tiers' default) train on CPU torch at their
+	// test sizes; the Go runtime trains the relational and retrieval heads.
+	torchtest.Need(t, "torch")
 	hub, srv := newTierHub(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), tierPipeline)
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, `adapters = "compact"`, fmt.Sprintf("python  = %q", torchtest.Python()), 1))
 	cache := filepath.Join(t.TempDir(), "c")
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	hub.token = "hf_tier"
 
 	if r := gpEnv(t, cache, env, "validate", dir); r.code != 0 {
 		t.Fatalf("validate: %d\n%s", r.code, r.stderr)
+	}
+	// Each GATE adapter's card, on the torch runtime.
+	if r := gpEnv(t, cache, env, "plan", dir); r.code != 0 || !strings.Contains(r.stdout, "Protocol: GATE's adapters") ||
+		!strings.Contains(r.stdout, `train.run["ade20k"]: transformer decoder head (1 blocks (computed by GATE but not applied), width 16, 2 heads`) ||
+		!strings.Contains(r.stdout, `train.run["iwildcam"]: temporal transformer head (1 blocks, width 16, 2 heads, on a 16-d projection), l1 loss`) ||
+		!strings.Contains(r.stdout, "GATE's transformer_decoder adapter runs on PyTorch") {
+		t.Fatalf("plan: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r := gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 {

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,7 @@ import (
 // python -m gatepipe_worker with that directory first on PYTHONPATH, so a
 // traceback names the real file and line.
 //
-//go:embed py/gatepipe_worker/*.py
+//go:embed py/gatepipe_worker/*.py py/gatepipe_worker/adapters/*.py
 var workerFiles embed.FS
 
 // WorkerPackage is the worker's Python package name (python -m
@@ -40,8 +41,8 @@ const WorkerPackage = "gatepipe_worker"
 
 const workerDir = "py/" + WorkerPackage
 
-// WorkerHash is the SHA-256 (hex) of the worker package: its file names
-// and contents in name order.
+// WorkerHash is the SHA-256 (hex) of the worker package: its files'
+// paths (subpackages' included) and contents in path order.
 func WorkerHash() string {
 	h := sha256.New()
 	for _, name := range workerNames() {
@@ -52,14 +53,19 @@ func WorkerHash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// workerNames are the package's files, slash-separated paths relative to
+// it, in path order.
 func workerNames() []string {
-	entries, err := workerFiles.ReadDir(workerDir)
+	var names []string
+	err := fs.WalkDir(workerFiles, workerDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		names = append(names, strings.TrimPrefix(p, workerDir+"/"))
+		return nil
+	})
 	if err != nil {
 		panic(err) // embedded: cannot fail
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
 	}
 	return names
 }
@@ -86,7 +92,11 @@ func WriteWorker(root string) (string, error) {
 	}
 	for _, name := range workerNames() {
 		data, _ := workerFiles.ReadFile(workerDir + "/" + name)
-		if err := os.WriteFile(filepath.Join(tmp, WorkerPackage, name), data, 0o644); err != nil {
+		dst := filepath.Join(tmp, WorkerPackage, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return "", fmt.Errorf("torch worker: %w", err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
 			return "", fmt.Errorf("torch worker: %w", err)
 		}
 	}

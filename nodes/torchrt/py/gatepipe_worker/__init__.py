@@ -12,8 +12,10 @@ ways between the Go and the torch runtime and both compute the same
 function.
 
 Modules: storage (safetensors, example stores, encoder inputs), models
-(gatepipe's architectures and task heads), run (devices, precision,
-progress), one module per job, __main__ (the job table).
+(gatepipe's architectures and task heads), adapters (GATE's task
+adapters, which a train job with a protocol card trains instead of
+gatepipe's heads), run (devices, precision, progress), one module per
+job, __main__ (the job table).
 
 Jobs:
   features  the encoder's pooled features (or, with classes > 0, the

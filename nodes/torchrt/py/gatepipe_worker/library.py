@@ -114,6 +114,56 @@ def trunk(m, x):
     return f
 
 
+def map_outputs(m):
+    """GATE's encoder outputs (models.Encoder.gate) of a CNN's last
+    feature map m [B, C, h, w]: its global average pool, the map as a
+    row-major sequence [B, h*w, C], and the map as the one layer."""
+    raw = m.flatten(2).transpose(1, 2)
+    return {"features": raw.mean(dim=1), "raw_features": raw, "per_layer_raw_features": [m]}
+
+
+def tokens_outputs(layers):
+    """GATE's encoder outputs of per-layer patch tokens [B, T, D] (prefix
+    tokens dropped): the mean of the last layer's, the last layer's, all."""
+    raw = layers[-1]
+    return {"features": raw.mean(dim=1), "raw_features": raw, "per_layer_raw_features": list(layers)}
+
+
+def gate_outputs(m, x, per_layer=False):
+    """GATE's encoder outputs of a library model, as GATE's TimmModel
+    (gate/models/backbones/timm.py at 65192ec, with timm 0.9 as of its
+    paper's runs) reads them: a timm ViT (get_intermediate_layers and
+    blocks) every block's patch tokens through the final norm
+    (get_intermediate_layers(n=all, norm=True)), else its forward_features'
+    patch tokens; another timm model its last feature stage (what
+    features_only=True gives: forward_intermediates where timm has it,
+    else forward_features); a torchvision model its last map where it has
+    one, else its pooled output alone. A user's module: UserEncoder.gate."""
+    if isinstance(m, user.UserEncoder):
+        return m.gate(x)
+    if m.library == "timm":
+        prefix = int(getattr(m, "num_prefix_tokens", 0) or 0)
+        if hasattr(m, "get_intermediate_layers") and hasattr(m, "blocks"):
+            if per_layer:
+                return tokens_outputs(list(m.get_intermediate_layers(x, n=list(range(len(m.blocks))), reshape=False, norm=True)))
+            return tokens_outputs([m.forward_features(x)[:, prefix:]])
+        f = None
+        if hasattr(m, "forward_intermediates"):
+            try:
+                f = m.forward_intermediates(x, indices=1, intermediates_only=True)[-1]
+            except (TypeError, NotImplementedError, AssertionError, ValueError):
+                f = None
+        if f is None:
+            f = m.forward_features(x)
+        if f.dim() == 3:
+            return tokens_outputs([f[:, prefix:]])
+        return map_outputs(f)
+    try:
+        return map_outputs(trunk(m, x))
+    except SystemExit:
+        return {"features": m(x), "raw_features": None, "per_layer_raw_features": None}
+
+
 def spatial_width(m):
     """The channels of the model's last feature map."""
     if isinstance(m, user.UserEncoder):

@@ -103,7 +103,8 @@ class ViT(nn.Module):
             self.norm = nn.LayerNorm(d, eps=eps)
         self.width = d
 
-    def tokens(self, x):
+    def embed(self, x):
+        """The token sequence the blocks take (prefix token first)."""
         x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
         if self.spec.get("no_embed_class"):
             x = x + self.pos_embed
@@ -111,8 +112,28 @@ class ViT(nn.Module):
             x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
         if not self.spec.get("no_embed_class"):
             x = x + self.pos_embed
-        x = self.blocks(self.norm_pre(x))
+        return self.norm_pre(x)
+
+    def tokens(self, x):
+        x = self.blocks(self.embed(x))
         return x if self.avg else self.norm(x)
+
+    def layer_tokens(self, x, every=False):
+        """The patch tokens [B, T, D] after every block (every) or after
+        the last, through the final norm and without the prefix token:
+        timm's get_intermediate_layers(norm=True), which GATE's encoders
+        return as per_layer_raw_features. An avg-pool ViT has no norm
+        before its pooling (timm's is an Identity there), so its tokens
+        come as the blocks leave them."""
+        x = self.embed(x)
+        outs = []
+        for blk in self.blocks:
+            x = blk(x)
+            if every:
+                outs.append(x)
+        if not every:
+            outs = [x]
+        return [(o if self.avg else self.norm(o))[:, self.prefix:] for o in outs]
 
     def grid(self, x):
         """The patch tokens laid out on the patch grid, [B, D, H/p, W/p]."""
@@ -363,6 +384,63 @@ class Encoder(nn.Module):
             return self.spec["channels"][-1]
         return b.width
 
+    def gate(self, x, per_layer=False):
+        """What GATE's image encoders return (GATE@65192ec
+        gate/models/backbones/timm.py, TimmModel.forward), before GATE's
+        768 projection (which the adapters here own):
+
+          features                [B, F]  ViT: the mean of the final-normed
+                                          patch tokens; CNN: the global
+                                          average pool of the last map
+          raw_features            [B, T, D] the last layer's patch tokens,
+                                          or the last map as a sequence
+                                          (row-major), or None
+          per_layer_raw_features  ViT: every block's normed patch tokens
+                                  [B, T, D] (per_layer; else the last
+                                  only); CNN: [the last map [B, C, h, w]]
+
+        Prefix (class) tokens are dropped. Built for the protocol's heads
+        (TaskModel with a protocol): no dense layers (hidden) after the
+        trunk, no ViT fc_norm, no ConvNeXt head norm."""
+        b = self.body
+        if isinstance(b, ViT):
+            layers = b.layer_tokens(x, every=per_layer)
+            raw = layers[-1]
+            return {"features": raw.mean(dim=1), "raw_features": raw, "per_layer_raw_features": layers}
+        if isinstance(b, Flatten):
+            return {"features": self.forward(x), "raw_features": None, "per_layer_raw_features": None}
+        if library.is_library(self.spec["arch"]):
+            return library.gate_outputs(b, x, per_layer)
+        return library.map_outputs(b.trunk(x))
+
+    def gate_info(self, shape, per_layer=False):
+        """The sizes of gate()'s outputs for one input of shape [C, H, W]:
+        {"features": F, "raw": D or None, "layers": [("tokens", T, D) or
+        ("map", C), ...] or None}, worked out for gatepipe's
+        architectures, measured on a zero batch for library and user
+        models."""
+        b = self.body
+        if isinstance(b, ViT):
+            p, d = self.spec["patch"], b.width
+            t = (shape[1] // p) * (shape[2] // p)
+            return {"features": d, "raw": d, "layers": [("tokens", t, d)] * (len(b.blocks) if per_layer else 1)}
+        if isinstance(b, Flatten):
+            return {"features": self.width, "raw": None, "layers": None}
+        if not library.is_library(self.spec["arch"]):
+            c = self.spatial_width()
+            return {"features": c, "raw": c, "layers": [("map", c)]}
+        was = self.training
+        self.eval()
+        with torch.no_grad():
+            out = self.gate(torch.zeros(1, *shape), per_layer)
+        self.train(was)
+        raw = out["raw_features"]
+        layers = None
+        if out["per_layer_raw_features"] is not None:
+            layers = [("map", int(t.shape[1])) if t.dim() == 4 else ("tokens", int(t.shape[1]), int(t.shape[2]))
+                      for t in out["per_layer_raw_features"]]
+        return {"features": int(out["features"].shape[1]), "raw": None if raw is None else int(raw.shape[2]), "layers": layers}
+
 
 class Model(nn.Module):
     """An encoder and a linear head (head.weight, head.bias)."""
@@ -452,14 +530,32 @@ class RetrievalHead(nn.Module):
 class TaskModel(nn.Module):
     """An encoder with the head of one of gatepipe's eight task families,
     in gatepipe's tensor names (encoder.*, head.*). forward returns the
-    logits the family's loss takes (retrieval: logits and embeddings)."""
+    logits the family's loss takes (retrieval: logits and embeddings).
 
-    def __init__(self, task, spec, shape, outputs, qlen=0, vocab=0):
+    With a protocol card (the job's "protocol"), the head is GATE's task
+    adapter for the family (adapters/), at the card's sizes, on GATE's
+    view of the encoder (Encoder.gate); text is the job's text tower
+    configuration for the adapters that read one. Without, gatepipe's
+    compact heads."""
+
+    def __init__(self, task, spec, shape, outputs, qlen=0, vocab=0, protocol=None, text=None):
         super().__init__()
         self.task, self.sizes = task, head_sizes(spec)
+        self.protocol = protocol or None
         h = self.sizes
         clips = task in ("video", "video_regression")
         frame = shape[1:] if clips else shape
+        if self.protocol is not None:
+            from . import adapters
+            adapters.check(task, self.protocol)
+            # GATE's features are the trunk's pooled map or tokens: no dense
+            # layers after it, no ViT fc_norm or ConvNeXt head norm (an MLP
+            # encoder keeps its layers: they are all it has).
+            self.encoder = Encoder(spec, frame, dense=spec.get("arch") != "mlp")
+            info = self.encoder.gate_info(frame, per_layer=task == "segmentation")
+            tower = adapters.build_text(self.protocol, text) if task in adapters.TEXT_FAMILIES else None
+            self.head = adapters.build(task, self.protocol, info, outputs, frame[0], tower)
+            return
         # A dense head takes the trunk's map: no dense layers after it.
         self.encoder = Encoder(spec, frame, dense=task == "segmentation")
         f = self.encoder.width
@@ -476,8 +572,14 @@ class TaskModel(nn.Module):
         else:
             self.head = nn.Linear(f, outputs)
 
-    def forward(self, x, q=None, episode=None):
+    def forward(self, x, q=None, episode=None, size=None):
+        """size: the segmentation logits' [H, W] with a protocol (the
+        masks'; default the input's)."""
         t = self.task
+        if self.protocol is not None:
+            if t == "segmentation":
+                return self.head(self.encoder.gate, x, size=size)
+            return self.head(self.encoder.gate, x, q=q, episode=episode)
         if t == "segmentation":
             z = self.head(self.encoder.spatial(x))
             return F.interpolate(z, size=x.shape[2:], mode="bilinear", align_corners=False)
@@ -509,11 +611,17 @@ def gatepipe_names(model):
     return out
 
 
-def load_weights(model, path):
-    """Loads every tensor of model from a safetensors file in gatepipe's names."""
+def load_weights(model, path, required=None):
+    """Loads every tensor of model from a safetensors file in gatepipe's
+    names. With required (a tuple of name prefixes, ("encoder.",) for
+    GATE's adapters, which torch initialises from the seed), only the
+    tensors under them must be there; the others are loaded where the
+    file has them."""
     f = SafeTensors(path)
     names = gatepipe_names(model)
     state = model.state_dict()
+    if required is not None:
+        names = {g: local for g, local in names.items() if g.startswith(tuple(required)) or g in f.header}
     missing = [g for g in names if g not in f.header]
     if missing:
         raise SystemExit("%s: missing %d of the model's tensors: %s" % (path, len(missing), ", ".join(sorted(missing)[:8])))
@@ -530,13 +638,21 @@ def init_weights(model, cfg, log):
     (cfg["weights"], what gatepipe draws or the encoder's), else, for a
     timm or torchvision encoder, torch's seeded initialisation and the
     encoder's own state dict (cfg["library_weights"]) where given (the
-    caller seeds torch before building the model)."""
+    caller seeds torch before building the model). With a protocol, the
+    file needs only the encoder's tensors (GATE's adapter starts from
+    torch's seeded initialisation), and the text tower loads CLIP's
+    weights from cfg["text"]["weights"] where given."""
+    protocol = getattr(model, "protocol", None)
     if cfg.get("weights"):
-        load_weights(model, cfg["weights"])
+        load_weights(model, cfg["weights"], ("encoder.",) if protocol is not None else None)
     elif not library.is_library(cfg["encoder"].get("arch")):
         raise SystemExit("no weights for a %s encoder: gatepipe writes them" % cfg["encoder"].get("arch"))
     if cfg.get("library_weights"):
         library.load_own_weights(model.encoder.body, cfg["library_weights"], log)
+    text = getattr(getattr(model, "head", None), "text", None)
+    if protocol is not None and text is not None and (cfg.get("text") or {}).get("weights"):
+        from .cliptext import load_hub
+        load_hub(text, cfg["text"]["weights"], log)
 
 
 def convolutional(spec):

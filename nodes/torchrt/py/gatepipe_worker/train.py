@@ -121,7 +121,11 @@ def standardizer(t):
     return mean, std
 
 
-def task_loss(task, out, target, extra):
+def task_loss(task, out, target, extra, loss=None):
+    """The training loss: gatepipe's per family, or loss (a protocol's,
+    adapters.Loss) where given."""
+    if loss is not None:
+        return loss(out, target)
     if task == "multilabel":
         return F.binary_cross_entropy_with_logits(out.float(), target)
     if task in REGRESSION:
@@ -188,8 +192,19 @@ def val_metrics(task, pred, tg, classes, episodes=None):
             out["aps"] = 100 * float(np.mean(aps))
         return out
     if task == "segmentation":
-        best, ptrue = pred  # from Trainer.dense
+        best, ptrue, psum = pred  # from Trainer.dense
         loss = -torch.log(ptrue.double() + 1e-7).mean().item()
+        # GATE's soft Dice score (1 - its DiceLoss with ignore_index 0), a
+        # fraction: per image and class (2 sum p t + 1) / (sum p + sum t + 1),
+        # label-0 pixels zeroed in the truth, averaged over classes and images.
+        dice_sum = 0.0
+        for a, b in ranges(best.shape[0], 64):
+            y = tg.labels(torch.arange(a, b)).flatten(1).cpu()
+            keep = (y != 0).double()
+            pt = ptrue[a:b].double() * keep
+            inter = torch.zeros(b - a, classes, dtype=torch.float64).scatter_add_(1, y, pt)
+            truth = torch.zeros(b - a, classes, dtype=torch.float64).scatter_add_(1, y, keep)
+            dice_sum += ((2 * inter + 1) / (psum[a:b].double() + truth + 1)).mean(dim=1).sum().item()
         # The confusion a block of masks at a time: the split's are not held.
         conf = torch.zeros(classes * classes, dtype=torch.float64)
         for a, b in ranges(best.shape[0], 64):
@@ -198,7 +213,8 @@ def val_metrics(task, pred, tg, classes, episodes=None):
         conf = conf.view(classes, classes)
         tp, truth, predicted = conf.diag(), conf.sum(dim=1), conf.sum(dim=0)
         present = (truth + predicted) > 0
-        out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(best.numel(), 1)}
+        out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(best.numel(), 1),
+               "soft_dice": dice_sum / max(best.shape[0], 1)}
         if present.any():
             out["miou"] = 100 * (tp / (truth + predicted - tp))[present].mean().item()
             out["dice"] = 100 * (2 * tp / (truth + predicted))[present].mean().item()
@@ -222,8 +238,10 @@ def retrieval_metrics(emb, tg):
     img = e[:, :d] / (e[:, :d].norm(dim=1, keepdim=True) + 1e-12)
     txt = e[:, d:] / (e[:, d:].norm(dim=1, keepdim=True) + 1e-12)
     sim = img @ txt.T
-    q = tg.q
-    same = (q.unsqueeze(1) == q.unsqueeze(0)).all(dim=2)
+    # Which captions are the same text (equal token rows): through each
+    # row's index among the distinct rows, not an [N, N, L] comparison.
+    _, inv = torch.unique(tg.q, dim=0, return_inverse=True)
+    same = inv.unsqueeze(1) == inv.unsqueeze(0)
     out = {}
     for name, s in (("i2t", sim), ("t2i", sim.T)):
         order = torch.from_numpy(np.argsort(-s.cpu().numpy(), axis=1, kind="stable")).to(s.device)
@@ -247,7 +265,9 @@ def episode_metrics(probs, settings):
     return {"acc1": sum(accs) / len(accs), "loss": sum(losses) / len(losses)}
 
 
-def selection_score(task, m):
+def selection_score(task, m, protocol=None):
+    if protocol and protocol.get("selection", {}).get("metric") == "Dice Score":
+        return m.get("soft_dice", 0.0)
     if task == "multilabel":
         return m.get("aps", 0.0)
     if task in REGRESSION:
@@ -268,18 +288,27 @@ class Trainer:
         self.inputs = Inputs(store, cfg.get("preprocess"), run.device, channels_last=self.conv)
         self.outputs = int(cfg["outputs"])
         seed = int(self.rec.get("seed") or 0)
-        torch.manual_seed(seed)  # a library encoder's initialisation (gatepipe draws the rest)
+        torch.manual_seed(seed)  # a library encoder's and GATE's adapters' initialisation (gatepipe draws the rest)
+        self.protocol = cfg.get("protocol") or None
+        adapters = None
+        if self.protocol:
+            # GATE's adapters (a subpackage: imported only for a protocol).
+            from . import adapters
         self.model = TaskModel(self.task, cfg["encoder"], self.inputs.out_shape(), self.outputs,
-                               int(cfg.get("qlen") or 0), int(cfg.get("vocab") or 0))
+                               int(cfg.get("qlen") or 0), int(cfg.get("vocab") or 0),
+                               protocol=self.protocol, text=cfg.get("text"))
+        self.loss = adapters.Loss(self.task, self.protocol) if adapters is not None else None
         init_weights(self.model, cfg, lambda msg: run.log({"weights": msg}))
         self.model.to(run.device)
         if self.conv:  # oneDNN's and cuDNN's fastest layout for convolutions
             self.model = self.model.to(memory_format=torch.channels_last)
         self.probe = bool(self.rec.get("linear_probe"))
-        self.learn = [p for name, p in self.model.named_parameters() if not (self.probe and name.startswith("encoder."))]
+        # A probe freezes the encoder (and the text tower of GATE's adapters, part of GATE's encoder).
+        frozen = ("encoder.", "head.text.") if self.protocol else ("encoder.",)
+        self.learn = [p for name, p in self.model.named_parameters() if not (self.probe and name.startswith(frozen))]
         if self.probe:
             for name, p in self.model.named_parameters():
-                p.requires_grad_(not name.startswith("encoder."))
+                p.requires_grad_(not name.startswith(frozen))
         if not self.learn:
             raise SystemExit("nothing to train: the %s head has no parameters and the encoder is frozen" % self.task)
         self.opt = torch.optim.AdamW(self.learn, lr=self.rec["lr"], betas=(0.9, 0.999), eps=1e-8, weight_decay=self.rec["weight_decay"])
@@ -292,8 +321,22 @@ class Trainer:
         self.extra = None
         if self.task in REGRESSION:
             self.extra = standardizer(self.splits["train"][1].y.cpu())
+            if self.loss is not None:  # GATE's L1 on the raw targets: no standardising
+                self.extra = (torch.zeros_like(self.extra[0]), torch.ones_like(self.extra[1]))
             self.extra = (self.extra[0].to(run.device), self.extra[1].to(run.device))
         self.draws = SafeTensors(cfg["draws"])
+        if adapters is not None and self.protocol.get("text_encoder") and self.task in adapters.TEXT_FAMILIES:
+            # The text tower's token ids (CLIP's BPE, [N, 77]) in place of
+            # the store's word ids.
+            for name, (_, tg) in self.splits.items():
+                key = "text_ids_%s" % name
+                if key not in self.draws.header:
+                    raise SystemExit("%s: no %s (the %s split's CLIP token ids, which GATE's %s adapter reads)"
+                                     % (cfg["draws"], key, name, adapters.HEADS[self.task]))
+                ids = self.draws.tensor(key).long()
+                if ids.shape[0] != tg.n:
+                    raise SystemExit("%s: %s holds %d rows for %d examples" % (cfg["draws"], key, ids.shape[0], tg.n))
+                tg.q = ids.to(run.device)
         self.sizes = head_sizes(cfg["encoder"])
         self.eval_batch = int(cfg.get("eval_batch") or 256)
 
@@ -312,7 +355,10 @@ class Trainer:
             if self.task == "fewshot":
                 s = self.sizes
                 return self.model(x, episode=(s["ways"], shots or s["shots"], s["queries"])), None
-            return self.model(x, q), tg.labels(idx) if self.task != "retrieval" else None
+            y = tg.labels(idx) if self.task != "retrieval" else None
+            if self.protocol and self.task == "segmentation":  # GATE's adapter: logits at the masks' size
+                return self.model(x, q, size=tuple(y.shape[-2:])), y
+            return self.model(x, q), y
 
     def evaluate(self, split, states):
         """The ensemble's predictions on split (mean over states), and, for
@@ -351,12 +397,14 @@ class Trainer:
 
     def dense(self, split, states):
         """Segmentation: the ensemble's predicted class of every pixel and
-        its probability of the true class ([N, H*W] each, on the CPU),
-        which is what the metrics take, instead of N*H*W*K probabilities."""
+        its probability of the true class ([N, H*W] each, on the CPU), and
+        each image's class probabilities summed over its pixels ([N, K], for
+        the soft Dice score), which is what the metrics take, instead of
+        N*H*W*K probabilities."""
         self.model.eval()
         ex, tg = self.splits[split]
         keep = {k: v.clone() for k, v in self.model.state_dict().items()}
-        best, ptrue = [], []
+        best, ptrue, psum = [], [], []
         with torch.inference_mode():
             batches = ranges(ex.n, self.eval_batch)
             for (i, e), x in zip(batches, ex.stream(batches, readers(self.run))):
@@ -371,8 +419,9 @@ class Trainer:
                 y = tg.labels(idx)
                 best.append(total.argmax(dim=1).flatten(1).to(torch.int32).cpu())
                 ptrue.append(total.gather(1, y.unsqueeze(1)).flatten(1).cpu())
+                psum.append(total.flatten(2).sum(dim=2).cpu())
         self.model.load_state_dict(keep)
-        return torch.cat(best), torch.cat(ptrue)
+        return torch.cat(best), torch.cat(ptrue), torch.cat(psum)
 
     def train_mode(self):
         # A linear probe keeps the frozen encoder's batch norms on their running statistics.
@@ -404,7 +453,7 @@ def job_train(run):
         idx = order[it - 1]
         out, y = t.forward("train", idx, x=next(feed))
         loss = task_loss(t.task, out, y if t.task != "fewshot" else
-                         torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"]), t.extra)
+                         torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"]), t.extra, t.loss)
         t.opt.zero_grad(set_to_none=True)
         loss.backward()
         t.opt.step()
@@ -428,7 +477,7 @@ def job_train(run):
             vp = t.evaluate("val", [current])
             m = val_metrics(t.task, vp, t.splits["val"][1], t.outputs)
             entry["val"] = m
-            kept.append({"iteration": it, "score": selection_score(t.task, m), "state": current})
+            kept.append({"iteration": it, "score": selection_score(t.task, m, t.cfg.get("protocol")), "state": current})
             kept.sort(key=lambda c: -c["score"])  # stable: earlier first among ties
             kept = kept[:top_k]
             if m["loss"] < best_loss * (1 - rec["plateau_threshold"]):
@@ -452,7 +501,7 @@ def job_train(run):
     if t.task == "fewshot":
         write_safetensors(os.path.join(work, "pred.safetensors"), {"pred_%d" % k: p.cpu() for k, p in zip(cfg["eval_shots"], pred)})
     elif t.task == "segmentation":
-        write_safetensors(os.path.join(work, "pred.safetensors"), {"best": pred[0], "ptrue": pred[1]})
+        write_safetensors(os.path.join(work, "pred.safetensors"), {"best": pred[0], "ptrue": pred[1], "psum": pred[2].float()})
     else:
         write_safetensors(os.path.join(work, "pred.safetensors"), {"pred": pred.cpu()})
     names = {local: g for g, local in gatepipe_names(t.model).items()}

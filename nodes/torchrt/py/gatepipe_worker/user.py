@@ -13,7 +13,11 @@ pooled features [B, F], or a dict with
 Grey images (C = 1) are repeated to three channels unless the module has
 in_channels = 1; a video's frames reach it one by one, as images. Tokens
 [B, T, D] are laid on their square grid for dense heads (a leading class
-token, T = 1 + n*n, is dropped).
+token, T = 1 + n*n, is dropped). GATE's adapters (a train job with a
+protocol) read all three as GATE's encoders give them (gate_outputs):
+the features, the raw features as a token sequence, and the per-layer
+features (the segmentation decoder's input; the raw features alone where
+there are none).
 
 Run as a script (python -c SOURCE JSON), it checks one such encoder on a
 fake batch and prints what it found as JSON: gatepipe's plan does this.
@@ -110,6 +114,7 @@ class UserEncoder(nn.Module):
             self.user_module = load(spec["arch"], spec.get("args"))
         except Exception as e:
             raise SystemExit("encoder %s: %s" % (spec["arch"], error_line(e, split(spec["arch"])[0])))
+        self.arch = spec["arch"]
         self.grey_to_rgb = shape[0] == 1 and getattr(self.user_module, "in_channels", 3) != 1
         self.input_shape = list(shape)
         was = self.training
@@ -126,11 +131,47 @@ class UserEncoder(nn.Module):
     def forward(self, x):
         return outputs(self.user_module(self.prep(x)), x.shape[0])[0]
 
+    def gate(self, x):
+        """GATE's encoder outputs (gate_outputs) for GATE's adapters."""
+        try:
+            return gate_outputs(self.user_module(self.prep(x)), x.shape[0])
+        except ValueError as e:
+            raise SystemExit("encoder %s: %s" % (self.arch, e))
+
     def trunk(self, x):
         _, raw = outputs(self.user_module(self.prep(x)), x.shape[0])
         if raw is None:
             raise SystemExit("this encoder's forward gives no raw_features; dense heads (segmentation) need them: return a dict with features and raw_features")
         return as_map(raw)
+
+
+def drop_class_token(t):
+    """Tokens [B, T, D] less a leading class token (T = 1 + n*n), as
+    as_map lays them out; others as they are."""
+    if t.dim() == 3:
+        n = t.shape[1]
+        if math.isqrt(n) ** 2 != n and math.isqrt(n - 1) ** 2 == n - 1:
+            return t[:, 1:]
+    return t
+
+
+def gate_outputs(out, batch):
+    """GATE's encoder outputs of what the module's forward returned:
+    features as given; raw_features as tokens [B, T, D] (a map laid out
+    row-major as a sequence, a leading class token dropped); per-layer
+    raw features as given (tokens less a class token, or maps), else the
+    raw features alone (as the map where they are one)."""
+    feats, raw = outputs(out, batch)
+    per = out.get("per_layer_raw_features") if isinstance(out, dict) else None
+    if per is not None:
+        if isinstance(per, torch.Tensor) or not all(isinstance(t, torch.Tensor) and t.dim() in (3, 4) and t.shape[0] == batch for t in per) or not per:
+            raise ValueError("per_layer_raw_features must be a list of tokens [%d, T, D] or maps [%d, C, h, w]" % (batch, batch))
+        per = [drop_class_token(t) for t in per]
+    elif raw is not None:
+        per = [drop_class_token(raw)]
+    if raw is not None:
+        raw = raw.flatten(2).transpose(1, 2) if raw.dim() == 4 else drop_class_token(raw)
+    return {"features": feats, "raw_features": raw, "per_layer_raw_features": per}
 
 
 def error_line(e, path):
