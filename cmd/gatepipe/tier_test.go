@@ -131,12 +131,12 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains six benchmarks")
 	}
-	// GATE's adapters (the tiers' default) train on CPU torch at their
+	// GATE's adapters (adapters = "gate") train on CPU torch at their
 	// test sizes; the Go runtime trains the relational and retrieval heads.
 	torchtest.Need(t, "torch")
 	hub, srv := newTierHub(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, `adapters = "compact"`, fmt.Sprintf("python  = %q", torchtest.Python()), 1))
+	writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, `adapters = "compact"`, fmt.Sprintf("python  = %q\n  adapters = \"gate\"", torchtest.Python()), 1))
 	cache := filepath.Join(t.TempDir(), "c")
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	hub.token = "hf_tier"

@@ -298,10 +298,9 @@ func (n *Node) measuredRow(pool, mine *eevee.Matrix) ([]float64, string, error) 
 }
 
 // checkScales refuses a measured value on another scale than the pool's
-// column it is compared with: more than 10 times the median magnitude of
-// the column's values and more than the largest of them (a percentage
-// against a fraction column, as ACDC's Dice once was), never a silent
-// prediction. A value far below the column is not refused: an encoder may
+// column it is compared with: above 1 in a column of fractions and more
+// than 10 times its median magnitude (a percentage against a fraction
+// column, as ACDC's Dice once was), never a silent prediction. A value far below the column is not refused: an encoder may
 // be that bad; nor is a loss.
 func checkScales(pool *eevee.Matrix, row []float64) error {
 	var bad []string
@@ -321,7 +320,7 @@ func checkScales(pool *eevee.Matrix, row []float64) error {
 		}
 		sort.Float64s(mags)
 		med, top := mags[len(mags)/2], mags[len(mags)-1]
-		if med > 0 && math.Abs(v) > 10*med && math.Abs(v) > top {
+		if top <= 1 && math.Abs(v) > 1 && math.Abs(v) > 10*med {
 			bad = append(bad, fmt.Sprintf("%s measured %.4g, the paper's column %.4g-%.4g (median %.4g): %.0fx", c.Name(), v, mags[0], top, med, math.Abs(v)/med))
 		}
 	}
