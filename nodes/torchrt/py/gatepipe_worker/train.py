@@ -192,13 +192,13 @@ def val_metrics(task, pred, tg, classes, episodes=None):
             out["aps"] = 100 * float(np.mean(aps))
         return out
     if task == "segmentation":
-        best, ptrue, psum = pred  # from Trainer.dense
+        best, ptrue, psum = pred if len(pred) == 3 else (pred[0], pred[1], None)  # from Trainer.dense
         loss = -torch.log(ptrue.double() + 1e-7).mean().item()
         # GATE's soft Dice score (1 - its DiceLoss with ignore_index 0), a
         # fraction: per image and class (2 sum p t + 1) / (sum p + sum t + 1),
         # label-0 pixels zeroed in the truth, averaged over classes and images.
         dice_sum = 0.0
-        for a, b in ranges(best.shape[0], 64):
+        for a, b in ranges(best.shape[0] if psum is not None else 0, 64):
             y = tg.labels(torch.arange(a, b)).flatten(1).cpu()
             keep = (y != 0).double()
             pt = ptrue[a:b].double() * keep
@@ -214,7 +214,9 @@ def val_metrics(task, pred, tg, classes, episodes=None):
         tp, truth, predicted = conf.diag(), conf.sum(dim=1), conf.sum(dim=0)
         present = (truth + predicted) > 0
         out = {"loss": loss, "overall_acc": 100 * tp.sum().item() / max(best.numel(), 1),
-               "soft_dice": dice_sum / max(best.shape[0], 1)}
+               }
+        if psum is not None:
+            out["soft_dice"] = dice_sum / max(best.shape[0], 1)
         if present.any():
             out["miou"] = 100 * (tp / (truth + predicted - tp))[present].mean().item()
             out["dice"] = 100 * (2 * tp / (truth + predicted))[present].mean().item()

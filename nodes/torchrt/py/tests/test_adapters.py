@@ -399,7 +399,7 @@ class FullSizeTest(unittest.TestCase):
         # 12,583,936, its instance norm's weight and bias 2,048, Conv1d(1024, K)
         self.assertEqual(self.counts("segmentation", vit1024, 150), 125844486 + 1025 * 150)
         # GATE's 8 transformer blocks (not applied by GATE): 50,415,616 more
-        self.assertEqual(self.counts("segmentation", vit1024, 150, apply_blocks=True), 125844486 + 50415616 + 1025 * 150)
+        self.assertEqual(self.counts("segmentation", vit1024, 150, blocks_applied=True), 125844486 + 50415616 + 1025 * 150)
         # at 224 px the 196 tokens go to the 64 x 64 grid by Conv1d(196, 4096)
         self.assertEqual(self.counts("segmentation", vit224, 150), 125844486 + 806912 + 1025 * 150)
         # stem, image Linear(768, 512) and text Linear(512, 512) without
