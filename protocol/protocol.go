@@ -35,6 +35,16 @@ type Head struct {
 	BlocksApplied *bool `json:"blocks_applied,omitempty"`
 }
 
+// TextTower is the text transformer's sizes: CLIP ViT-B/16's (width 512,
+// 12 layers, 8 heads) with its pretrained weights at full scale; a
+// capped scale's smaller tower starts from the seed (mechanics only).
+type TextTower struct {
+	Width      int  `json:"width"`
+	Layers     int  `json:"layers"`
+	Heads      int  `json:"heads"`
+	Pretrained bool `json:"pretrained"`
+}
+
 // Selection is the validation metric checkpoints are ranked by.
 type Selection struct {
 	Metric    string `json:"metric"`
@@ -61,8 +71,10 @@ type Card struct {
 	Head    Head   `json:"head"`
 	// Stem is the input stem before the encoder ("instance_norm").
 	Stem string `json:"stem,omitempty"`
-	// TextEncoder is the Hub id of the text tower, or nil.
-	TextEncoder *string   `json:"text_encoder"`
+	// TextEncoder is the Hub id of the text tower, or nil; Text its
+	// sizes.
+	TextEncoder *string    `json:"text_encoder"`
+	Text        *TextTower `json:"text,omitempty"`
 	Loss        string    `json:"loss"`
 	Metric      string    `json:"metric"`
 	Selection   Selection `json:"selection"`
@@ -86,6 +98,7 @@ type entry struct {
 	Head        *Head      `json:"head"`
 	Stem        *string    `json:"stem"`
 	TextEncoder *string    `json:"text_encoder"`
+	Text        *TextTower `json:"text"`
 	Loss        *string    `json:"loss"`
 	Metric      *string    `json:"metric"`
 	Selection   *Selection `json:"selection"`
@@ -207,6 +220,9 @@ func (c *Card) apply(e entry) {
 	if e.TextEncoder != nil {
 		c.TextEncoder = new(*e.TextEncoder)
 	}
+	if e.Text != nil && (c.Text != nil || c.TextEncoder != nil) {
+		c.Text = new(*e.Text)
+	}
 	set(&c.Loss, e.Loss)
 	set(&c.Metric, e.Metric)
 	set(&c.Selection, e.Selection)
@@ -291,6 +307,9 @@ func (c Card) Words() string {
 	}
 	if c.TextEncoder != nil {
 		fmt.Fprintf(&b, ", text %s", *c.TextEncoder)
+		if c.Text != nil && !c.Text.Pretrained {
+			fmt.Fprintf(&b, " (its tokenizer; a %d-layer width-%d tower from the seed)", c.Text.Layers, c.Text.Width)
+		}
 	}
 	fmt.Fprintf(&b, ", %s loss", strings.ReplaceAll(c.Loss, "_", " "))
 	if len(c.ImageSize) == 2 {

@@ -21,7 +21,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatepipe/gatepipe/text/cliptok"
 )
+
+// ModelPrefix marks a model repository among a Hub's repositories.
+const ModelPrefix = "models/"
+
+// CLIPText is the text tower's Hub model (GATE's): the smoke hub serves a
+// subset of its tokenizer (text/cliptok), which is all a capped scale
+// reads of it.
+const CLIPText = "openai/clip-vit-base-patch16"
 
 // Commit is the revision every fixture repository resolves to.
 const Commit = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -78,6 +88,7 @@ func SmallTier() (*Hub, error) {
 		"data/train-00000-of-00001.parquet": must(ACDCShard(60, 1)),
 		"data/test-00000-of-00001.parquet":  must(ACDCShard(30, 2)),
 	}
+	h.Repos[ModelPrefix+CLIPText] = cliptok.SubsetFiles()
 	h.URLs[CIFAR100URL] = CIFAR100Tarball()
 	zipped, splits, err := IWildCam(40)
 	errs = append(errs, err)
@@ -102,11 +113,18 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeRepos answers the Hub API and download paths (as a mirror lays
-// them out) for the given dataset repositories, every revision resolving
+// them out) for the given repositories (datasets, and models under
+// ModelPrefix), every revision resolving
 // to Commit; false when p is none of them.
 func ServeRepos(w http.ResponseWriter, p string, repos map[string]map[string][]byte, count *atomic.Int64) bool {
-	for repo, files := range repos {
-		api := "huggingface.co/api/datasets/" + repo + "/"
+	for key, files := range repos {
+		// A key "models/OWNER/NAME" is a model repository, any other a
+		// dataset's.
+		repo, kind, prefix := key, "datasets", "datasets/"+key
+		if m, ok := strings.CutPrefix(key, ModelPrefix); ok {
+			repo, kind, prefix = m, "models", m
+		}
+		api := "huggingface.co/api/" + kind + "/" + repo + "/"
 		switch {
 		case strings.HasPrefix(p, api+"revision/"):
 			json.NewEncoder(w).Encode(map[string]string{"sha": Commit})
@@ -118,8 +136,8 @@ func ServeRepos(w http.ResponseWriter, p string, repos map[string]map[string][]b
 			}
 			json.NewEncoder(w).Encode(listing(files, dir))
 			return true
-		case strings.HasPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+Commit+"/"):
-			if b, ok := files[strings.TrimPrefix(p, "huggingface.co/datasets/"+repo+"/resolve/"+Commit+"/")]; ok {
+		case strings.HasPrefix(p, "huggingface.co/"+prefix+"/resolve/"+Commit+"/"):
+			if b, ok := files[strings.TrimPrefix(p, "huggingface.co/"+prefix+"/resolve/"+Commit+"/")]; ok {
 				count.Add(int64(len(b)))
 				w.Write(b)
 				return true

@@ -18,7 +18,7 @@ import (
 // loadTargets reads the benchmark's splits' targets only (the torch
 // runtime reads the examples itself), with the shape the encoder sees.
 func (n *Node) loadTargets(meta *examplestore.Meta) (*loaded, error) {
-	d := &loaded{task: n.task}
+	d := &loaded{task: n.task, vocab: meta.Vocab}
 	shape := meta.Shape
 	switch {
 	case n.preprocess != nil && len(shape) == 3:
@@ -95,6 +95,11 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		b := max(recipe.BatchSize, 1)
 		ts = append(ts, safetensors.I32Tensor("batches", []int{recipe.Iterations, b}, train.DrawBatches(d.counts[0], b, recipe.Iterations, recipe.Seed)))
 	}
+	text, err := n.textTower(env, d)
+	if err != nil {
+		return nil, err
+	}
+	ts = append(ts, text.ids...)
 	draws := filepath.Join(scratch, "draws.safetensors")
 	if err := safetensors.WriteFile(draws, ts, nil); err != nil {
 		return nil, err
@@ -103,7 +108,7 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		"job": "train", "task": string(n.task), "encoder": enc, "weights": weights, "store": n.dataset, "preprocess": n.preprocess,
 		"outputs": d.outputs, "qlen": tr.QLen, "vocab": tr.Vocab, "recipe": recipe, "checkpoint_every": n.checkpointEvery,
 		"draws": draws, "eval_shots": evalShots, "precision": n.rt.Precision, "work": work, "library_weights": own,
-		"protocol": n.card,
+		"protocol": n.card, "text": text.cfg,
 	}
 	if err := torchrt.Run(ctx, env, env.OutDir, n.rt.Job(cfg)); err != nil {
 		return nil, err

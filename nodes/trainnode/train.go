@@ -160,7 +160,13 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 }
 
 // Downloads is the Hub model the encoder's weights name, if any.
-func (n *Node) Downloads() []sources.Ref { return n.weights.Downloads() }
+func (n *Node) Downloads() []sources.Ref {
+	refs := n.weights.Downloads()
+	if t, ok := n.textRef(); ok {
+		refs = append(refs, t)
+	}
+	return refs
+}
 
 // Fingerprint hashes the initial weights file; every other input is in
 // the configuration (the dataset path
@@ -209,6 +215,8 @@ type loaded struct {
 	// names renames metrics to the benchmark's matrix columns (the
 	// store's metric_names).
 	names map[string]string
+	// vocab are the store's words, by token (questions and captions).
+	vocab []string
 }
 
 // close releases the splits' mapped stores.

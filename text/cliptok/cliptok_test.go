@@ -12,8 +12,8 @@ import (
 )
 
 // fixtureDir is a cut-down openai/clip-vit-base-patch16 vocabulary with the
-// real ids (testdata/README.md says how it was made).
-const fixtureDir = "testdata/clip-vit-base-patch16"
+// real ids (subset/README.md says how it was made).
+const fixtureDir = "subset/clip-vit-base-patch16"
 
 // longText needs truncation at CLIP's context of 77: 12 x 9 = 108 ids.
 var longText = strings.Repeat("a photo of a cat on the table. ", 12)

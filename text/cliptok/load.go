@@ -31,7 +31,12 @@ const (
 // the first 48894 of its own file, which is all of Hugging Face's). Errors
 // name the file and, where there is one, the line.
 func Load(dir string) (*Tokenizer, error) {
-	vocabPath := filepath.Join(dir, vocabFile)
+	return LoadFiles(filepath.Join(dir, vocabFile), filepath.Join(dir, mergesFile))
+}
+
+// LoadFiles reads a tokenizer from its vocab.json and merges.txt where
+// they lie apart (a cache that stores files by content).
+func LoadFiles(vocabPath, mergesPath string) (*Tokenizer, error) {
 	data, err := os.ReadFile(vocabPath)
 	if err != nil {
 		return nil, fmt.Errorf("cliptok: read vocabulary: %w", err)
@@ -64,7 +69,6 @@ func Load(dir string) (*Tokenizer, error) {
 		}
 	}
 
-	mergesPath := filepath.Join(dir, mergesFile)
 	data, err = os.ReadFile(mergesPath)
 	if err != nil {
 		return nil, fmt.Errorf("cliptok: read merges: %w", err)

@@ -16,8 +16,8 @@
 // tokens stay 49406 and 49407). Keeping a subset of the merges that
 // includes every merge a word's full-vocabulary encoding applies gives that
 // word the same ids: at each step the lowest-ranked pair present is still
-// in the subset and still the lowest. See testdata/README.md for the
-// command that wrote testdata/clip-vit-base-patch16.
+// in the subset and still the lowest. See subset/README.md for the
+// command that wrote subset/clip-vit-base-patch16.
 package main
 
 import (

@@ -170,12 +170,11 @@ benchmark "b" {
 }
 
 # GATE's adapters (gate_protocol.json) at the scale's sizes, or
-# gatepipe's compact heads. The text tower of relational and retrieval
-# adapters is not wired yet: those keep the compact heads.
+# gatepipe's compact heads.
 adapter "head" {
   for_each = local.run
   task     = local.readable[each.key].adapter
-  protocol = local.gate && !contains(["relational", "retrieval"], local.readable[each.key].adapter) ? "gate" : null
+  protocol = local.gate ? "gate" : null
   scale    = contains(keys(local.protocol.scales), local.scale_name) ? local.scale_name : "full"
   ways     = local.s.ways
   shots    = local.s.shots
