@@ -34,16 +34,23 @@ variable "scale" {
   }
 }
 
+variable "adapters" {
+  description = "\"gate\" (GATE's task adapters, on the torch runtime) or \"compact\" (gatepipe's small heads, either runtime); null: the tier's default (gate)."
+  type        = string
+  default     = null
+}
+
 encoder "mine" {
   preset  = "resnet50"
   weights = var.weights
 }
 
 module "gate" {
-  source  = "stdlib/tiers/small"
-  encoder = encoder.mine
-  model   = "resnet50"
-  scale   = var.scale
+  source   = "stdlib/tiers/small"
+  encoder  = encoder.mine
+  model    = "resnet50"
+  scale    = var.scale
+  adapters = var.adapters
 }
 
 output "measured" {

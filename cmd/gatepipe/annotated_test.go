@@ -155,6 +155,7 @@ module "gate" {
   encoder    = encoder.mine
   model      = "tiny-convnet"
   scale      = "test"
+  adapters   = "compact"
 }
 
 output "measured" { value = module.gate.measured }

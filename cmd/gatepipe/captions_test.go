@@ -170,6 +170,7 @@ module "gate" {
   encoder    = encoder.mine
   model      = "tiny-convnet"
   scale      = "test"
+  adapters   = "compact"
 }
 
 output "not_run"  { value = module.gate.not_run }

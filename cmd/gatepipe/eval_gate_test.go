@@ -15,7 +15,7 @@ import (
 func TestEvalPlansBeforeItSpends(t *testing.T) {
 	cache := t.TempDir()
 	out := filepath.Join(t.TempDir(), "ev")
-	r := gp(t, cache, "eval", "-encoder", "mlp", "-tier", "small", "-out", out, "-devices", "cpu:2")
+	r := gp(t, cache, "eval", "-encoder", "mlp", "-tier", "small", "-adapters", "compact", "-out", out, "-devices", "cpu:2")
 	if r.code != exitRunFailure {
 		t.Fatalf("eval at full scale without a GPU: exit %d, want %d\n%s%s", r.code, exitRunFailure, r.stdout, r.stderr)
 	}

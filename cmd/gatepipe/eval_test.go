@@ -20,7 +20,7 @@ func TestEvalWritesThePipelineAndAppliesIt(t *testing.T) {
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	cache := filepath.Join(t.TempDir(), "c")
 	out := filepath.Join(t.TempDir(), "ev")
-	r := gpEnv(t, cache, env, "eval", "-encoder", "convnet", "-tier", "small", "-scale", "test", "-out", out)
+	r := gpEnv(t, cache, env, "eval", "-encoder", "convnet", "-tier", "small", "-scale", "test", "-adapters", "compact", "-out", out)
 	if r.code != 0 {
 		t.Fatalf("eval: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -30,7 +30,7 @@ func TestEvalWritesThePipelineAndAppliesIt(t *testing.T) {
 		}
 	}
 	hcl := readFile(filepath.Join(out, "main.hcl"))
-	for _, want := range []string{evalMarker, `arch = "convnet"`, `source  = "stdlib/tiers/small"`, `scale   = "test"`} {
+	for _, want := range []string{evalMarker, `arch = "convnet"`, `source   = "stdlib/tiers/small"`, `scale    = "test"`, `adapters = "compact"`} {
 		if !strings.Contains(hcl, want) {
 			t.Errorf("main.hcl lacks %q:\n%s", want, hcl)
 		}

@@ -17,13 +17,13 @@ func TestPlanSaysTheStoresCost(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"full", []string{"plan", "-timing=false", "../../examples/tier_small.hcl"}, []string{
+		{"full", []string{"plan", "-timing=false", "-var", "adapters=compact", "../../examples/tier_small.hcl"}, []string{
 			"Stores to write:",
 			"module.imagenet1k.dataset.data[0]  1,331,167 examples of [3 224 224] U8 as JPEG (quality 90): 31.1 GiB on disk, about ",
 			"MiB of memory at the peak",
 			"in all: ",
 		}},
-		{"cpu", []string{"plan", "-timing=false", "-var", "scale=cpu", "../../examples/tier_small.hcl"}, []string{
+		{"cpu", []string{"plan", "-timing=false", "-var", "scale=cpu", "-var", "adapters=compact", "../../examples/tier_small.hcl"}, []string{
 			"module.imagenet1k.dataset.data[0]  ",
 		}},
 	}

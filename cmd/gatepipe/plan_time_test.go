@@ -77,7 +77,7 @@ func TestAutoRuntimeFollowsTheMachine(t *testing.T) {
 			if c.name == "no gpus" { // whatever this machine has
 				env = append(env, "CUDA_VISIBLE_DEVICES=")
 			}
-			r := gpWith(t, env, "plan", "-timing=false", example)
+			r := gpWith(t, env, "plan", "-timing=false", "-var", "adapters=compact", example)
 			if r.code != exitOK {
 				t.Fatalf("plan: exit %d\n%s", r.code, r.stderr)
 			}
@@ -301,8 +301,9 @@ encoder "mine" {
   arch = "convnet"
 }
 module "gate" {
-  source  = "stdlib/tiers/small"
-  encoder = encoder.mine
+  source   = "stdlib/tiers/small"
+  encoder  = encoder.mine
+  adapters = "compact"
 }
 `)
 	env := append(withPath(t.TempDir()), "GATEPIPE_CACHE_DIR="+t.TempDir())

@@ -47,7 +47,7 @@ variable "protocol" {
 }
 
 variable "adapters" {
-  description = "\"gate\": GATE's own task adapters (stdlib/data/gate_protocol.json, SPEC §5.9), on the torch runtime; \"compact\": gatepipe's small heads, on either runtime (the default, until GATE's text tower is wired in)."
+  description = "\"gate\": GATE's own task adapters (stdlib/data/gate_protocol.json, SPEC §5.9), on the torch runtime; \"compact\": gatepipe's small heads, on either runtime. Default: gate, except with trainer = \"builtin\"."
   type        = string
   default     = null
   validation {

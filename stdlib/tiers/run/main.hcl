@@ -111,7 +111,7 @@ locals {
   # GATE's protocol table: its adapters, and at full scale the image
   # size each benchmark ran at (1024 px segmentation, 512 px ACDC).
   protocol = jsondecode(file("../../data/gate_protocol.json"))
-  gate     = coalesce(var.adapters, "compact") == "gate"
+  gate     = coalesce(var.adapters, var.trainer == "builtin" ? "compact" : "gate") == "gate"
   image_size = {
     for b, r in local.readable : b => local.scale_name == "full" && local.gate ? try(local.protocol.benchmarks[b].image_size, local.protocol.adapters[r.adapter].image_size) : local.s.image_size
   }
