@@ -241,12 +241,27 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 		add("Dice %", "dice", true)
 		add("CE Loss", "loss", false)
 	case Retrieval:
-		add("Img2Txt Acc@1", "i2t_acc1", true)
-		add("Img2Txt Acc@5", "i2t_acc5", true)
-		add("Img2Txt Loss", "i2t_loss", false)
-		add("Txt2Img Acc@1", "t2i_acc1", true)
-		add("Txt2Img Acc@5", "t2i_acc5", true)
-		add("Txt2Img Loss", "t2i_loss", false)
+		// The matrix's accuracies are GATE's in-batch (64) ones; the
+		// whole split's ranking is kept beside them.
+		if _, ok := m["i2t_inbatch_acc1"]; ok {
+			add("Img2Txt Acc@1", "i2t_inbatch_acc1", true)
+			add("Img2Txt Acc@5", "i2t_inbatch_acc5", true)
+			add("Img2Txt Loss", "i2t_loss", false)
+			add("Txt2Img Acc@1", "t2i_inbatch_acc1", true)
+			add("Txt2Img Acc@5", "t2i_inbatch_acc5", true)
+			add("Txt2Img Loss", "t2i_loss", false)
+			add("Img2Txt Acc@1 (whole split)", "i2t_acc1", true)
+			add("Img2Txt Acc@5 (whole split)", "i2t_acc5", true)
+			add("Txt2Img Acc@1 (whole split)", "t2i_acc1", true)
+			add("Txt2Img Acc@5 (whole split)", "t2i_acc5", true)
+		} else {
+			add("Img2Txt Acc@1", "i2t_acc1", true)
+			add("Img2Txt Acc@5", "i2t_acc5", true)
+			add("Img2Txt Loss", "i2t_loss", false)
+			add("Txt2Img Acc@1", "t2i_acc1", true)
+			add("Txt2Img Acc@5", "t2i_acc5", true)
+			add("Txt2Img Loss", "t2i_loss", false)
+		}
 		add("Text Score", "text_score", true)
 		add("Image Score", "image_score", true)
 		add("Group Score", "group_score", true)

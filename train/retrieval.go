@@ -115,7 +115,57 @@ func groupRetrievalMetrics(g int, emb [][]float32) map[string]float64 {
 		"text_score": 100 * text / items, "image_score": 100 * image / items, "group_score": 100 * both / items,
 	}
 	out["loss"] = (out["i2t_loss"] + out["t2i_loss"]) / 2
+	inBatch(sim, out)
 	return out
+}
+
+// inBatchSize is the batch GATE's retrieval accuracies are computed in
+// (its zero-shot tier's batch of 64: chance is 1/64).
+const inBatchSize = 64
+
+// inBatch adds the matrix's retrieval accuracies as GATE's evaluator
+// computes them (gate/models/task_adapters/utils/helpers.py): the split in
+// consecutive batches of 64 (the last one shorter), in each the share of
+// images whose own caption is the most (top-5) similar of the batch's and
+// the reverse, averaged over the batches: i2t_inbatch_acc1,
+// t2i_inbatch_acc1 and the Acc@5s.
+func inBatch(sim [][]float64, out map[string]float64) {
+	n := len(sim)
+	var sums [4]float64
+	batches := 0
+	for a := 0; a < n; a += inBatchSize {
+		b := min(a+inBatchSize, n)
+		var hits [4]float64
+		for q := a; q < b; q++ {
+			// The rank of the own pair among the batch's, each way.
+			var above [2]int
+			for j := a; j < b; j++ {
+				if j == q {
+					continue
+				}
+				if sim[q][j] > sim[q][q] {
+					above[0]++
+				}
+				if sim[j][q] > sim[q][q] {
+					above[1]++
+				}
+			}
+			for k := range 2 {
+				hits[2*k] += b2f(above[k] == 0)
+				hits[2*k+1] += b2f(above[k] < 5)
+			}
+		}
+		for k := range sums {
+			sums[k] += 100 * hits[k] / float64(b-a)
+		}
+		batches++
+	}
+	if batches == 0 {
+		return
+	}
+	for k, key := range []string{"i2t_inbatch_acc1", "i2t_inbatch_acc5", "t2i_inbatch_acc1", "t2i_inbatch_acc5"} {
+		out[key] = sums[k] / float64(batches)
+	}
 }
 
 // ownBest reports whether candidate self of g scores strictly above every

@@ -41,3 +41,24 @@ func TestGATESegmentationScores(t *testing.T) {
 		t.Errorf("matrix columns: %v", names)
 	}
 }
+
+// TestInBatchRetrieval: GATE's accuracies over consecutive batches of 64,
+// averaged over the batches (the last one shorter).
+func TestInBatchRetrieval(t *testing.T) {
+	n := 66
+	sim := make([][]float64, n)
+	for i := range sim {
+		sim[i] = make([]float64, n)
+		sim[i][i] = 1
+	}
+	sim[0][1] = 2 // image 0 prefers caption 1; caption 1 prefers image 0
+	sim[0][65] = 5 // outside image 0's batch: it does not count
+	out := map[string]float64{}
+	inBatch(sim, out)
+	want := (100*63.0/64 + 100) / 2
+	for k, v := range map[string]float64{"i2t_inbatch_acc1": want, "t2i_inbatch_acc1": want, "i2t_inbatch_acc5": 100, "t2i_inbatch_acc5": 100} {
+		if math.Abs(out[k]-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, out[k], v)
+		}
+	}
+}
