@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/internal/annotatedfixture"
+	"github.com/gatepipe/gatepipe/internal/torchtest"
 	"github.com/gatepipe/gatepipe/internal/videofixture"
 )
 
@@ -114,7 +115,7 @@ func allTiersHub(t *testing.T) (*tierHub, *httptest.Server) {
 // benchmarks) and big (21) tiers at the "test" scale to fixtures of all
 // their benchmarks through a mirror: each measures every benchmark of its
 // tier (not_run is empty), reports a placement among the paper's
-// encoders, and the big tier reuses what the base tier trained.
+// encoders; big trains GATE's adapters (the tiers' default) on torch.
 func TestBaseAndBigTiersMeasureEveryBenchmark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 23 benchmarks")
@@ -124,16 +125,21 @@ func TestBaseAndBigTiersMeasureEveryBenchmark(t *testing.T) {
 	hub.token = "hf_tier"
 	env := []string{"GATEPIPE_MIRROR=" + srv.URL, "GATEPIPE_MIRROR_CREDENTIALS=" + srv.URL, "HOME=" + t.TempDir(), "HF_TOKEN=hf_tier", "KAGGLE_USERNAME=ada", "KAGGLE_KEY=kaggle-key-123"}
 	cache := filepath.Join(t.TempDir(), "c")
+	// base with gatepipe's compact heads (the Go runtime), big with
+	// GATE's adapters and text tower on CPU torch: every task family.
+	torchtest.Need(t, "torch")
 	for _, c := range []struct {
-		tier  string
-		count int
-		some  []string
+		tier     string
+		count    int
+		some     []string
+		adapters string
 	}{
-		{"base", 15, []string{`"nyu"`, `"winoground"`, `"nycc"`, `"hmdb51"`, `"coco-10k"`, `"food101"`}},
-		{"big", 21, []string{`"kinetics"`, `"places365"`, `"chexpert"`, `"ucf"`, `"coco-164k"`, `"flickr30k"`}},
+		{"base", 15, []string{`"nyu"`, `"winoground"`, `"nycc"`, `"hmdb51"`, `"coco-10k"`, `"food101"`}, `adapters = "compact"`},
+		{"big", 21, []string{`"kinetics"`, `"places365"`, `"chexpert"`, `"ucf"`, `"coco-164k"`, `"flickr30k"`}, fmt.Sprintf("python  = %q", torchtest.Python())},
 	} {
 		dir := t.TempDir()
-		writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(tierPipeline, "stdlib/tiers/small", "stdlib/tiers/"+c.tier, 1))
+		main := strings.Replace(tierPipeline, "stdlib/tiers/small", "stdlib/tiers/"+c.tier, 1)
+		writeFile(t, filepath.Join(dir, "main.hcl"), strings.Replace(main, `adapters = "compact"`, c.adapters, 1))
 		r := gpEnv(t, cache, env, "apply", dir)
 		if r.code != 0 {
 			filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
