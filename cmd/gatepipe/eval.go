@@ -57,10 +57,10 @@ type evalConfig struct {
 	encoder, weights, tier, runtime, scale, model, out, python string
 	// adapters is the tiers' adapters: "gate" or "compact" ("": the
 	// tier's default).
-	adapters string
-	seeds                                                      []uint64
-	gpus                                                       int
-	autoApprove                                                bool
+	adapters    string
+	seeds       []uint64
+	gpus        int
+	autoApprove bool
 }
 
 // evalFlagNames are eval's own flags; any other flag goes to apply.
