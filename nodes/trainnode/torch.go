@@ -72,7 +72,13 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 	}
 	var ts []safetensors.Tensor
 	var evalShots []int
-	if n.task == train.FewShot {
+	if n.gateEpisodes() { // GATE's variable episodes (gateepisodes.go)
+		gate, err := n.gateEpisodeDraws(tr, val, test, recipe.Iterations, recipe.Seed, work)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, gate...)
+	} else if n.task == train.FewShot {
 		eps, err := train.TrainEpisodes(tr, enc.Head, recipe.Iterations, recipe.Seed)
 		if err != nil {
 			return nil, fmt.Errorf("training split: %w", err)
@@ -109,6 +115,9 @@ func (n *Node) fitOnTorch(ctx context.Context, env *nodes.Env, d *loaded, recipe
 		"outputs": d.outputs, "qlen": tr.QLen, "vocab": tr.Vocab, "recipe": recipe, "checkpoint_every": n.checkpointEvery,
 		"draws": draws, "eval_shots": evalShots, "precision": n.rt.Precision, "work": work, "library_weights": own,
 		"protocol": n.card, "text": text.cfg,
+	}
+	if n.gateEpisodes() {
+		cfg["episodes"] = gateLayout
 	}
 	if err := torchrt.Run(ctx, env, env.OutDir, n.rt.Job(cfg)); err != nil {
 		return nil, err
@@ -176,6 +185,12 @@ func readTorchResult(work string, task train.Task, h train.HeadSpec, test *train
 			out[i] = v[i*w : (i+1)*w]
 		}
 		return out, nil
+	}
+	if task == train.FewShot && gateEpisodesDrawn(work) {
+		if res.Metrics, err = gateEpisodeMetrics(work, f); err != nil {
+			return nil, fmt.Errorf("torch runtime output: %w", err)
+		}
+		return res, nil
 	}
 	if task == train.FewShot {
 		var probs [][][]float32

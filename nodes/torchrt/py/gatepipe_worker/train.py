@@ -8,6 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import gateepisodes
 from .models import TaskModel, convolutional, gatepipe_names, head_sizes, init_weights
 from .loader import Batches, ranges, readers
 from .storage import Inputs, SafeTensors, Store, write_safetensors
@@ -255,8 +256,11 @@ def retrieval_metrics(emb, tg):
     return out
 
 
-def episode_metrics(probs, settings):
-    """probs: per setting (shots), [episodes, ways*queries, ways]."""
+def episode_metrics(probs, episodes=None):
+    """probs: per setting (shots), [episodes, ways*queries, ways]; with
+    GATE's episodes, each episode's query probabilities."""
+    if episodes is not None:
+        return gateepisodes.metrics(probs, episodes)
     accs, losses = [], []
     for p in probs:
         ways = p.shape[2]
@@ -327,6 +331,8 @@ class Trainer:
                 self.extra = (torch.zeros_like(self.extra[0]), torch.ones_like(self.extra[1]))
             self.extra = (self.extra[0].to(run.device), self.extra[1].to(run.device))
         self.draws = SafeTensors(cfg["draws"])
+        self.episodes = gateepisodes.load(  # GATE's variable episodes ({split: Episodes}), or None
+            cfg, self.draws, run.device, {s: ex.n for s, (ex, _) in self.splits.items()})
         if adapters is not None and self.protocol.get("text_encoder") and self.task in adapters.TEXT_FAMILIES:
             # The text tower's token ids (CLIP's BPE, [N, 77]) in place of
             # the store's word ids.
@@ -347,16 +353,17 @@ class Trainer:
             return x.contiguous(memory_format=torch.channels_last)
         return x
 
-    def forward(self, split, idx, shots=None, x=None):
+    def forward(self, split, idx, shots=None, x=None, episode=None):
         """The model's output for split's rows idx (their input x when the
-        loader made it already) and their targets."""
+        loader made it already) and their targets; a few-shot episode is
+        GATE's (a gateepisodes.Episode), else the head's shape with shots."""
         ex, tg = self.splits[split]
         x = self.input(ex.batch(idx) if x is None else x)
         q = tg.q[idx] if tg.q is not None and self.task in ("relational", "retrieval") else None
         with self.run.autocast():
             if self.task == "fewshot":
                 s = self.sizes
-                return self.model(x, episode=(s["ways"], shots or s["shots"], s["queries"])), None
+                return self.model(x, episode=episode if episode is not None else (s["ways"], shots or s["shots"], s["queries"])), None
             y = tg.labels(idx) if self.task != "retrieval" else None
             if self.protocol and self.task == "segmentation":  # GATE's adapter: logits at the masks' size
                 return self.model(x, q, size=tuple(y.shape[-2:])), y
@@ -374,7 +381,9 @@ class Trainer:
         with torch.inference_mode():
             for st in states:
                 self.model.load_state_dict(st)
-                if self.task == "fewshot":
+                if self.task == "fewshot" and self.episodes is not None:
+                    out = [predictions(self.task, self.forward(split, e.index, episode=e)[0], None) for e in self.episodes[split]]
+                elif self.task == "fewshot":
                     out = []
                     for k in self.cfg["eval_shots"]:
                         eps = self.draws.tensor("%s_episodes_%d" % (split, k)).long().to(self.run.device)
@@ -435,7 +444,8 @@ def job_train(run):
     cfg, rec = t.cfg, t.rec
     iterations, validate_every = int(rec["iterations"]), max(int(rec["validate_every"]), 1)
     top_k = max(int(rec.get("top_k") or 1), 1)
-    order = t.draws.tensor("batches").long().to(run.device)
+    gate = t.episodes["train"] if t.episodes is not None else None  # GATE's: one episode a step
+    order = t.draws.tensor("batches").long().to(run.device) if gate is None else [e.index for e in gate]
     lr = float(rec["lr"])
     best_loss, bad, kept = math.inf, 0, []
     state = TrainState(run.exp, cfg.get("checkpoint_every"), validate_every, run)
@@ -453,9 +463,11 @@ def job_train(run):
     for it in range(first, iterations + 1):
         started = time.time()
         idx = order[it - 1]
-        out, y = t.forward("train", idx, x=next(feed))
-        loss = task_loss(t.task, out, y if t.task != "fewshot" else
-                         torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"]), t.extra, t.loss)
+        ep = gate[it - 1] if gate is not None else None
+        out, y = t.forward("train", idx, x=next(feed), episode=ep)
+        if t.task == "fewshot":
+            y = ep.targets() if ep is not None else torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"])
+        loss = task_loss(t.task, out, y, t.extra, t.loss)
         t.opt.zero_grad(set_to_none=True)
         loss.backward()
         t.opt.step()
@@ -471,13 +483,13 @@ def job_train(run):
             if run.cuda and entry is not None:
                 torch.cuda.synchronize()
             step_time += time.time() - started
-            timed += 1
+            timed += idx.numel()  # images
         if validate:
             entry["images_per_sec"] = seen / max(time.time() - tick, 1e-9)
             tick, seen = time.time(), 0
             current = {k: v.detach().to("cpu", copy=True) for k, v in t.model.state_dict().items()}
             vp = t.evaluate("val", [current])
-            m = val_metrics(t.task, vp, t.splits["val"][1], t.outputs)
+            m = val_metrics(t.task, vp, t.splits["val"][1], t.outputs, t.episodes["val"] if t.episodes is not None else None)
             entry["val"] = m
             kept.append({"iteration": it, "score": selection_score(t.task, m, t.cfg.get("protocol")), "state": current})
             kept.sort(key=lambda c: -c["score"])  # stable: earlier first among ties
@@ -500,7 +512,9 @@ def job_train(run):
     states = [c["state"] for c in kept]
     pred = t.evaluate("test", states)
     work = cfg["work"]
-    if t.task == "fewshot":
+    if t.task == "fewshot" and t.episodes is not None:  # gateepisodes' gate_pred
+        write_safetensors(os.path.join(work, "pred.safetensors"), {"gate_pred": torch.cat([p.flatten() for p in pred]).float().cpu()})
+    elif t.task == "fewshot":
         write_safetensors(os.path.join(work, "pred.safetensors"), {"pred_%d" % k: p.cpu() for k, p in zip(cfg["eval_shots"], pred)})
     elif t.task == "segmentation":
         write_safetensors(os.path.join(work, "pred.safetensors"), {"best": pred[0], "ptrue": pred[1], "psum": pred[2].float()})
@@ -511,7 +525,7 @@ def job_train(run):
         tensors = {names[k]: v.float() for k, v in c["state"].items() if k in names}
         write_safetensors(os.path.join(work, "kept_%d.safetensors" % i), tensors, {"iteration": c["iteration"], "val_score": repr(c["score"])})
     with open(os.path.join(work, "result.json"), "w") as f:
-        json.dump({"images_per_sec": timed * order.shape[1] / step_time if step_time > 0 else 0,
+        json.dump({"images_per_sec": timed / step_time if step_time > 0 else 0,
                    "kept": [{"iteration": c["iteration"], "val_score": c["score"]} for c in kept]}, f)
 
 
