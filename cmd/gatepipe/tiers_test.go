@@ -16,9 +16,10 @@ import (
 // chestXrayRepo is alkzar90/NIH-Chest-X-ray-dataset's layout: image zips
 // (images/NNNNNNNN_000.png inside), the Data_Entry CSV with "|"-separated
 // findings, and the official train/val and test lists. Findings follow
-// the grey level: Effusion bright, Mass dark, No Finding between.
+// the grey level; the module keeps GATE's five (Cardiomegaly, Mass,
+// Nodule, Pneumothorax, Edema) and drops the images with none of them.
 func chestXrayRepo(t *testing.T, n int) map[string][]byte {
-	findings := []string{"Effusion", "Mass", "No Finding", "Effusion|Mass"}
+	findings := []string{"Cardiomegaly|Nodule|Effusion", "Mass|Pneumothorax", "No Finding", "Edema|Cardiomegaly"}
 	levels := []byte{220, 40, 130, 180}
 	images := map[string][]byte{}
 	var csv, trainList, testList strings.Builder

@@ -161,8 +161,8 @@ func (n *Node) decodeLimits(decl nodes.Decl) hcl.Diagnostics {
 func (n *Node) decodeLabels(decl nodes.Decl) hcl.Diagnostics {
 	cfg := &n.cfg
 	var diags hcl.Diagnostics
-	if len(cfg.KeepClasses) > 0 && n.task != "" && n.task != "classification" {
-		diags = append(diags, decl.Errorf("keep_classes", "Invalid keep_classes", "keep_classes selects classes of a classification dataset, not of a %s one.", n.task))
+	if len(cfg.KeepClasses) > 0 && n.task != "" && n.task != "classification" && n.task != "multilabel" {
+		diags = append(diags, decl.Errorf("keep_classes", "Invalid keep_classes", "keep_classes selects classes of a classification or multi-label dataset, not of a %s one.", n.task))
 	}
 	seen := map[string]bool{}
 	for _, c := range cfg.KeepClasses {

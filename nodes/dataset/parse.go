@@ -139,8 +139,11 @@ func (e *examples) labelsPerExample() int {
 // keepClasses returns the examples of the named classes only, relabelled
 // 0.. in the order names lists them.
 func (e *examples) keepClasses(names []string) (*examples, error) {
+	if e.yf != nil && e.targets > 0 && len(e.classes) == e.targets {
+		return e.keepLabels(names)
+	}
 	if e.y == nil || e.labelsPerExample() != 1 {
-		return nil, fmt.Errorf("only single-label classification data has classes to keep")
+		return nil, fmt.Errorf("only classification and multi-label data have classes to keep")
 	}
 	relabel := map[int64]int64{}
 	for k, name := range names {
@@ -193,6 +196,55 @@ func (e *examples) keepClasses(names []string) (*examples, error) {
 }
 
 // subset gathers the examples at idx (indices into e) into a split.
+// keepLabels is keepClasses for multi-label data: the named labels' columns
+// in the listed order, and only the examples with at least one of them
+// (GATE's "chexpert" keeps five NIH findings so:
+// gate/data/medical/classification/chexpert.py).
+func (e *examples) keepLabels(names []string) (*examples, error) {
+	cols := make([]int, len(names))
+	for k, name := range names {
+		if cols[k] = slices.Index(e.classes, name); cols[k] < 0 {
+			return nil, fmt.Errorf("no label %q; the labels are %s", name, strings.Join(e.classes, ", "))
+		}
+	}
+	w := e.targets
+	var idx []int
+	var yf []float32
+	for i := range len(e.yf) / w {
+		row := e.yf[i*w : (i+1)*w]
+		kept := make([]float32, len(cols))
+		anyLabel := false
+		for k, c := range cols {
+			kept[k] = row[c]
+			anyLabel = anyLabel || row[c] > 0
+		}
+		if anyLabel {
+			idx = append(idx, i)
+			yf = append(yf, kept...)
+		}
+	}
+	out := *e
+	out.classes, out.targets, out.yf = slices.Clone(names), len(names), yf
+	if e.q != nil {
+		out.q = gather(e.q, idx, e.qLen)
+	}
+	if e.lazy != nil {
+		out.lazy = &pickedPixels{src: e.lazy, idx: idx}
+		return &out, nil
+	}
+	s, err := e.subset(idx)
+	if err != nil {
+		return nil, err
+	}
+	out.lazy = nil
+	if e.dtype == safetensors.U8 {
+		out.u8 = s.X.Data
+	} else {
+		out.f32 = s.X.Float32s()
+	}
+	return &out, nil
+}
+
 func (e *examples) subset(idx []int) (*examplestore.Split, error) {
 	size := e.exampleSize()
 	s := &examplestore.Split{Index: make([]int64, len(idx))}

@@ -8,8 +8,13 @@
 # data/images/images_001..012.zip (112,120 grey PNGs, ~45 GB),
 # data/Data_Entry_2017_v2020.csv and the official data/train_val_list.txt
 # and data/test_list.txt, pinned to a commit with the Hub's SHA-256.
-# Task: the "|"-separated findings (14 diseases and "No Finding") as a
-# multi-label head, scored by per-class and macro AUC, APS and Brier score.
+# Task: the "|"-separated findings as a multi-label head, scored by
+# per-class and macro AUC, APS and Brier score: by default (labels =
+# "gate") the five GATE's loader keeps, in its order, which are the matrix's
+# per-class columns 0-4 (GATE names them after CheXpert's findings; they
+# are NIH's Cardiomegaly, Mass, Nodule, Pneumothorax and Edema), images
+# with none of them dropped; labels = "all": the 14 diseases and "No
+# Finding".
 # Splits: the official patient-wise train/test lists; validation is a seeded
 # 10% of train (GATE's split is unseeded).
 
@@ -43,6 +48,14 @@ variable "max_test" {
   default     = 0
 }
 
+variable "labels" {
+  description = "\"gate\": the five NIH findings GATE's loader keeps, in its order (Cardiomegaly, Mass, Nodule, Pneumothorax, Edema: the matrix's chexpert columns 0-4), images with none of them dropped (gate/data/medical/classification/chexpert.py); \"all\": the 14 findings and \"No Finding\"."
+  default     = "gate"
+  validation {
+    condition     = contains(["gate", "all"], var.labels)
+    error_message = "labels must be \"gate\" or \"all\", not \"${var.labels}\"."
+  }
+}
 variable "revision" {
   description = "Hub revision (branch, tag or commit) of alkzar90/NIH-Chest-X-ray-dataset."
   default     = "main"
@@ -64,6 +77,7 @@ dataset "data" {
   train           = ["data/train_val_list.txt"]
   test            = ["data/test_list.txt"]
   val_fraction    = 0.1
+  keep_classes    = var.labels == "gate" ? ["Cardiomegaly", "Mass", "Nodule", "Pneumothorax", "Edema"] : null
   channels        = 1
   image_size      = var.image_size
   split_seed      = var.split_seed
