@@ -62,3 +62,17 @@ func TestInBatchRetrieval(t *testing.T) {
 		}
 	}
 }
+
+// TestInBatchOnlyForPairs: the whole split's pairs get GATE's in-batch
+// columns; Winoground's groups are scored per item, not in batches.
+func TestInBatchOnlyForPairs(t *testing.T) {
+	emb := [][]float32{{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 1, 0}, {0, 1, 1, 1}}
+	pairs := retrievalMetrics(&Data{Q: []int64{1, 2, 3, 4}, QLen: 1}, emb)
+	if _, ok := pairs["i2t_inbatch_acc1"]; !ok {
+		t.Errorf("pairs: %v", pairs)
+	}
+	groups := retrievalMetrics(&Data{Q: []int64{1, 2, 3, 4}, QLen: 1, Group: 2}, emb)
+	if _, ok := groups["i2t_inbatch_acc1"]; ok {
+		t.Errorf("groups: %v", groups)
+	}
+}

@@ -115,7 +115,6 @@ func groupRetrievalMetrics(g int, emb [][]float32) map[string]float64 {
 		"text_score": 100 * text / items, "image_score": 100 * image / items, "group_score": 100 * both / items,
 	}
 	out["loss"] = (out["i2t_loss"] + out["t2i_loss"]) / 2
-	inBatch(sim, out)
 	return out
 }
 
@@ -279,5 +278,6 @@ func retrievalMetrics(d *Data, emb [][]float32) map[string]float64 {
 		out[dir+"_acc1"], out[dir+"_acc5"], out[dir+"_loss"] = 100*a1/float64(n), 100*a5/float64(n), loss/float64(n)
 	}
 	out["loss"] = (out["i2t_loss"] + out["t2i_loss"]) / 2
+	inBatch(sim, out)
 	return out
 }
