@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,6 +173,28 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	// ACDC's measured Dice and the paper's column on one scale (fractions).
+	checkedDice := false
+	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "predictions.csv" {
+			return nil
+		}
+		for _, line := range strings.Split(readFile(p), "\n") {
+			f := strings.Split(line, ",")
+			if len(f) == 7 && f[1] == "acdc" && f[2] == "Dice Score" {
+				pred, _ := strconv.ParseFloat(f[3], 64)
+				meas, err := strconv.ParseFloat(f[5], 64)
+				if err != nil || meas < 0 || meas > 1 || pred < 0 || pred > 1 {
+					t.Errorf("acdc Dice Score: predicted %s, measured %q, want both fractions", f[3], f[5])
+				}
+				checkedDice = true
+			}
+		}
+		return nil
+	})
+	if !checkedDice {
+		t.Error("no acdc Dice Score in predictions.csv")
 	}
 	lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl"))
 	for _, want := range []string{"hf ILSVRC/imagenet-1k@main", "cifar-100-python.tar.gz", "zhoubolei/scene_parse_150@refs/convert/parquet"} {
