@@ -45,6 +45,58 @@ type TextTower struct {
 	Pretrained bool `json:"pretrained"`
 }
 
+// Optimizer is GATE's optimiser as its code applied it.
+type Optimizer struct {
+	Name        string     `json:"name"`
+	Betas       [2]float64 `json:"betas"`
+	Eps         float64    `json:"eps"`
+	WeightDecay float64    `json:"weight_decay"`
+}
+
+// Schedule is GATE's learning-rate schedule: a plateau scheduler stepped
+// Every "step" On the "train_loss".
+type Schedule struct {
+	Name      string  `json:"name"`
+	On        string  `json:"on"`
+	Every     string  `json:"every"`
+	Factor    float64 `json:"factor"`
+	Patience  int     `json:"patience"`
+	Threshold float64 `json:"threshold"`
+}
+
+// Recipe is GATE's training recipe for a card's encoder and task: the
+// learning rate of the encoder's family (transformer, convnext_resnext
+// or conv; Family), the decoder's multiple of it, the optimiser, schedule,
+// iterations, validation cadence, precision and checkpoint ensemble.
+type Recipe struct {
+	LR                  float64   `json:"lr"`
+	Family              string    `json:"lr_family"`
+	DecoderLRMultiplier float64   `json:"decoder_lr_multiplier,omitempty"`
+	Optimizer           Optimizer `json:"optimizer"`
+	Schedule            Schedule  `json:"schedule"`
+	Iterations          int       `json:"iterations"`
+	EvalEvery           int       `json:"eval_every"`
+	Precision           string    `json:"precision"`
+	Ensemble            string    `json:"ensemble"`
+}
+
+// recipeTable is the table's recipe section.
+type recipeTable struct {
+	LR                  map[string]float64 `json:"lr"`
+	LRDense             map[string]float64 `json:"lr_dense"`
+	DecoderLRMultiplier float64            `json:"decoder_lr_multiplier"`
+	Optimizer           Optimizer          `json:"optimizer"`
+	Schedule            Schedule           `json:"schedule"`
+	Iterations          int                `json:"iterations"`
+	EvalEvery           int                `json:"eval_every"`
+	Precision           string             `json:"precision"`
+	Ensemble            string             `json:"ensemble"`
+	GATEFiles           []string           `json:"gate_files"`
+}
+
+// Families are the encoder families GATE's learning rates follow.
+var Families = []string{"transformer", "convnext_resnext", "conv"}
+
 // Selection is the validation metric checkpoints are ranked by.
 type Selection struct {
 	Metric    string `json:"metric"`
@@ -75,9 +127,11 @@ type Card struct {
 	// sizes.
 	TextEncoder *string    `json:"text_encoder"`
 	Text        *TextTower `json:"text,omitempty"`
-	Loss        string    `json:"loss"`
-	Metric      string    `json:"metric"`
-	Selection   Selection `json:"selection"`
+	Loss        string     `json:"loss"`
+	// Augmentation is GATE's training augmentation ("" for none).
+	Augmentation string    `json:"augmentation,omitempty"`
+	Metric       string    `json:"metric"`
+	Selection    Selection `json:"selection"`
 	// IgnoreLabel is the mask label the metrics and losses ignore (nil:
 	// none).
 	IgnoreLabel *int      `json:"ignore_label,omitempty"`
@@ -86,29 +140,37 @@ type Card struct {
 	BatchSize   int       `json:"batch_size,omitempty"`
 	Episodes    *Episodes `json:"episodes,omitempty"`
 	Scale       string    `json:"scale"`
-	GATEFiles   []string  `json:"gate_files,omitempty"`
+	// Recipe is GATE's recipe for the encoder's family (nil when the
+	// family is not known).
+	Recipe    *Recipe  `json:"recipe,omitempty"`
+	GATEFiles []string `json:"gate_files,omitempty"`
 	// NotYet lists the parts of GATE's protocol above that gatepipe does
 	// not run yet, and what runs instead.
 	NotYet []string `json:"not_yet,omitempty"`
+	// precision is a benchmark's own precision (ACDC's fp16), for the
+	// recipe.
+	precision string
 }
 
 // entry is a table row: any field may be left out (a benchmark's and a
 // scale's rows override the family's).
 type entry struct {
-	Head        *Head      `json:"head"`
-	Stem        *string    `json:"stem"`
-	TextEncoder *string    `json:"text_encoder"`
-	Text        *TextTower `json:"text"`
-	Loss        *string    `json:"loss"`
-	Metric      *string    `json:"metric"`
-	Selection   *Selection `json:"selection"`
-	IgnoreLabel *int       `json:"ignore_label"`
-	ImageSize   []int      `json:"image_size"`
-	LabelSize   []int      `json:"label_size"`
-	BatchSize   *int       `json:"batch_size"`
-	Episodes    *episodes  `json:"episodes"`
-	GATEFiles   []string   `json:"gate_files"`
-	NotYet      []string   `json:"not_yet"`
+	Head         *Head      `json:"head"`
+	Stem         *string    `json:"stem"`
+	TextEncoder  *string    `json:"text_encoder"`
+	Text         *TextTower `json:"text"`
+	Loss         *string    `json:"loss"`
+	Augmentation *string    `json:"augmentation"`
+	Metric       *string    `json:"metric"`
+	Selection    *Selection `json:"selection"`
+	IgnoreLabel  *int       `json:"ignore_label"`
+	ImageSize    []int      `json:"image_size"`
+	LabelSize    []int      `json:"label_size"`
+	BatchSize    *int       `json:"batch_size"`
+	Precision    *string    `json:"precision"`
+	Episodes     *episodes  `json:"episodes"`
+	GATEFiles    []string   `json:"gate_files"`
+	NotYet       []string   `json:"not_yet"`
 }
 
 type episodes struct {
@@ -123,6 +185,7 @@ type episodes struct {
 // Table is the protocol table.
 type Table struct {
 	GATECommit string           `json:"gate_commit"`
+	Recipe     recipeTable      `json:"recipe"`
 	NotYet     []string         `json:"not_yet"`
 	Adapters   map[string]entry `json:"adapters"`
 	Benchmarks map[string]entry `json:"benchmarks"`
@@ -211,6 +274,31 @@ func (t *Table) Card(adapter, benchmark, scale string) (Card, error) {
 	return c, nil
 }
 
+// WithRecipe sets c's recipe for an encoder of family (one of Families):
+// GATE's learning rate for it (its dense rate on segmentation), the
+// decoder's multiple on segmentation, and the rest of GATE's recipe.
+func (t *Table) WithRecipe(c *Card, family string) error {
+	r := t.Recipe
+	lr, ok := r.LR[family]
+	if !ok {
+		return fmt.Errorf("GATE's protocol has no encoder family %q (it has %s)", family, strings.Join(Families, ", "))
+	}
+	rec := &Recipe{Family: family, LR: lr, Optimizer: r.Optimizer, Schedule: r.Schedule, Iterations: r.Iterations,
+		EvalEvery: r.EvalEvery, Precision: r.Precision, Ensemble: r.Ensemble}
+	if c.Adapter == "segmentation" {
+		if d, ok := r.LRDense[family]; ok {
+			rec.LR = d
+		}
+		rec.DecoderLRMultiplier = r.DecoderLRMultiplier
+	}
+	if c.precision != "" {
+		rec.Precision = c.precision
+	}
+	c.Recipe = rec
+	c.GATEFiles = append(c.GATEFiles, r.GATEFiles...)
+	return nil
+}
+
 // apply sets the fields e gives.
 func (c *Card) apply(e entry) {
 	if e.Head != nil {
@@ -224,6 +312,7 @@ func (c *Card) apply(e entry) {
 		c.Text = new(*e.Text)
 	}
 	set(&c.Loss, e.Loss)
+	set(&c.Augmentation, e.Augmentation)
 	set(&c.Metric, e.Metric)
 	set(&c.Selection, e.Selection)
 	if e.IgnoreLabel != nil {
@@ -236,6 +325,7 @@ func (c *Card) apply(e entry) {
 		c.LabelSize = slices.Clone(e.LabelSize)
 	}
 	set(&c.BatchSize, e.BatchSize)
+	set(&c.precision, e.Precision)
 	if e.Episodes != nil && (c.Episodes != nil || c.Adapter == "fewshot") {
 		if c.Episodes == nil {
 			c.Episodes = &Episodes{}
@@ -324,6 +414,15 @@ func (c Card) Words() string {
 	}
 	if c.Scale != "full" {
 		fmt.Fprintf(&b, " [%s sizes]", c.Scale)
+	}
+	if r := c.Recipe; r != nil {
+		fmt.Fprintf(&b, "; lr %g (%s)", r.LR, strings.ReplaceAll(r.Family, "_", "/"))
+		if r.DecoderLRMultiplier > 0 {
+			fmt.Fprintf(&b, ", decoder x%g", r.DecoderLRMultiplier)
+		}
+		fmt.Fprintf(&b, ", AdamW (%g, %g) eps %g wd %g, plateau on the %s every %s (patience %d), eval every %d, %s",
+			r.Optimizer.Betas[0], r.Optimizer.Betas[1], r.Optimizer.Eps, r.Optimizer.WeightDecay,
+			strings.ReplaceAll(r.Schedule.On, "_", " "), r.Schedule.Every, r.Schedule.Patience, r.EvalEvery, r.Precision)
 	}
 	if len(c.NotYet) > 0 {
 		fmt.Fprintf(&b, "; not yet as GATE: %s", strings.Join(c.NotYet, "; "))

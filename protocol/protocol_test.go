@@ -99,8 +99,44 @@ func TestUnknownsAreErrors(t *testing.T) {
 
 func TestWords(t *testing.T) {
 	c, _ := load(t).Card("segmentation", "ade20k", "")
-	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: batch_size: the recipe's batch runs, not GATE's"
+	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: augmentation: none runs (GATE's RandAugment rand-m9-n3-mstd0.5-inc1, segmentation and video augmentations); ensemble: the top 3 checkpoints by validation, where GATE's code took the last three (D1)"
 	if got := c.Words(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestRecipes holds GATE's learning rates by encoder family
+// (gate/tiers/core.py get_model_selection) and the recipe around them.
+func TestRecipes(t *testing.T) {
+	tab := load(t)
+	for _, tc := range []struct {
+		adapter, bench, family string
+		lr, decoder            float64
+		precision              string
+	}{
+		{"classification", "cifar100", "transformer", 1e-5, 0, "bf16"},
+		{"classification", "cifar100", "convnext_resnext", 2e-5, 0, "bf16"},
+		{"classification", "cifar100", "conv", 1e-3, 0, "bf16"},
+		{"segmentation", "ade20k", "conv", 6e-4, 10, "bf16"},
+		{"segmentation", "ade20k", "transformer", 1e-5, 10, "bf16"},
+		{"segmentation", "acdc", "convnext_resnext", 2e-5, 10, "fp16"},
+	} {
+		c, err := tab.Card(tc.adapter, tc.bench, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.WithRecipe(&c, tc.family); err != nil {
+			t.Fatal(err)
+		}
+		r := c.Recipe
+		if r.LR != tc.lr || r.DecoderLRMultiplier != tc.decoder || r.Precision != tc.precision || r.EvalEvery != 250 ||
+			r.Iterations != 10000 || r.Optimizer.Betas != [2]float64{0.9, 0.98} || r.Optimizer.Eps != 1e-6 ||
+			r.Optimizer.WeightDecay != 0 || r.Schedule.On != "train_loss" || r.Schedule.Patience != 1000 {
+			t.Errorf("%s/%s: %+v", tc.bench, tc.family, *r)
+		}
+	}
+	c, _ := tab.Card("classification", "cifar100", "")
+	if err := tab.WithRecipe(&c, "quantum"); err == nil || !strings.Contains(err.Error(), "convnext_resnext") {
+		t.Errorf("unknown family: %v", err)
 	}
 }

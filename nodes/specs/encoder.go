@@ -78,6 +78,11 @@ func Encoder() nodes.Kind {
 		"args":        {ty: cty.DynamicPseudoType, def: cty.NullVal(cty.DynamicPseudoType)},
 		"inputs":      {ty: cty.List(cty.String), def: cty.ListValEmpty(cty.String)},
 		"code_sha256": {ty: cty.String, def: cty.StringVal("")},
+		// family: the encoder family GATE's learning rates follow
+		// (transformer, convnext_resnext or conv; SPEC §5.9); null: inferred
+		// from the architecture or library name (a researcher's own module:
+		// conv, with a warning in the card).
+		"family": {ty: cty.String, def: cty.NullVal(cty.String)},
 	}
 	for n, def := range encoderOptions {
 		attrs[n] = attr{ty: def.Type(), def: def}
@@ -104,6 +109,9 @@ func validateEncoder(v map[string]cty.Value, decl nodes.Decl) hcl.Diagnostics {
 		return diags
 	}
 	diags = append(diags, checkEncoderSizes(v, decl, preset, arch)...)
+	if f := v["family"]; !f.IsNull() && f.IsKnown() {
+		diags = append(diags, oneOf(decl, "family", f.AsString(), "transformer", "convnext_resnext", "conv")...)
+	}
 	isUser := strings.HasPrefix(arch, train.UserArchPrefix)
 	if !isUser && (!v["args"].IsNull() || v["inputs"].LengthInt() > 0) {
 		diags = append(diags, decl.Errorf("args", "Unused args", "args and inputs belong to a researcher's own encoder, arch = \"python:PATH:CALLABLE\"."))

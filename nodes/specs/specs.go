@@ -279,8 +279,9 @@ func Recipe() nodes.Kind {
 		"optimizer": {ty: cty.String, def: cty.StringVal("adamw")},
 		"mode":      {ty: cty.String, def: cty.StringVal("finetune")},
 		// lr defaults per encoder family and task (train.DefaultLR).
-		"lr":             {ty: cty.Number, def: cty.NullVal(cty.Number)},
-		"weight_decay":   {ty: cty.Number, def: num(0.01)},
+		"lr": {ty: cty.Number, def: cty.NullVal(cty.Number)},
+		// weight_decay: 0.01, or GATE's (0) under an adapter's protocol.
+		"weight_decay":   {ty: cty.Number, def: cty.NullVal(cty.Number)},
 		"batch_size":     {ty: cty.Number, def: num(128)},
 		"iterations":     {ty: cty.Number, def: num(1000)},
 		"validate_every": {ty: cty.Number, def: num(200)},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
 	"github.com/gatepipe/gatepipe/nodes/featureset"
@@ -47,10 +48,57 @@ func readProtocol(r *specs.Reader, task, benchmark string) *protocol.Card {
 		return int(f)
 	}
 	c.Head.Override(size("blocks"), size("width"), size("heads"), size("projection"))
+	family, assumed := encoderFamily(r)
+	if err := tab.WithRecipe(&c, family); err != nil {
+		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "No GATE recipe", "%s.", err))
+	} else if assumed {
+		c.NotYet = append(c.NotYet, "lr_family: conv assumed for a researcher's own module; set family on the encoder block (transformer, convnext_resnext or conv)")
+	}
 	if c.Head.Heads > 0 && c.Head.Width%c.Head.Heads != 0 {
 		r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "Invalid adapter size", "GATE's %s head: width %d is not a multiple of heads %d.", c.Head.Name, c.Head.Width, c.Head.Heads))
 	}
 	return &c
+}
+
+// transformerNames mark a library model as a transformer (GATE's 1e-5):
+// ViTs, CLIP, SigLIP, DINO, DeiT, FlexiViT, EfficientFormer and kin.
+var transformerNames = []string{"vit", "deit", "clip", "siglip", "flexivit", "efficientformer", "beit", "swin", "eva", "dino", "levit", "maxvit", "mvit", "cait", "xcit"}
+
+// encoderFamily is the family GATE's learning rates follow for the
+// referenced encoder (gate/tiers/core.py get_model_selection): the
+// encoder's family attribute, else transformer for ViTs (gatepipe's and
+// the libraries'), convnext_resnext for ConvNeXt V2 and ResNeXt (GATE's
+// 2 x the ViT rate), conv for other convolutional nets; assumed is true
+// where a researcher's own module declares none (conv is taken).
+func encoderFamily(r *specs.Reader) (family string, assumed bool) {
+	if f := optional(r, "encoder", "family"); !f.IsNull() && f.Type() == cty.String {
+		return f.AsString(), false
+	}
+	enc, _ := r.Encoder()
+	return familyOf(enc)
+}
+
+func familyOf(enc train.EncoderSpec) (string, bool) {
+	arch := strings.ToLower(enc.Arch)
+	switch {
+	case arch == "vit":
+		return "transformer", false
+	case arch == "convnext" && enc.Version == 2, arch == "resnet" && enc.Groups > 1:
+		return "convnext_resnext", false
+	case strings.HasPrefix(arch, train.UserArchPrefix):
+		return "conv", true
+	case train.IsLibrary(arch):
+		name := arch[strings.Index(arch, ":")+1:]
+		if strings.Contains(name, "convnextv2") || strings.Contains(name, "resnext") {
+			return "convnext_resnext", false
+		}
+		for _, t := range transformerNames {
+			if strings.Contains(name, t) {
+				return "transformer", false
+			}
+		}
+	}
+	return "conv", false
 }
 
 // optional is obj's attribute attr, or null where the referenced block
@@ -75,6 +123,29 @@ func (n *Node) needsTorch(r *specs.Reader) {
 	}
 	r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "GATE's adapters need the torch runtime",
 		"the adapter has protocol = %q (GATE's %s adapter); gatepipe's Go runtime trains only its compact heads. Set runtime = \"torch\" on this block (runtime = \"auto\" picks it wherever the interpreter imports torch: install Debian's python3-torch or name python), or leave protocol unset on the adapter (the tiers: adapters = \"compact\").", n.card.Name, n.card.Adapter))
+}
+
+// recipeDefaults fills what the recipe block leaves to its defaults: the
+// learning rate (GATE's for the encoder's family under a card, else
+// train.DefaultLR) and the weight decay (GATE's optimiser's under a card,
+// else 0.01).
+func (n *Node) recipeDefaults(r *specs.Reader) {
+	wd := optional(r, "recipe", "weight_decay")
+	if n.card != nil && n.card.Recipe != nil {
+		if n.recipe.LR <= 0 {
+			n.recipe.LR = n.card.Recipe.LR
+		}
+		if wd.IsNull() {
+			n.recipe.WeightDecay = n.card.Recipe.Optimizer.WeightDecay
+		}
+		return
+	}
+	if n.recipe.LR <= 0 {
+		n.recipe.LR = train.DefaultLR(n.enc.Arch, n.task)
+	}
+	if wd.IsNull() {
+		n.recipe.WeightDecay = 0.01
+	}
 }
 
 // checkProtocolRuntime makes GATE's adapters on the Go runtime an error

@@ -133,21 +133,19 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 		every, _ := c.AsBigFloat().Int64()
 		n.checkpointEvery = new(int(every))
 	}
-	if n.recipe.LR <= 0 {
-		n.recipe.LR = train.DefaultLR(n.enc.Arch, n.task)
-	}
 	n.dataset, n.benchmark = r.Str("benchmark", "dataset"), r.Str("benchmark", "id")
 	if n.benchmark == "" {
 		n.benchmark = r.Str("benchmark", "name")
 	}
 	n.category = r.Str("benchmark", "category")
+	n.card = readProtocol(r, string(n.task), n.benchmark)
+	n.recipeDefaults(r)
 	n.model = n.encName
 	if m := v.GetAttr("model"); !m.IsNull() {
 		n.model = m.AsString()
 	}
 	a := &featureset.Attrs{V: v, Decl: decl}
 	n.rt = torchrt.ReadOptions(a, torchrt.Precisions...)
-	n.card = readProtocol(r, string(n.task), n.benchmark)
 	switch {
 	case train.IsLibrary(n.enc.Arch):
 		n.rt.PreferTorchFor("the encoder is one only PyTorch builds")

@@ -111,7 +111,8 @@ locals {
   # GATE's protocol table: its adapters, and at full scale the image
   # size each benchmark ran at (1024 px segmentation, 512 px ACDC).
   protocol = jsondecode(file("../../data/gate_protocol.json"))
-  gate     = coalesce(var.adapters, var.trainer == "builtin" ? "compact" : "gate") == "gate"
+  gate      = coalesce(var.adapters, var.trainer == "builtin" ? "compact" : "gate") == "gate"
+  gate_full = local.gate && local.scale_name == "full"
   image_size = {
     for b, r in local.readable : b => local.scale_name == "full" && local.gate ? try(local.protocol.benchmarks[b].image_size, local.protocol.adapters[r.adapter].image_size) : local.s.image_size
   }
@@ -183,12 +184,17 @@ adapter "head" {
 
 # GATE's recipe shape; the learning rate is the recipe default for the
 # encoder's family and the task (the paper's per-family rates).
+# At full scale with GATE's adapters: GATE's batch for the task family
+# and its validation every 250 steps (the learning rate is the card's
+# for the encoder's family: SPEC §5.9); the lr, batch_size and iterations
+# variables override.
 recipe "r" {
-  count          = local.on ? 1 : 0
+  for_each       = local.on ? local.run : toset([])
   mode           = var.protocol
-  batch_size     = local.s.batch_size
-  iterations     = local.s.iterations
-  validate_every = local.s.validate_every
+  lr             = var.lr
+  batch_size     = coalesce(var.batch_size, local.gate_full ? try(local.protocol.benchmarks[each.key].batch_size, local.protocol.adapters[local.readable[each.key].adapter].batch_size) : local.s.batch_size)
+  iterations     = coalesce(var.iterations, local.s.iterations)
+  validate_every = local.gate_full ? local.protocol.recipe.eval_every : local.s.validate_every
   top_k          = local.s.top_k
   seed           = var.seed
   seeds          = var.seeds
@@ -206,7 +212,7 @@ train "run" {
   for_each  = local.run
   encoder   = local.torch_arch ? encoder.torch_arch[0] : var.encoder
   adapter   = adapter.head[each.key]
-  recipe    = recipe.r[0]
+  recipe    = recipe.r[each.key]
   benchmark = benchmark.b[each.key]
   model     = var.model
   runtime   = local.torch_arch ? "torch" : (var.trainer == "builtin" ? "go" : var.trainer)

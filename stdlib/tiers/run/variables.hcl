@@ -47,6 +47,24 @@ variable "protocol" {
   }
 }
 
+variable "lr" {
+  description = "The learning rate of every train block (null: GATE's for the encoder's family with GATE's adapters, else gatepipe's default; SPEC §5.9)."
+  type        = number
+  default     = null
+}
+
+variable "batch_size" {
+  description = "The batch of every train block (null: GATE's for the task family at full scale with GATE's adapters, else the scale's)."
+  type        = number
+  default     = null
+}
+
+variable "iterations" {
+  description = "Training iterations of every train block (null: the scale's; full: GATE's 10,000)."
+  type        = number
+  default     = null
+}
+
 variable "adapters" {
   description = "\"gate\": GATE's own task adapters (stdlib/data/gate_protocol.json, SPEC §5.9), on the torch runtime; \"compact\": gatepipe's small heads, on either runtime. Default: gate, except with trainer = \"builtin\"."
   type        = string

@@ -140,7 +140,7 @@ class Trainer:
                 p.requires_grad_(not name.startswith(frozen))
         if not self.learn:
             raise SystemExit("nothing to train: the %s head has no parameters and the encoder is frozen" % self.task)
-        self.opt = torch.optim.AdamW(self.learn, lr=self.rec["lr"], betas=(0.9, 0.999), eps=1e-8, weight_decay=self.rec["weight_decay"])
+        self.opt = optimizer(self.model, self.learn, self.task, self.rec, (self.protocol or {}).get("recipe"))
         self.splits = {}
         for name in ("train", "val", "test"):
             f = store.split(name)
@@ -262,6 +262,50 @@ class Trainer:
         self.model.train(not self.probe)
 
 
+def optimizer(model, learn, task, rec, gate):
+    """AdamW over learn: PyTorch's defaults, or, under GATE's recipe (the
+    card's), its betas and eps and the segmentation decoder's learning-rate
+    multiple (a parameter group with "mult"; set_lr applies it)."""
+    betas, eps, groups = (0.9, 0.999), 1e-8, [{"params": learn, "mult": 1.0}]
+    if gate:
+        betas, eps = tuple(gate["optimizer"]["betas"]), float(gate["optimizer"]["eps"])
+        mult = float(gate.get("decoder_lr_multiplier") or 0)
+        if task == "segmentation" and mult > 0:
+            ids = {id(p) for name, p in model.named_parameters() if name.startswith("head.decoder.")}
+            groups = [{"params": [p for p in learn if id(p) not in ids], "mult": 1.0},
+                      {"params": [p for p in learn if id(p) in ids], "mult": mult}]
+            groups = [g for g in groups if g["params"]]
+    return torch.optim.AdamW(groups, lr=rec["lr"], betas=betas, eps=eps, weight_decay=rec["weight_decay"])
+
+
+def set_lr(opt, lr):
+    for g in opt.param_groups:
+        g["lr"] = lr * g.get("mult", 1.0)
+
+
+class Plateau:
+    """ReduceLROnPlateau (mode min, relative threshold) on the validation
+    loss at each validation, or, under GATE's recipe, on the training loss
+    at every step (gate/config/config.py, its trainers' scheduler.step(loss))."""
+
+    def __init__(self, rec, gate):
+        sched = (gate or {}).get("schedule") or {}
+        self.per_step = sched.get("on") == "train_loss"
+        src = sched if self.per_step else rec
+        self.factor = float(src["factor"] if self.per_step else rec["plateau_factor"])
+        self.patience = int(src["patience"] if self.per_step else rec["plateau_patience"])
+        self.threshold = float(src["threshold"] if self.per_step else rec["plateau_threshold"])
+
+    def step(self, value, lr, best, bad):
+        """The new (lr, best, bad) after a loss value."""
+        if value < best * (1 - self.threshold):
+            return lr, value, 0
+        bad += 1
+        if bad > self.patience:
+            return lr * self.factor, best, 0
+        return lr, best, bad
+
+
 def job_train(run):
     t = Trainer(run)
     cfg, rec = t.cfg, t.rec
@@ -277,8 +321,8 @@ def job_train(run):
     if saved is not None:
         lr, best_loss, bad, kept, first = saved
         run.progress(first - 1, iterations, force=True, resumed=True)
-    for g in t.opt.param_groups:
-        g["lr"] = lr
+    set_lr(t.opt, lr)
+    plateau = Plateau(rec, (t.protocol or {}).get("recipe"))
     t.train_mode()
     seen, tick, timed, step_time = 0, time.time(), 0, 0.0
     # Every iteration's batch is known: the loader reads them ahead.
@@ -297,8 +341,15 @@ def job_train(run):
         seen += idx.numel()
         validate = it % validate_every == 0 or it == iterations
         entry = None
-        if validate or it % LOG_EVERY == 0 or it == 1:
+        value = None
+        if plateau.per_step:  # GATE steps its scheduler on every step's loss
             value = loss.item()
+            new_lr, best_loss, bad = plateau.step(value, lr, best_loss, bad)
+            if new_lr != lr:
+                lr = new_lr
+                set_lr(t.opt, lr)
+        if validate or it % LOG_EVERY == 0 or it == 1:
+            value = loss.item() if value is None else value
             if not math.isfinite(value):
                 raise SystemExit("training diverged: the loss is %s at iteration %d (lower the learning rate, now %g)" % (value, it, lr))
             entry = {"iteration": it, "step": it, "total": iterations, "loss": value, "lr": lr}
@@ -317,15 +368,11 @@ def job_train(run):
             kept.append({"iteration": it, "score": selection_score(t.task, m, t.cfg.get("protocol")), "state": current})
             kept.sort(key=lambda c: -c["score"])  # stable: earlier first among ties
             kept = kept[:top_k]
-            if m["loss"] < best_loss * (1 - rec["plateau_threshold"]):
-                best_loss, bad = m["loss"], 0
-            else:
-                bad += 1
-                if bad > rec["plateau_patience"]:
-                    lr *= rec["plateau_factor"]
-                    bad = 0
-                    for g in t.opt.param_groups:
-                        g["lr"] = lr
+            if not plateau.per_step:
+                new_lr, best_loss, bad = plateau.step(m["loss"], lr, best_loss, bad)
+                if new_lr != lr:
+                    lr = new_lr
+                    set_lr(t.opt, lr)
             t.train_mode()
         if entry is not None:  # progress comes with the log lines: the log stays the same run after run
             run.log(entry)

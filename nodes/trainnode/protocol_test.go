@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gatepipe/gatepipe/protocol"
+	"github.com/gatepipe/gatepipe/train"
 )
 
 func TestSplitTexts(t *testing.T) {
@@ -38,5 +39,32 @@ func TestTextRefFetchesWeightsOnlyWhenPretrained(t *testing.T) {
 	}
 	if _, ok := (&Node{}).textRef(); ok {
 		t.Error("a node without a card reads text")
+	}
+}
+
+// TestFamilyOf: the encoder families GATE's learning rates follow
+// (gate/tiers/core.py get_model_selection).
+func TestFamilyOf(t *testing.T) {
+	for _, tc := range []struct {
+		enc     train.EncoderSpec
+		family  string
+		assumed bool
+	}{
+		{train.EncoderSpec{Arch: "vit"}, "transformer", false},
+		{train.EncoderSpec{Arch: "convnext", Version: 2}, "convnext_resnext", false},
+		{train.EncoderSpec{Arch: "convnext", Version: 1}, "conv", false},
+		{train.EncoderSpec{Arch: "resnet", Groups: 32}, "convnext_resnext", false},
+		{train.EncoderSpec{Arch: "resnet"}, "conv", false},
+		{train.EncoderSpec{Arch: "timm:vit_base_patch16_siglip_224"}, "transformer", false},
+		{train.EncoderSpec{Arch: "timm:efficientformerv2_s0"}, "transformer", false},
+		{train.EncoderSpec{Arch: "timm:convnextv2_base.fcmae_ft_in22k_in1k"}, "convnext_resnext", false},
+		{train.EncoderSpec{Arch: "timm:efficientnetv2_rw_s"}, "conv", false},
+		{train.EncoderSpec{Arch: "torchvision:resnext50_32x4d"}, "convnext_resnext", false},
+		{train.EncoderSpec{Arch: "torchvision:vit_b_16"}, "transformer", false},
+		{train.EncoderSpec{Arch: "python:m.py:Net"}, "conv", true},
+	} {
+		if f, a := familyOf(tc.enc); f != tc.family || a != tc.assumed {
+			t.Errorf("%s: %s %v, want %s %v", tc.enc.Arch, f, a, tc.family, tc.assumed)
+		}
 	}
 }
