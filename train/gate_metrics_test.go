@@ -51,7 +51,7 @@ func TestInBatchRetrieval(t *testing.T) {
 		sim[i] = make([]float64, n)
 		sim[i][i] = 1
 	}
-	sim[0][1] = 2 // image 0 prefers caption 1; caption 1 prefers image 0
+	sim[0][1] = 2  // image 0 prefers caption 1; caption 1 prefers image 0
 	sim[0][65] = 5 // outside image 0's batch: it does not count
 	out := map[string]float64{}
 	inBatch(sim, out)
