@@ -35,7 +35,7 @@ variable "scale" {
 }
 
 variable "adapters" {
-  description = "\"gate\" (GATE's task adapters, on the torch runtime) or \"compact\" (gatepipe's small heads, either runtime); null: the tier's default (gate)."
+  description = "\"table3\" (GATE's task adapters and recipe as its code produced Table 3), \"gate\" (the same, its defects mended), both on the torch runtime, or \"compact\" (gatepipe's small heads, either runtime); null: the tier's default (table3)."
   type        = string
   default     = null
 }

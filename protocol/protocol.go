@@ -19,8 +19,13 @@ import (
 // TablePath is the table's path in the standard library.
 const TablePath = "data/gate_protocol.json"
 
-// GATE names the protocol of GATE's adapters.
-const GATE = "gate"
+// The protocols: Table3 is what produced Table 3, GATE's code with its
+// defects (the tiers' default); GATE is GATE's design, the defects
+// mended.
+const (
+	Table3 = "table3"
+	GATE   = "gate"
+)
 
 // Head is a task adapter and its sizes (0: the adapter has no such size).
 type Head struct {
@@ -51,6 +56,8 @@ type Optimizer struct {
 	Betas       [2]float64 `json:"betas"`
 	Eps         float64    `json:"eps"`
 	WeightDecay float64    `json:"weight_decay"`
+	// NoDecay names the parameters weight decay skips ("bias", "norm").
+	NoDecay []string `json:"no_decay,omitempty"`
 }
 
 // Schedule is GATE's learning-rate schedule: a plateau scheduler stepped
@@ -101,6 +108,10 @@ var Families = []string{"transformer", "convnext_resnext", "conv"}
 type Selection struct {
 	Metric    string `json:"metric"`
 	Direction string `json:"direction"` // "max" or "min"
+	// GATEDirection is the direction of the metric GATE's code selected
+	// by where it was another (ACDC: its Dice loss, "min"), which decides
+	// its ensemble's checkpoints (D1).
+	GATEDirection string `json:"gate_direction,omitempty"`
 }
 
 // Episodes is GATE's few-shot episode sampling: ways drawn from Ways
@@ -140,6 +151,9 @@ type Card struct {
 	BatchSize   int       `json:"batch_size,omitempty"`
 	Episodes    *Episodes `json:"episodes,omitempty"`
 	Scale       string    `json:"scale"`
+	// Defects are GATE's code's defects the protocol reproduces (table3:
+	// D1, D2, D7; gate: none).
+	Defects []string `json:"defects"`
 	// Recipe is GATE's recipe for the encoder's family (nil when the
 	// family is not known).
 	Recipe    *Recipe  `json:"recipe,omitempty"`
@@ -184,7 +198,14 @@ type episodes struct {
 
 // Table is the protocol table.
 type Table struct {
-	GATECommit string           `json:"gate_commit"`
+	GATECommit string `json:"gate_commit"`
+	Protocols  map[string]struct {
+		Defects []string `json:"defects"`
+	} `json:"protocols"`
+	Defects map[string]struct {
+		What      string   `json:"what"`
+		GATEFiles []string `json:"gate_files"`
+	} `json:"defects"`
 	Recipe     recipeTable      `json:"recipe"`
 	NotYet     []string         `json:"not_yet"`
 	Adapters   map[string]entry `json:"adapters"`
@@ -249,7 +270,11 @@ func (t *Table) ScaleNames() []string {
 // (may be "": the family's) at scale ("": full). A capped scale's card
 // keeps GATE's adapters at its reduced sizes and leaves the image size
 // to the data.
-func (t *Table) Card(adapter, benchmark, scale string) (Card, error) {
+func (t *Table) Card(name, adapter, benchmark, scale string) (Card, error) {
+	proto, ok := t.Protocols[name]
+	if !ok {
+		return Card{}, fmt.Errorf("no protocol %q (table3: what produced Table 3, GATE's code with its defects; gate: GATE's design, mended)", name)
+	}
 	fam, ok := t.Adapters[adapter]
 	if !ok {
 		return Card{}, fmt.Errorf("GATE's protocol has no %q adapter (it has %s)", adapter, strings.Join(t.Families(), ", "))
@@ -261,7 +286,10 @@ func (t *Table) Card(adapter, benchmark, scale string) (Card, error) {
 	if !ok {
 		return Card{}, fmt.Errorf("GATE's protocol has no scale %q (it has %s)", scale, strings.Join(t.ScaleNames(), ", "))
 	}
-	c := Card{Name: GATE, Adapter: adapter, Scale: scale}
+	c := Card{Name: name, Adapter: adapter, Scale: scale, Defects: append([]string{}, proto.Defects...)}
+	for _, d := range proto.Defects {
+		c.GATEFiles = append(c.GATEFiles, t.Defects[d].GATEFiles...)
+	}
 	c.NotYet = append(c.NotYet, t.NotYet...)
 	c.apply(fam)
 	if b, ok := t.Benchmarks[benchmark]; ok {
@@ -293,6 +321,9 @@ func (t *Table) WithRecipe(c *Card, family string) error {
 	}
 	if c.precision != "" {
 		rec.Precision = c.precision
+	}
+	if !c.Has("D2") { // GATE's intended decay: 0.01 but on biases and norms
+		rec.Optimizer.WeightDecay, rec.Optimizer.NoDecay = 0.01, []string{"bias", "norm"}
 	}
 	c.Recipe = rec
 	c.GATEFiles = append(c.GATEFiles, r.GATEFiles...)
@@ -371,6 +402,9 @@ func (h *Head) Override(blocks, width, heads, projection int) {
 	}
 }
 
+// Has reports whether the card reproduces GATE's defect d ("D1"...).
+func (c Card) Has(d string) bool { return slices.Contains(c.Defects, d) }
+
 // Words describes the card in one line, as plan prints it.
 func (c Card) Words() string {
 	var b strings.Builder
@@ -426,6 +460,9 @@ func (c Card) Words() string {
 	}
 	if len(c.NotYet) > 0 {
 		fmt.Fprintf(&b, "; not yet as GATE: %s", strings.Join(c.NotYet, "; "))
+	}
+	if len(c.Defects) > 0 {
+		fmt.Fprintf(&b, "; GATE's defects %s reproduced", strings.Join(c.Defects, ", "))
 	}
 	return b.String()
 }

@@ -48,7 +48,7 @@ func TestSmallTierCards(t *testing.T) {
 		}, "a linear head on a 768-d projection"},
 	}
 	for _, tc := range cases {
-		c, err := tab.Card(tc.adapter, tc.bench, "")
+		c, err := tab.Card(Table3, tc.adapter, tc.bench, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestSmallTierCards(t *testing.T) {
 
 func TestCappedScalesShrinkTheAdapters(t *testing.T) {
 	tab := load(t)
-	c, err := tab.Card("segmentation", "ade20k", "test")
+	c, err := tab.Card(Table3, "segmentation", "ade20k", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func TestCappedScalesShrinkTheAdapters(t *testing.T) {
 		t.Errorf("test scale: %+v", c)
 	}
 	// A size the adapter does not have stays absent.
-	c, _ = tab.Card("classification", "cifar100", "test")
+	c, _ = tab.Card(Table3, "classification", "cifar100", "test")
 	if c.Head.Blocks != 0 || c.Head.Width != 0 || c.Head.Projection != 16 {
 		t.Errorf("linear head at test scale: %+v", c.Head)
 	}
-	c, _ = tab.Card("fewshot", "omniglot", "test")
+	c, _ = tab.Card(Table3, "fewshot", "omniglot", "test")
 	if c.Episodes.Ways != [2]int{3, 3} || c.Episodes.Test != 4 || c.Episodes.MaxQueries != 5 {
 		t.Errorf("few-shot at test scale: %+v", *c.Episodes)
 	}
@@ -84,10 +84,10 @@ func TestCappedScalesShrinkTheAdapters(t *testing.T) {
 
 func TestUnknownsAreErrors(t *testing.T) {
 	tab := load(t)
-	if _, err := tab.Card("telepathy", "", ""); err == nil || !strings.Contains(err.Error(), "classification") {
+	if _, err := tab.Card(Table3, "telepathy", "", ""); err == nil || !strings.Contains(err.Error(), "classification") {
 		t.Errorf("unknown adapter: %v", err)
 	}
-	if _, err := tab.Card("fewshot", "", "huge"); err == nil || !strings.Contains(err.Error(), "smoke") {
+	if _, err := tab.Card(Table3, "fewshot", "", "huge"); err == nil || !strings.Contains(err.Error(), "smoke") {
 		t.Errorf("unknown scale: %v", err)
 	}
 	for _, bad := range []string{`{`, `{"adapters": {"x": {"loss": "l1"}}}`, `{"adapters": {"x": {"head": {"name": "h"}, "loss": "l", "metric": "m", "selection": {}}}}`} {
@@ -98,8 +98,8 @@ func TestUnknownsAreErrors(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
-	c, _ := load(t).Card("segmentation", "ade20k", "")
-	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: augmentation: none runs (GATE's RandAugment rand-m9-n3-mstd0.5-inc1, segmentation and video augmentations); ensemble: the top 3 checkpoints by validation, where GATE's code took the last three (D1)"
+	c, _ := load(t).Card(Table3, "segmentation", "ade20k", "")
+	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: augmentation: none runs (GATE's RandAugment rand-m9-n3-mstd0.5-inc1, segmentation and video augmentations); D3-D6 (captions cut to one character, Winoground's blocks, chexpert's names, untagged timm weights): see SPEC §5.9; GATE's defects D1, D2, D7 reproduced"
 	if got := c.Words(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -121,7 +121,7 @@ func TestRecipes(t *testing.T) {
 		{"segmentation", "ade20k", "transformer", 1e-5, 10, "bf16"},
 		{"segmentation", "acdc", "convnext_resnext", 2e-5, 10, "fp16"},
 	} {
-		c, err := tab.Card(tc.adapter, tc.bench, "")
+		c, err := tab.Card(Table3, tc.adapter, tc.bench, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,8 +135,27 @@ func TestRecipes(t *testing.T) {
 			t.Errorf("%s/%s: %+v", tc.bench, tc.family, *r)
 		}
 	}
-	c, _ := tab.Card("classification", "cifar100", "")
+	c, _ := tab.Card(Table3, "classification", "cifar100", "")
 	if err := tab.WithRecipe(&c, "quantum"); err == nil || !strings.Contains(err.Error(), "convnext_resnext") {
 		t.Errorf("unknown family: %v", err)
+	}
+}
+
+// TestProtocolsDifferByTheirDefects: table3 reproduces D1, D2 and D7;
+// gate mends them (D2: GATE's intended decay).
+func TestProtocolsDifferByTheirDefects(t *testing.T) {
+	tab := load(t)
+	t3, _ := tab.Card(Table3, "video", "hmdb51", "")
+	g, _ := tab.Card(GATE, "video", "hmdb51", "")
+	if !t3.Has("D1") || !t3.Has("D2") || !t3.Has("D7") || len(g.Defects) != 0 || t3.Name != "table3" || g.Name != "gate" {
+		t.Errorf("defects: table3 %v, gate %v", t3.Defects, g.Defects)
+	}
+	tab.WithRecipe(&t3, "transformer")
+	tab.WithRecipe(&g, "transformer")
+	if t3.Recipe.Optimizer.WeightDecay != 0 || g.Recipe.Optimizer.WeightDecay != 0.01 || len(g.Recipe.Optimizer.NoDecay) != 2 {
+		t.Errorf("D2: table3 %+v, gate %+v", t3.Recipe.Optimizer, g.Recipe.Optimizer)
+	}
+	if _, err := tab.Card("paper", "video", "", ""); err == nil || !strings.Contains(err.Error(), "table3") {
+		t.Errorf("unknown protocol: %v", err)
 	}
 }

@@ -77,7 +77,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&cfg.runtime, "runtime", "auto", "auto (torch on one GPU per node where the machine has GPUs and python's torch sees them, else go), go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
 	fs.StringVar(&cfg.scale, "scale", "full", "full (GATE's protocol), cpu (capped for a CPU machine), test (tiny, for checks) or smoke (tiny, offline, on gatepipe's own fixtures of the benchmarks: -mirror smoke)")
 	fs.StringVar(&cfg.model, "model", "", "the encoder's name in results (default: from -encoder)")
-	fs.StringVar(&cfg.adapters, "adapters", "", "gate (GATE's task adapters and CLIP text tower, on the torch runtime: SPEC §5.9) or compact (gatepipe's small heads, on either runtime) (default: gate, compact with -runtime go)")
+	fs.StringVar(&cfg.adapters, "adapters", "", "table3 (GATE's task adapters, CLIP text tower and recipe as its code produced Table 3, defects included; on the torch runtime: SPEC §5.9), gate (the same, GATE's defects mended) or compact (gatepipe's small heads, on either runtime) (default: table3, compact with -runtime go)")
 	fs.StringVar(&cfg.out, "out", "", "directory to write main.hcl into (default: eval-MODEL-TIER)")
 	fs.StringVar(&cfg.python, "python", "", "the Python with PyTorch for -runtime torch or auto (default: $GATEPIPE_PYTHON, else python3)")
 	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: train each benchmark once per seed and report mean ± std (n)")
@@ -212,11 +212,11 @@ func (e evalConfig) pipeline() (string, error) {
 	if !slices.Contains([]string{"full", "cpu", "test", "smoke"}, e.scale) {
 		return "", fmt.Errorf("-scale %q: want full, cpu, test or smoke", e.scale)
 	}
-	if !slices.Contains([]string{"", "gate", "compact"}, e.adapters) {
-		return "", fmt.Errorf("-adapters %q: want gate or compact", e.adapters)
+	if !slices.Contains([]string{"", "table3", "gate", "compact"}, e.adapters) {
+		return "", fmt.Errorf("-adapters %q: want table3, gate or compact", e.adapters)
 	}
-	if e.adapters == "gate" && e.runtime == "go" {
-		return "", errors.New("-adapters gate needs the torch runtime (GATE's adapters run on PyTorch): use -runtime auto or torch, or -adapters compact")
+	if (e.adapters == "table3" || e.adapters == "gate") && e.runtime == "go" {
+		return "", fmt.Errorf("-adapters %s needs the torch runtime (GATE's adapters run on PyTorch): use -runtime auto or torch, or -adapters compact", e.adapters)
 	}
 	if e.gpus < -1 || e.gpus > 1 || (e.gpus > 0 && e.runtime == "go") {
 		return "", errors.New("-gpus is 0 or 1, with -runtime torch or auto (the go runtime trains on CPUs)")

@@ -242,9 +242,11 @@ func Adapter() nodes.Kind {
 		"ways":    {ty: cty.Number, def: num(5)},
 		"shots":   {ty: cty.Number, def: num(5)},
 		"queries": {ty: cty.Number, def: num(5)},
-		// protocol = "gate": GATE's own task adapter for the task
-		// (stdlib/data/gate_protocol.json, SPEC §5.9) at scale's sizes,
-		// on the torch runtime; null: gatepipe's compact heads above.
+		// protocol = "table3" (GATE's code, its defects included) or
+		// "gate" (its design, mended): GATE's own task adapter for the
+		// task and its recipe (stdlib/data/gate_protocol.json, SPEC §5.9)
+		// at scale's sizes, on the torch runtime; null: gatepipe's compact
+		// heads above.
 		"protocol": {ty: cty.String, def: cty.NullVal(cty.String)},
 		"scale":    {ty: cty.String, def: cty.StringVal("full")},
 		// GATE's adapter's sizes where they differ from the table's.
@@ -255,7 +257,7 @@ func Adapter() nodes.Kind {
 		diags := oneOf(decl, "task", v["task"].AsString(), "classification", "multilabel", "regression", "segmentation", "video", "video_regression", "relational", "retrieval", "fewshot")
 		diags = append(diags, positive(decl, v, "layers", "dim", "heads", "ways", "shots", "queries", "blocks", "width", "projection")...)
 		if p := v["protocol"]; !p.IsNull() {
-			diags = append(diags, oneOf(decl, "protocol", p.AsString(), "gate")...)
+			diags = append(diags, oneOf(decl, "protocol", p.AsString(), "table3", "gate")...)
 			if t := v["task"].AsString(); t == "regression" {
 				diags = append(diags, decl.Errorf("protocol", "Unsupported value", "GATE has no adapter for task %q (its regression benchmark, iWildCam, is task video_regression); leave protocol unset for gatepipe's head.", t))
 			}

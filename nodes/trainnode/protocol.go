@@ -34,7 +34,7 @@ func readProtocol(r *specs.Reader, task, benchmark string) *protocol.Card {
 	if s := optional(r, "adapter", "scale"); !s.IsNull() {
 		scale = s.AsString()
 	}
-	c, err := tab.Card(task, benchmark, scale)
+	c, err := tab.Card(name.AsString(), task, benchmark, scale)
 	if err != nil {
 		r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "No GATE adapter", "adapter task %q with protocol = %q: %s.", task, name.AsString(), err))
 		return nil

@@ -111,7 +111,8 @@ locals {
   # GATE's protocol table: its adapters, and at full scale the image
   # size each benchmark ran at (1024 px segmentation, 512 px ACDC).
   protocol = jsondecode(file("../../data/gate_protocol.json"))
-  gate      = coalesce(var.adapters, var.trainer == "builtin" ? "compact" : "gate") == "gate"
+  adapters  = coalesce(var.adapters, var.trainer == "builtin" ? "compact" : "table3")
+  gate      = local.adapters != "compact"
   gate_full = local.gate && local.scale_name == "full"
   image_size = {
     for b, r in local.readable : b => local.scale_name == "full" && local.gate ? try(local.protocol.benchmarks[b].image_size, local.protocol.adapters[r.adapter].image_size) : local.s.image_size
@@ -175,7 +176,7 @@ benchmark "b" {
 adapter "head" {
   for_each = local.run
   task     = local.readable[each.key].adapter
-  protocol = local.gate ? "gate" : null
+  protocol = local.gate ? local.adapters : null
   scale    = contains(keys(local.protocol.scales), local.scale_name) ? local.scale_name : "full"
   ways     = local.s.ways
   shots    = local.s.shots

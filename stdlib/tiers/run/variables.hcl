@@ -66,12 +66,12 @@ variable "iterations" {
 }
 
 variable "adapters" {
-  description = "\"gate\": GATE's own task adapters (stdlib/data/gate_protocol.json, SPEC §5.9), on the torch runtime; \"compact\": gatepipe's small heads, on either runtime. Default: gate, except with trainer = \"builtin\"."
+  description = "\"table3\": GATE's own task adapters and recipe as its code produced Table 3, its defects included (stdlib/data/gate_protocol.json, SPEC §5.9); \"gate\": the same with GATE's defects mended; both on the torch runtime. \"compact\": gatepipe's small heads, on either runtime. Default: table3, except with trainer = \"builtin\"."
   type        = string
   default     = null
   validation {
-    condition     = var.adapters == null || contains(["gate", "compact"], coalesce(var.adapters, "gate"))
-    error_message = "adapters must be \"gate\" or \"compact\", not \"${coalesce(var.adapters, "")}\"."
+    condition     = var.adapters == null || contains(["table3", "gate", "compact"], coalesce(var.adapters, "table3"))
+    error_message = "adapters must be \"table3\", \"gate\" or \"compact\", not \"${coalesce(var.adapters, "")}\"."
   }
 }
 

@@ -340,7 +340,7 @@ class Inputs:
     resized (antialiased), centre-cropped and normalised, as gatepipe's
     imageops does."""
 
-    def __init__(self, store, pre, device, channels_last=False):
+    def __init__(self, store, pre, device, channels_last=False, normalize=True):
         self.meta, self.shape, self.pre, self.device = store.meta, store.shape, pre, device
         # On the CPU, image batches are made channels last for a
         # convolutional encoder (models.convolutional) as they are for
@@ -354,6 +354,8 @@ class Inputs:
             view = [1, 1, c, 1, 1]
         self.mean = torch.tensor(norm["mean"], dtype=torch.float32, device=device).view(view)
         self.std = torch.tensor(norm["std"], dtype=torch.float32, device=device).view(view)
+        if not normalize:  # pixels scaled to [0, 1] only (GATE's video, D7)
+            self.mean, self.std = torch.zeros_like(self.mean), torch.ones_like(self.std)
         # (x * scale - mean) / std as x * mul + bias.
         self.mul = (self.scale / self.std).contiguous()
         self.bias = (-self.mean / self.std).contiguous()
@@ -362,7 +364,7 @@ class Inputs:
         if pre:
             if len(self.shape) not in (3, 4):
                 raise SystemExit("the encoder's preprocess resizes images [C, H, W] or clips' frames [T, C, H, W]; this dataset's examples are %s" % self.shape)
-            pm = pre.get("mean") or []
+            pm = (pre.get("mean") or []) if normalize else []
             self.pmean = torch.tensor(pm, dtype=torch.float32, device=device).view(1, -1, 1, 1) if pm else None
             self.pstd = torch.tensor(pre.get("std"), dtype=torch.float32, device=device).view(1, -1, 1, 1) if pm else None
 

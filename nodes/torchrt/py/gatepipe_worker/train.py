@@ -7,6 +7,7 @@ import time
 import torch
 
 from . import gateepisodes
+from .defects import d1_steps, no_decay
 from .models import TaskModel, convolutional, gatepipe_names, head_sizes, init_weights
 from .loader import Batches, ranges, readers
 from .metrics import REGRESSION, predictions, selection_score, standardizer, task_loss, val_metrics  # noqa: F401 (tests import them here)
@@ -114,11 +115,14 @@ class Trainer:
         self.cfg, self.task, self.rec = cfg, cfg["task"], cfg["recipe"]
         store = Store(cfg["store"])
         self.conv = convolutional(cfg["encoder"])
-        self.inputs = Inputs(store, cfg.get("preprocess"), run.device, channels_last=self.conv)
+        self.protocol = cfg.get("protocol") or None
+        self.defects = set((self.protocol or {}).get("defects") or [])
+        # D7: GATE's video frames reached the encoder unnormalised.
+        normalize = not ("D7" in self.defects and self.task in REGRESSION + ("video",))
+        self.inputs = Inputs(store, cfg.get("preprocess"), run.device, channels_last=self.conv, normalize=normalize)
         self.outputs = int(cfg["outputs"])
         seed = int(self.rec.get("seed") or 0)
         torch.manual_seed(seed)  # a library encoder's and GATE's adapters' initialisation (gatepipe draws the rest)
-        self.protocol = cfg.get("protocol") or None
         adapters = None
         if self.protocol:
             # GATE's adapters (a subpackage: imported only for a protocol).
@@ -267,6 +271,7 @@ def optimizer(model, learn, task, rec, gate):
     card's), its betas and eps and the segmentation decoder's learning-rate
     multiple (a parameter group with "mult"; set_lr applies it)."""
     betas, eps, groups = (0.9, 0.999), 1e-8, [{"params": learn, "mult": 1.0}]
+    wd = rec["weight_decay"]
     if gate:
         betas, eps = tuple(gate["optimizer"]["betas"]), float(gate["optimizer"]["eps"])
         mult = float(gate.get("decoder_lr_multiplier") or 0)
@@ -275,7 +280,12 @@ def optimizer(model, learn, task, rec, gate):
             groups = [{"params": [p for p in learn if id(p) not in ids], "mult": 1.0},
                       {"params": [p for p in learn if id(p) in ids], "mult": mult}]
             groups = [g for g in groups if g["params"]]
-    return torch.optim.AdamW(groups, lr=rec["lr"], betas=betas, eps=eps, weight_decay=rec["weight_decay"])
+        if gate["optimizer"].get("no_decay"):  # GATE's intended decay (D2 mended): not on biases and norms
+            skip = {id(p) for name, p in model.named_parameters() if no_decay(name, p)}
+            groups = [dict(g, params=ps, weight_decay=0.0 if off else wd)
+                      for g in groups for off, ps in ((False, [p for p in g["params"] if id(p) not in skip]),
+                                                      (True, [p for p in g["params"] if id(p) in skip])) if ps]
+    return torch.optim.AdamW(groups, lr=rec["lr"], betas=betas, eps=eps, weight_decay=wd)
 
 
 def set_lr(opt, lr):
@@ -323,6 +333,18 @@ def job_train(run):
         run.progress(first - 1, iterations, force=True, resumed=True)
     set_lr(t.opt, lr)
     plateau = Plateau(rec, (t.protocol or {}).get("recipe"))
+    d1 = None
+    if "D1" in t.defects:
+        # GATE's "top-k" ensemble: the steps d1_steps names, whatever their
+        # scores, step 0 (the untrained model) included where it does.
+        sel = (t.protocol or {}).get("selection") or {}
+        higher = (sel.get("gate_direction") or sel.get("direction") or "max") == "max"
+        validations = [0] + [i for i in range(1, iterations + 1) if i % validate_every == 0 or i == iterations]
+        d1 = d1_steps(validations, higher, top_k)
+        if 0 in d1 and first == 1:
+            current = {k: v.detach().to("cpu", copy=True) for k, v in t.model.state_dict().items()}
+            m = val_metrics(t.task, t.evaluate("val", [current]), t.splits["val"][1], t.outputs, t.episodes["val"] if t.episodes is not None else None)
+            kept.append({"iteration": 0, "score": selection_score(t.task, m, t.protocol), "state": current})
     t.train_mode()
     seen, tick, timed, step_time = 0, time.time(), 0, 0.0
     # Every iteration's batch is known: the loader reads them ahead.
@@ -365,9 +387,13 @@ def job_train(run):
             vp = t.evaluate("val", [current])
             m = val_metrics(t.task, vp, t.splits["val"][1], t.outputs, t.episodes["val"] if t.episodes is not None else None)
             entry["val"] = m
-            kept.append({"iteration": it, "score": selection_score(t.task, m, t.cfg.get("protocol")), "state": current})
-            kept.sort(key=lambda c: -c["score"])  # stable: earlier first among ties
-            kept = kept[:top_k]
+            if d1 is None:
+                kept.append({"iteration": it, "score": selection_score(t.task, m, t.cfg.get("protocol")), "state": current})
+                kept.sort(key=lambda c: -c["score"])  # stable: earlier first among ties
+                kept = kept[:top_k]
+            elif it in d1:
+                kept.append({"iteration": it, "score": selection_score(t.task, m, t.protocol), "state": current})
+                kept.sort(key=lambda c: d1.index(c["iteration"]))
             if not plateau.per_step:
                 new_lr, best_loss, bad = plateau.step(m["loss"], lr, best_loss, bad)
                 if new_lr != lr:
