@@ -71,7 +71,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "eval", evalUsage)
 	var cfg evalConfig
 	var seeds string
-	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset, timm:NAME, torchvision:NAME or python:PATH:CALLABLE (required)")
+	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset, timm:NAME, torchvision:NAME, python:PATH:CALLABLE, or one of the paper's 21 by its Table 3 id (cvnxtv2, clip, ...; gate:ID where the id is also an architecture: gate:vit) (required)")
 	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
 	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
 	fs.StringVar(&cfg.runtime, "runtime", "auto", "auto (torch on one GPU per node where the machine has GPUs and python's torch sees them, else go), go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
@@ -174,7 +174,7 @@ func (e evalConfig) modelName() string {
 	if _, callable, ok := train.SplitUserArch(e.encoder); ok {
 		return callable
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(e.encoder, "timm:"), "torchvision:")
+	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(e.encoder, "timm:"), "torchvision:"), "gate:")
 }
 
 // userArch is -encoder python:PATH:CALLABLE with PATH made absolute (the
@@ -229,7 +229,19 @@ func (e evalConfig) pipeline() (string, error) {
 	}
 	b.WriteString("encoder \"mine\" {\n")
 	name, isTimm := strings.CutPrefix(e.encoder, "timm:")
+	paper, isPaper, err := paperEncoderFor(e.encoder)
+	if err != nil {
+		return "", err
+	}
 	switch {
+	case isPaper:
+		var sb strings.Builder
+		w, err := paper.block(&sb, e.weights)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(sb.String())
+		e.weights = w
 	case strings.HasPrefix(e.encoder, train.UserArchPrefix):
 		arch, err := e.userArch()
 		if err != nil {
