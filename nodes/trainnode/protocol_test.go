@@ -68,3 +68,11 @@ func TestFamilyOf(t *testing.T) {
 		}
 	}
 }
+
+// TestD3FirstCharacters: table3's Flickr30k and NYCC captions are one
+// character each, as GATE's loaders gave them.
+func TestD3FirstCharacters(t *testing.T) {
+	if got := firstCharacters([]string{"a dog runs", "", "éclair"}); !slices.Equal(got, []string{"a", "", "é"}) {
+		t.Errorf("got %q", got)
+	}
+}

@@ -58,6 +58,9 @@ func (n *Node) textTower(env *nodes.Env, d *loaded) (textInputs, error) {
 		if err != nil {
 			return textInputs{}, fmt.Errorf("%s split: %w", name, err)
 		}
+		if n.card.Has("D3") && (n.benchmark == "flickr30k" || n.benchmark == "nycc") {
+			texts = firstCharacters(texts)
+		}
 		flat := make([]int32, 0, len(texts)*textContext)
 		for _, t := range texts {
 			flat = append(flat, tok.EncodeContextHF(t, textContext)...)
@@ -121,4 +124,19 @@ func splitTexts(q []int64, qlen int, vocab []string) ([]string, error) {
 		out[i] = strings.Join(words, " ")
 	}
 	return out, nil
+}
+
+// firstCharacters is each text's first character: the caption GATE's
+// Flickr30k and NYCC loaders gave the text tower (D3,
+// gate/data/image_text/zero_shot/flickr30k.py:
+// np.random.choice(sample["caption"])[0]).
+func firstCharacters(texts []string) []string {
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		for _, r := range t {
+			out[i] = string(r)
+			break
+		}
+	}
+	return out
 }
