@@ -65,6 +65,7 @@ func (c *cli) planEval(ctx context.Context, dir string, rest []string) (est eval
 	fmt.Fprintf(c.stderr, "gatepipe eval: the plan: %d node instance(s) to run, %d cached.\n", counts[engine.StatusWillRun]+counts[engine.StatusBlocked], counts[engine.StatusCached])
 	timed := timePlan(ctx, s.engine.Estimates(), newTimings(ctx, c, s, true))
 	printRuntimes(c.stderr, timed)
+	printProtocols(c.stderr, timed)
 	est.total = printTimes(c.stderr, timed, s.devices, autoReasons(timed), cpuModel())
 	est.gpus = len(s.devices.GPUs)
 	return est, true

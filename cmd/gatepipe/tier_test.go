@@ -150,7 +150,7 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 		!strings.Contains(r.stdout, `train.run["ade20k"]: transformer decoder head (1 blocks (computed by GATE but not applied), width 16, 2 heads`) ||
 		!strings.Contains(r.stdout, `train.run["iwildcam"]: temporal transformer head (1 blocks, width 16, 2 heads, on a 16-d projection), l1 loss`) ||
 		!strings.Contains(r.stdout, `train.run["clevr-math"]: relational transformer head (1 blocks, width 16, 2 heads, on a 16-d projection), text openai/clip-vit-base-patch16 (its tokenizer; a 1-layer width-16 tower from the seed)`) ||
-		!strings.Contains(r.stdout, "GATE's transformer_decoder adapter runs on PyTorch") {
+		!strings.Contains(r.stdout, "GATE's adapters run on PyTorch") {
 		t.Fatalf("plan: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r := gpEnv(t, cache, env, "apply", dir)

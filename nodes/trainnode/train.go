@@ -150,7 +150,7 @@ func (Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics) {
 	case train.IsLibrary(n.enc.Arch):
 		n.rt.PreferTorchFor("the encoder is one only PyTorch builds")
 	case n.card != nil:
-		n.rt.PreferTorchFor("GATE's " + n.card.Head.Name + " adapter runs on PyTorch")
+		n.rt.PreferTorchFor("GATE's adapters run on PyTorch")
 	}
 	r.NeedTorch(n.enc, n.rt.Torch())
 	n.needsTorch(r)
