@@ -209,3 +209,28 @@ func pearson(a, b []float64) float64 {
 	}
 	return cov / math.Sqrt(va*vb)
 }
+
+// PlaceRange is the placement interval of a model whose results are
+// values, spread[c] the uncertainty of a predicted value (0 or NaN for a
+// measured one): Best is its position with every predicted value moved
+// by its spread in the column's better direction (up where higher is
+// better), Worst with every one moved the other way; measured values stay.
+// All predicted values move together, as a model better or worse than
+// predicted throughout would: the interval is wider than one in which
+// the errors cancel.
+func (p *Problem) PlaceRange(values, spread []float64) (best, worst int) {
+	up := append([]float64(nil), values...)
+	down := append([]float64(nil), values...)
+	for c := range values {
+		s := spread[c]
+		if math.IsNaN(s) || s <= 0 {
+			continue
+		}
+		if !p.Matrix.Columns[c].HigherIsBetter {
+			s = -s
+		}
+		up[c] += s
+		down[c] -= s
+	}
+	return p.Place(up).Position, p.Place(down).Position
+}

@@ -42,6 +42,13 @@ func LeaveOneModelOut(m *Matrix, o Options, tier []string) ([]LOMORow, error) {
 	if len(m.Models) < MinModels+1 {
 		return nil, fmt.Errorf("leave-one-model-out needs at least %d models, the matrix has %d", MinModels+1, len(m.Models))
 	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	// The held-out model's row is compared with predictions over the
+	// problem's columns (o.Columns may keep some only): select them here,
+	// so that row and prediction index the same columns.
+	m = selectColumns(m, o.Columns)
 	for held := range m.Models {
 		rest := &Matrix{Columns: m.Columns}
 		for i := range m.Models {

@@ -24,7 +24,9 @@ func runEEVEE(ctx context.Context, c *cli, args []string) int {
                    this scoring's
   loo              validate prediction from a tier by leave-one-model-out:
                    each model is held out, predicted from its tier results,
-                   and compared with the truth, against two baselines`
+                   and compared with the truth, against two baselines (the
+                   computation a predict block's report shows, which names
+                   the command line that repeats it)`
 	if code, done := c.subcommandHelp(args, usage); done {
 		return code
 	}
@@ -60,6 +62,7 @@ func runEEVEELoo(_ context.Context, c *cli, args []string, usage string) int {
 	tier := fs.String("tier", "iwildcam,ade20k,clevr-math,acdc,imagenet1k,mini,cubirds,cifar100", "comma-separated tier benchmarks (default: the paper's small tier)")
 	exclude := fs.String("exclude", "cityscapes", "comma-separated benchmarks left out of the candidate pool")
 	seed := fs.Uint64("seed", 0, "seed of the splits and meta-models")
+	columns := fs.String("columns", "all", "the matrix columns predicted and ranked: all, primary or higher_is_better (a predict block's columns)")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -69,7 +72,7 @@ func runEEVEELoo(_ context.Context, c *cli, args []string, usage string) int {
 		return exitRunFailure
 	}
 	o := eevee.Defaults()
-	o.Seed = *seed
+	o.Seed, o.Columns = *seed, *columns
 	if *exclude != "" {
 		o.Exclude = strings.Split(*exclude, ",")
 	}
@@ -78,7 +81,7 @@ func runEEVEELoo(_ context.Context, c *cli, args []string, usage string) int {
 		fmt.Fprintln(c.stderr, "gatepipe eevee:", err)
 		return exitRunFailure
 	}
-	fmt.Fprintf(c.stdout, "Leave-one-model-out over %d models, predicting %d metrics from the tier %s.\n", len(m.Models), len(m.Columns), *tier)
+	fmt.Fprintf(c.stdout, "Leave-one-model-out over %d models, predicting %d metrics (columns %s) from the tier %s.\n", len(m.Models), len(m.Select(o.Columns).Columns), o.Columns, *tier)
 	fmt.Fprintln(c.stdout, "Errors in units of each metric's standard deviation over the other models.")
 	fmt.Fprintln(c.stdout)
 	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
