@@ -18,6 +18,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ type Kind struct{ Stdlib fs.FS }
 func (Kind) Name() string { return "predict" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "3" } // 3: a pmf method's spread is the calibrated predictive std
+func (Kind) Version() string { return "4" } // 4: the placement's interval, the measured benchmarks, every measured cell in predictions.csv; leave-one-model-out on the scoring's columns
 
 var spec = search.WithScoring(hcldec.ObjectSpec{
 	"tier":     &hcldec.AttrSpec{Name: "tier", Type: cty.List(cty.String)},
@@ -66,6 +67,7 @@ func (Kind) OutputType() cty.Type {
 		"of":        cty.Number,
 		"mean_rank": cty.Number,
 		"groups":    cty.Map(cty.Number),
+		"interval":  cty.List(cty.Number),
 	})
 }
 
@@ -142,11 +144,22 @@ func (n *Node) Fingerprint(ctx context.Context, w io.Writer) error {
 
 // Report is prediction.json.
 type Report struct {
-	Model      string          `json:"model"`
-	Method     string          `json:"method"`
-	Tier       []string        `json:"tier"`
-	Placement  eevee.Placement `json:"placement"`
+	Model  string   `json:"model"`
+	Method string   `json:"method"`
+	Tier   []string `json:"tier"`
+	// Columns are the pool columns the placement ranks (the scoring's
+	// columns: all, primary or higher_is_better).
+	Columns   string          `json:"columns"`
+	Placement eevee.Placement `json:"placement"`
+	// Interval is the placement's range under the prediction's spread.
+	Interval Interval `json:"placement_interval"`
+	// Measured lists the benchmarks the encoder was measured on, each
+	// with whether the placement ranks it and, if not, why.
+	Measured   []Benchmark     `json:"measured"`
 	Validation []eevee.LOMORow `json:"leave_one_model_out,omitempty"`
+	// LOOCommand is the `gatepipe eevee loo` command line computing
+	// Validation ("" when the block's options have no flag there).
+	LOOCommand string `json:"loo_command,omitempty"`
 	// Completion validates a pmf method on the pool.
 	Completion *Validation `json:"completion,omitempty"`
 }
@@ -204,23 +217,34 @@ func (n *Node) Run(ctx context.Context, env *nodes.Env) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	// Place the model with its measured results where it has them and
-	// predicted ones elsewhere.
+	// predicted ones elsewhere, on the scoring's columns (matrix
+	// completion predicts every pool column).
 	combined := append([]float64(nil), pred.Mean...)
+	spread := append([]float64(nil), pred.Std...)
 	for c, v := range row {
 		if !math.IsNaN(v) {
-			combined[c] = v
+			combined[c], spread[c] = v, 0
 		}
 	}
-	rep := Report{Model: name, Method: n.method, Tier: n.tier, Placement: p.Place(combined), Completion: check}
+	combined = project(aligned.Columns, p.Matrix.Columns, combined)
+	spread = project(aligned.Columns, p.Matrix.Columns, spread)
+	rep := Report{Model: name, Method: n.method, Tier: n.tier, Columns: n.Opts.Columns, Placement: p.Place(combined), Completion: check}
+	rep.Interval.Best, rep.Interval.Worst = p.PlaceRange(combined, spread)
+	tier := n.tier
+	if n.method != "eevee" {
+		tier = nil // matrix completion predicts from every measured cell
+	}
+	rep.Measured = measuredBenchmarks(pool, p.Matrix, mine, slices.Index(mine.Models, name), tier, n.Opts.Columns)
 	if n.validate && n.method == "eevee" {
 		env.Progress.Update(0, 0, "leave-one-model-out")
 		if rep.Validation, err = eevee.LeaveOneModelOut(pool, n.Opts, n.tier); err != nil {
-			return cty.NilVal, err
+			return cty.NilVal, fmt.Errorf("leave-one-model-out: %w", err)
 		}
+		rep.LOOCommand = looCommand(n.Matrix(), n.Opts, n.tier)
 		logValidation(env, rep.Validation)
 	}
-	if err := writePredictions(filepath.Join(env.OutDir, "predictions.csv"), pred, row); err != nil {
-		return cty.NilVal, err
+	if err := writePredictions(filepath.Join(env.OutDir, "predictions.csv"), pred, row, pool, mine, name); err != nil {
+		return cty.NilVal, fmt.Errorf("predictions.csv: %w", err)
 	}
 	return placementValue(env, rep)
 }
@@ -246,7 +270,10 @@ func (n *Node) predictFromTier(env *nodes.Env, p *eevee.Problem, row []float64) 
 // placementValue writes prediction.json and returns the block's value.
 func placementValue(env *nodes.Env, rep Report) (cty.Value, error) {
 	name := rep.Model
-	js, _ := json.MarshalIndent(rep, "", "  ")
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("prediction.json: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(env.OutDir, "prediction.json"), js, 0o644); err != nil {
 		return cty.NilVal, err
 	}
@@ -254,11 +281,18 @@ func placementValue(env *nodes.Env, rep Report) (cty.Value, error) {
 	for g, pos := range rep.Placement.Groups {
 		groups[g] = cty.NumberFloatVal(pos)
 	}
-	env.Log.Info().Str("model", name).Int("position", rep.Placement.Position).Int("of", rep.Placement.Of).Msg("predicted placement")
+	env.Log.Info().Str("model", name).Int("position", rep.Placement.Position).Int("of", rep.Placement.Of).
+		Str("interval", fmt.Sprintf("%d-%d", rep.Interval.Best, rep.Interval.Worst)).Msg("predicted placement")
+	for _, b := range rep.Measured {
+		if !b.Placed {
+			env.Log.Warn().Str("benchmark", b.Benchmark).Msg("measured but left out of the placement: " + b.Reason)
+		}
+	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"path": cty.StringVal(env.OutDir), "model": cty.StringVal(name),
 		"position": cty.NumberIntVal(int64(rep.Placement.Position)), "of": cty.NumberIntVal(int64(rep.Placement.Of)),
 		"mean_rank": cty.NumberFloatVal(rep.Placement.MeanRank), "groups": cty.MapVal(groups),
+		"interval": cty.ListVal([]cty.Value{cty.NumberIntVal(int64(rep.Interval.Best)), cty.NumberIntVal(int64(rep.Interval.Worst))}),
 	}), nil
 }
 
@@ -346,7 +380,12 @@ func logValidation(env *nodes.Env, rows []eevee.LOMORow) {
 	env.Log.Info().Msg(verdict)
 }
 
-func writePredictions(path string, pred *eevee.Prediction, measured []float64) error {
+// writePredictions writes predictions.csv: each predicted column's
+// prediction, spread and measured value, and then each column of the pool
+// the prediction left out (a lower-is-better one under columns =
+// "higher_is_better") that model name of mine was measured on, with its
+// measured value alone.
+func writePredictions(path string, pred *eevee.Prediction, measured []float64, pool, mine *eevee.Matrix, name string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -358,14 +397,22 @@ func writePredictions(path string, pred *eevee.Prediction, measured []float64) e
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return pred.Columns[idx[a]].Benchmark < pred.Columns[idx[b]].Benchmark })
+	written := map[string]bool{}
 	for _, c := range idx {
 		col := pred.Columns[c]
+		written[col.Name()] = true
 		m := ""
 		if !math.IsNaN(measured[c]) {
 			m = strconv.FormatFloat(measured[c], 'g', 6, 64)
 		}
 		w.Write([]string{col.Category, col.Benchmark, col.Metric, strconv.FormatFloat(pred.Mean[c], 'g', 6, 64),
 			strconv.FormatFloat(pred.Std[c], 'g', 4, 64), m, strconv.FormatBool(col.HigherIsBetter)})
+	}
+	rest := project(mine.Columns, pool.Columns, mine.Values[slices.Index(mine.Models, name)])
+	for j, col := range pool.Columns {
+		if v := rest[j]; !written[col.Name()] && !math.IsNaN(v) {
+			w.Write([]string{col.Category, col.Benchmark, col.Metric, "", "", strconv.FormatFloat(v, 'g', 6, 64), strconv.FormatBool(col.HigherIsBetter)})
+		}
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
