@@ -20,6 +20,9 @@ type Predictor struct {
 	MaskedRatio   []pmf.EvalRow
 	Active        []pmf.Curve
 	LeaveOneOut   []eevee.LOMORow
+	// LOOCommand is the `gatepipe eevee loo` command line that prints
+	// the same LeaveOneOut rows ("" when there is none).
+	LOOCommand string
 }
 
 // predictorFigures draws each predictor's masked-ratio and active
@@ -109,7 +112,9 @@ func predictorHTML(b *bytes.Buffer, preds []Predictor) {
 
 // leaveOneOutHTML writes EEVEE's leave-one-model-out table: the
 // meta-model and every baseline, the lowest error of each column marked,
-// and whether the meta-model beats the strongest baseline.
+// and whether the meta-model beats the strongest baseline. Its columns,
+// units and decimals are those `gatepipe eevee loo` prints, and it names
+// the command line that prints the same rows.
 func leaveOneOutHTML(b *bytes.Buffer, p Predictor) {
 	fmt.Fprintf(b, "<h3>%s: predicted with %s</h3>\n", html.EscapeString(p.Model), html.EscapeString(p.Method))
 	rows := p.LeaveOneOut
@@ -122,6 +127,7 @@ func leaveOneOutHTML(b *bytes.Buffer, p Predictor) {
 		{"median AE", func(r eevee.LOMORow) float64 { return r.MedAE }, true},
 		{"RMSE", func(r eevee.LOMORow) float64 { return r.RMSE }, true},
 		{"rank ρ", func(r eevee.LOMORow) float64 { return r.RankRho }, false},
+		{"metric ρ", func(r eevee.LOMORow) float64 { return r.MetricRho }, false},
 		{"position error", func(r eevee.LOMORow) float64 { return r.PositionError }, true},
 	}
 	b.WriteString(`<table class="results" id="loo-` + slug(p.Model) + `"><caption>Leave-one-model-out on the pool: each model predicted from its tier results (errors in column std units)</caption><thead><tr><th>method</th>`)
@@ -142,7 +148,11 @@ func leaveOneOutHTML(b *bytes.Buffer, p Predictor) {
 			if c.get(r) == best {
 				class = ` class="best"`
 			}
-			fmt.Fprintf(b, "<td%s>%.3f</td>", class, c.get(r))
+			format := "<td%s>%.3f</td>"
+			if c.name == "position error" {
+				format = "<td%s>%.2f</td>" // as eevee loo prints it
+			}
+			fmt.Fprintf(b, format, class, c.get(r))
 		}
 		b.WriteString("</tr>\n")
 	}
@@ -152,6 +162,11 @@ func leaveOneOutHTML(b *bytes.Buffer, p Predictor) {
 		class = ` class="warning"`
 	}
 	fmt.Fprintf(b, "<p%s>%s</p>\n", class, html.EscapeString(eevee.BaselineVerdict(rows)))
+	b.WriteString("<p>MAE, median AE and RMSE: absolute errors of the held-out model's predicted results, in units of each column's standard deviation over the other models; rank ρ: Spearman correlation of predicted and true mean rank across models; metric ρ: mean per-model Spearman correlation of predicted and true results; position error: mean absolute error of the predicted position.")
+	if p.LOOCommand != "" {
+		fmt.Fprintf(b, " The same computation from the command line: <code>%s</code>.", html.EscapeString(p.LOOCommand))
+	}
+	b.WriteString("</p>\n")
 }
 
 func joinAnd(s []string) string {

@@ -40,10 +40,13 @@ func TestLeaveOneOutTableShowsEveryBaseline(t *testing.T) {
 		{Method: "mean rank on tier", MAE: 0.598, MedAE: 0.139, RMSE: 13.724, RankRho: 0.969, PositionError: 1.10},
 	}
 	var b bytes.Buffer
-	predictorHTML(&b, []Predictor{{Model: "dino", Method: "eevee", LeaveOneOut: rows}})
+	rows[0].MetricRho, rows[2].MetricRho = 0.784, 0.739
+	predictorHTML(&b, []Predictor{{Model: "dino", Method: "eevee", LeaveOneOut: rows, LOOCommand: "gatepipe eevee loo -tier a,b -columns all"}})
 	page := b.String()
 	for _, want := range []string{
-		`<tr><th>eevee meta-model</th><td class="best">0.584</td><td>0.169</td>`,
+		`<tr><th>eevee meta-model</th><td class="best">0.584</td><td>0.169</td><td class="best">13.718</td><td>0.968</td><td class="best">0.784</td><td class="best">1.00</td></tr>`,
+		`<th>rank ρ</th><th>metric ρ</th><th>position error</th>`,
+		"The same computation from the command line: <code>gatepipe eevee loo -tier a,b -columns all</code>.",
 		`<tr><th>mean rank on tier</th><td>0.598</td><td class="best">0.139</td><td>13.724</td><td class="best">0.969</td>`,
 		`<tr><th>pool mean</th>`,
 		`<p class="warning">The meta-model does not clearly beat the strongest trivial baseline (mean rank on tier)`,

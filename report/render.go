@@ -52,6 +52,9 @@ func (t Table) Markdown(w io.Writer) error {
 
 func mdCell(r Row, c Cell) string {
 	if c.Missing {
+		if c.Text != "" {
+			return c.Text
+		}
 		return "–"
 	}
 	s := r.text(c)
@@ -232,6 +235,9 @@ func (t Table) HTML(w io.Writer, id string) error {
 			text := "–"
 			if c.Missing {
 				classes = append(classes, "missing")
+				if c.Text != "" {
+					text = html.EscapeString(c.Text)
+				}
 			} else {
 				text = r.text(c)
 			}

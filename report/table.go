@@ -27,6 +27,9 @@ type Cell struct {
 	// of (N 0: one run).
 	Seeds SeedStat
 	Mark  Mark
+	// Text replaces a missing cell's "–" where the value is elsewhere
+	// (a predicted model's rank: "see placement").
+	Text string
 }
 
 // Row is one line of a table.
@@ -63,6 +66,9 @@ type Input struct {
 	Seeds map[string]map[int]SeedStat
 	// Predictors are the predict blocks' own validation (pmf methods).
 	Predictors []Predictor
+	// Placements are the predict blocks' placements of their models:
+	// the one rank the report gives a predicted model.
+	Placements []Placement
 	// PaperSummary holds the GATE paper's Task Mean and GATE rows
 	// (category,row,model,value), shown beside computed rows.
 	PaperSummary []SummaryRow
@@ -306,6 +312,18 @@ func FamilyTables(in Input) []Table {
 	return out
 }
 
+// anyPredicted reports whether any of the columns of fams is predicted.
+func anyPredicted(predicted map[int]bool, fams map[string][]int) bool {
+	for _, cols := range fams {
+		for _, j := range cols {
+			if predicted[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func summaryRow(rows []SummaryRow, category, row string, models []string) *Row {
 	vals := map[string]float64{}
 	for _, s := range rows {
@@ -334,8 +352,12 @@ func summaryRow(rows []SummaryRow, category, row string, models []string) *Row {
 // The paper does not state its own formula; on its matrix this one puts
 // the paper's first model first on every tier. A model missing any of the
 // cells a tier averages is incomplete on that tier: it gets neither mean
-// nor rank, and is never averaged over what happens to be there. When the
-// paper's summary is given, its published GATE rows follow.
+// nor rank, and is never averaged over what happens to be there. A
+// predicted model (a predict block's) is ranked by its placement alone:
+// its GATE Rank cells are empty, pointing there, and the pool's models
+// are ranked among themselves; its GATE Mean is marked predicted where it
+// averages a predicted value. When the paper's summary is given, its
+// published GATE rows follow.
 func TierTable(in Input) Table {
 	m := in.Matrix
 	t := Table{Title: "GATE tiers", Models: m.Models}
@@ -369,20 +391,29 @@ func TierTable(in Input) Table {
 				}
 				total += sum / float64(len(fams[f]))
 			}
-			mean.Cells = append(mean.Cells, Cell{Value: total / float64(max(len(order), 1)), Missing: missing})
+			mean.Cells = append(mean.Cells, Cell{Value: total / float64(max(len(order), 1)), Missing: missing,
+				Predicted: anyPredicted(in.Predicted[m.Models[i]], fams)})
 		}
 		rank := Row{Label: name + " GATE Rank", HigherIsBetter: false, Summary: true, Integer: true}
-		for _, c := range mean.Cells {
+		var placed []string
+		for i, c := range mean.Cells {
 			cell := Cell{Missing: c.Missing}
-			if !c.Missing {
+			if _, ok := in.Predicted[m.Models[i]]; ok {
+				// One rank per model: a predicted model's is its placement.
+				cell = Cell{Missing: true, Text: "see placement"}
+				placed = append(placed, m.Models[i])
+			} else if !c.Missing {
 				cell.Value = 1
-				for _, o := range mean.Cells {
-					if !o.Missing && o.Value > c.Value {
+				for k, o := range mean.Cells {
+					if _, pred := in.Predicted[m.Models[k]]; !pred && !o.Missing && o.Value > c.Value {
 						cell.Value++
 					}
 				}
 			}
 			rank.Cells = append(rank.Cells, cell)
+		}
+		if len(placed) > 0 {
+			rank.Note = "ranks the pool's models among themselves; " + joinAnd(placed) + " is placed by its predicted placement instead (Predicted placement, at the top)"
 		}
 		markRow(&mean)
 		markRow(&rank)

@@ -36,6 +36,11 @@ type Options struct {
 	Runs []Run
 	// Evaluations are transferability, probe and episode results.
 	Evaluations Evaluations
+	// Protocol names what trained the results (the tiers' adapters:
+	// table3, gate or compact); Scale their sizes (full, cpu, test...);
+	// Caveat, shown prominently under the title, why they may not compare
+	// with the paper's.
+	Protocol, Scale, Caveat string
 }
 
 // Output lists what Write produced.
@@ -69,7 +74,7 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 		tables = FamilyTables(in)
 		tiers = TierTable(in)
 	}
-	if err := out.writeTables(csvDir, tables, tiers, o); err != nil {
+	if err := out.writeTables(csvDir, tables, tiers, o, in.Placements); err != nil {
 		return nil, err
 	}
 	if in.Matrix != nil {
@@ -102,14 +107,16 @@ func Write(dir string, in Input, search *Search, o Options) (*Output, error) {
 	return out, os.WriteFile(out.HTML, page, 0o644)
 }
 
-// writeTables writes the family and tier tables as Markdown (with the
-// evaluations and runs after them), LaTeX and one CSV file each.
-func (out *Output) writeTables(csvDir string, tables []Table, tiers Table, o Options) error {
+// writeTables writes the family and tier tables as Markdown (after the
+// caveat, the protocol and the placements; with the evaluations and runs
+// after them), LaTeX and one CSV file each.
+func (out *Output) writeTables(csvDir string, tables []Table, tiers Table, o Options, placements []Placement) error {
 	all := append([]Table(nil), tables...)
 	if len(tiers.Rows) > 0 {
 		all = append(all, tiers)
 	}
 	var md, tex bytes.Buffer
+	headerMarkdown(&md, o, placements)
 	for _, t := range all {
 		t.Markdown(&md)
 		md.WriteString("\n")
@@ -242,6 +249,9 @@ table.results td{text-align:right;font-variant-numeric:tabular-nums}
 table.results thead th{position:sticky;top:0;background:#fafafa}
 td.best{background:#F5D9A3;font-weight:700}td.second{background:#BFE3F7}td.third{background:#B3E0D1}
 td.predicted{font-style:italic;color:#555}td.missing{color:#aaa}
+table.results td.text{text-align:left;white-space:normal}td.left-out{color:#8a4b00}
+p.caveat{background:#fde7c8;border-left:4px solid #d08000;padding:.5rem .8rem;font-weight:600}
+p.placement{font-size:1.3rem}.warning{color:#8a4b00}
 tr.summary th,tr.summary td{border-top:1px solid #999;font-weight:500}
 figure{margin:1.5rem 0}figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85rem;color:#444}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem;font-size:.9rem}
@@ -250,7 +260,13 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem;font-
 func renderHTML(o Options, tables []Table, tiers Table, figs []Figure, in Input) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n<style>%s</style></head><body>\n", html.EscapeString(o.Title), css)
-	fmt.Fprintf(&b, "<h1>%s</h1>\n<nav>", html.EscapeString(o.Title))
+	fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(o.Title))
+	headerHTML(&b, o)
+	placementHTML(&b, in.Placements)
+	b.WriteString("<nav>")
+	if len(in.Placements) > 0 {
+		b.WriteString("<a href=\"#placement\">Placement</a>")
+	}
 	if len(in.Predictors) > 0 {
 		b.WriteString("<a href=\"#predicted\">Predicted results</a>")
 	}

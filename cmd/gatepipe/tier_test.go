@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,10 +215,41 @@ func TestSmallTierRunsEndToEnd(t *testing.T) {
 	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("tiny-convnet")) || !bytes.Contains(b, []byte("Small")) {
 		t.Errorf("report %q: %v, or it lacks the model or the tier", html, err)
 	}
+	checkTierReport(t, readFile(html), r.stdout)
 
 	before := hub.bytes.Load()
 	r = gpEnv(t, cache, env, "apply", dir)
 	if r.code != 0 || hub.bytes.Load() != before || !strings.Contains(r.stdout+r.stderr, "nothing ran") {
 		t.Fatalf("second apply: %d, %d bytes\n%s", r.code, hub.bytes.Load()-before, r.stderr)
+	}
+}
+
+// checkTierReport: the tier's report leads with the placement the apply
+// prints, with its interval, under the scale's caveat and the protocol;
+// it shows iWildCam's measured MAE and says why iWildCam is left out of
+// the placement; the measured model's one rank is its placement.
+func checkTierReport(t *testing.T, page, stdout string) {
+	t.Helper()
+	pos := regexp.MustCompile(`position = "(\d+ of 22 \(interval \d+–\d+\))`).FindStringSubmatch(stdout)
+	if pos == nil {
+		t.Fatalf("apply prints no position with its interval:\n%s", stdout)
+	}
+	lead, tiers := strings.Index(page, "<b>tiny-convnet: "+pos[1]+"</b>"), strings.Index(page, `<table class="results" id="tiers">`)
+	if lead < 0 || lead > tiers {
+		t.Errorf("the report does not lead with the placement %s", pos[1])
+	}
+	for _, want := range []string{"Scale test: mechanics only, not comparable with the paper.", "<dt>protocol</dt><dd>gate — ",
+		"Measured but left out of the placement: iwildcam"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, l := range strings.Split(page, "\n") {
+		switch {
+		case strings.HasPrefix(l, `<tr><th scope="row">iwildcam:MAE Score `) && strings.HasSuffix(l, `–</td></tr>`):
+			t.Errorf("iwildcam's measured MAE is missing from the report:\n%s", l)
+		case strings.Contains(l, "Small GATE Rank</span>") && !strings.HasSuffix(l, "see placement</td></tr>"):
+			t.Errorf("the Small GATE Rank row gives tiny-convnet a rank of its own:\n%s", l)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,7 +19,7 @@ import (
 	"github.com/gatepipe/gatepipe/eevee"
 	"github.com/gatepipe/gatepipe/internal/readset"
 	"github.com/gatepipe/gatepipe/nodes"
-	"github.com/gatepipe/gatepipe/pmf"
+	"github.com/gatepipe/gatepipe/nodes/predict"
 	"github.com/gatepipe/gatepipe/report"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -32,7 +33,7 @@ type Kind struct{ Stdlib fs.FS }
 func (Kind) Name() string { return "report" }
 
 // Version is bumped when outputs for an unchanged config would change.
-func (Kind) Version() string { return "3" } // 3: evaluation sections; distinct curves per for_each run
+func (Kind) Version() string { return "4" } // 4: the placement leads; protocol, scale and caveat; every measured cell
 
 var spec = hcldec.ObjectSpec{
 	"matrix":    &hcldec.AttrSpec{Name: "matrix", Type: cty.String},
@@ -42,6 +43,12 @@ var spec = hcldec.ObjectSpec{
 	"reference": &hcldec.AttrSpec{Name: "reference", Type: cty.String},
 	"compare":   &hcldec.AttrSpec{Name: "compare", Type: cty.List(cty.String)},
 	"title":     &hcldec.AttrSpec{Name: "title", Type: cty.String},
+	// protocol, scale and caveat head the report: what trained the
+	// results (the tiers' adapters), at which sizes, and why they may not
+	// compare with the paper's.
+	"protocol": &hcldec.AttrSpec{Name: "protocol", Type: cty.String},
+	"scale":    &hcldec.AttrSpec{Name: "scale", Type: cty.String},
+	"caveat":   &hcldec.AttrSpec{Name: "caveat", Type: cty.String},
 	// predictions lists predict blocks' output directories: each adds its
 	// model as a column, predicted cells told apart from measured ones.
 	"predictions": &hcldec.AttrSpec{Name: "predictions", Type: cty.List(cty.String)},
@@ -117,6 +124,11 @@ func (k Kind) Decode(v cty.Value, decl nodes.Decl) (nodes.Node, hcl.Diagnostics)
 	}
 	if a := v.GetAttr("title"); !a.IsNull() {
 		n.options.Title = a.AsString()
+	}
+	for name, dst := range map[string]*string{"protocol": &n.options.Protocol, "scale": &n.options.Scale, "caveat": &n.options.Caveat} {
+		if a := v.GetAttr(name); !a.IsNull() {
+			*dst = a.AsString()
+		}
 	}
 	if a := v.GetAttr("runs"); !a.IsNull() {
 		for _, p := range a.AsValueSlice() {
@@ -241,18 +253,11 @@ func (n *Node) Input() (report.Input, *report.Search, error) {
 }
 
 // addPredictions adds a predict node's output in dir to in: its
-// predicted scores (predictions.csv) and, from prediction.json, the
-// predictor's completion or leave-one-model-out results.
+// predicted scores (predictions.csv) and, from prediction.json, its
+// placement and the predictor's completion or leave-one-model-out
+// results.
 func addPredictions(in *report.Input, dir string) error {
-	var meta struct {
-		Model      string `json:"model"`
-		Method     string `json:"method"`
-		Completion *struct {
-			MaskedRatio []pmf.EvalRow `json:"masked_ratio"`
-			Active      []pmf.Curve   `json:"active"`
-		} `json:"completion"`
-		LeaveOneOut []eevee.LOMORow `json:"leave_one_model_out"`
-	}
+	var meta predict.Report
 	data, err := os.ReadFile(filepath.Join(dir, "prediction.json"))
 	if err == nil {
 		err = json.Unmarshal(data, &meta)
@@ -262,21 +267,42 @@ func addPredictions(in *report.Input, dir string) error {
 	}
 	f, err := os.Open(filepath.Join(dir, "predictions.csv"))
 	if err != nil {
-		return err
+		return fmt.Errorf("predictions %s: %w", dir, err)
 	}
 	err = in.AddPredicted(meta.Model, f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("predictions %s: %w", dir, err)
 	}
+	in.Placements = append(in.Placements, placement(meta))
 	switch {
 	case meta.Completion != nil:
 		in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method,
 			MaskedRatio: meta.Completion.MaskedRatio, Active: meta.Completion.Active})
-	case len(meta.LeaveOneOut) > 0:
-		in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method, LeaveOneOut: meta.LeaveOneOut})
+	case len(meta.Validation) > 0:
+		in.Predictors = append(in.Predictors, report.Predictor{Model: meta.Model, Method: meta.Method, LeaveOneOut: meta.Validation, LOOCommand: meta.LOOCommand})
 	}
 	return nil
+}
+
+// placement is the report's view of a predict block's placement.
+func placement(meta predict.Report) report.Placement {
+	p := report.Placement{Model: meta.Model, Method: meta.Method, Position: meta.Placement.Position, Of: meta.Placement.Of,
+		Best: meta.Interval.Best, Worst: meta.Interval.Worst, Columns: meta.Columns, PositionError: math.NaN()}
+	if meta.Method == "eevee" {
+		p.Tier = meta.Tier
+	}
+	if len(meta.Validation) > 0 {
+		p.PositionError = meta.Validation[0].PositionError
+	}
+	for _, b := range meta.Measured {
+		mb := report.MeasuredBenchmark{Benchmark: b.Benchmark, Category: b.Category, Placed: b.Placed, Input: b.Input, Reason: b.Reason}
+		for _, m := range b.Metrics {
+			mb.Metrics = append(mb.Metrics, report.MeasuredMetric{Metric: m.Metric, Value: m.Value, HigherIsBetter: m.HigherIsBetter, Placed: m.Placed})
+		}
+		p.Measured = append(p.Measured, mb)
+	}
+	return p
 }
 
 // Run writes the report.

@@ -246,6 +246,8 @@ predict "placement" {
   partial = true
 }
 
+# The report leads with the placement and its interval; its header names
+# the protocol (the adapters) and the scale, and a capped scale's caveat.
 report "tier" {
   count       = local.on ? 1 : 0
   matrix      = "stdlib/data/gate_table3.csv"
@@ -253,7 +255,10 @@ report "tier" {
   predictions = [predict.placement[0].path]
   tiers       = { (var.tier_name) = var.benchmarks }
   runs        = [for k, t in train.run : t.out_dir]
-  title       = local.capped ? "${var.model} on ${var.tier_name}GATE (scale ${local.caveat})" : "${var.model} on ${var.tier_name}GATE"
+  title       = "${var.model} on ${var.tier_name}GATE"
+  protocol    = local.adapters
+  scale       = local.scale_name
+  caveat      = local.capped ? "scale ${local.caveat}" : null
 }
 
 output "benchmarks" {
@@ -277,8 +282,8 @@ output "table" {
 }
 
 output "position" {
-  description = "The predicted placement among the pool's encoders."
-  value       = local.on ? "${predict.placement[0].position} of ${predict.placement[0].of}${local.capped ? " (${local.caveat})" : ""}" : null
+  description = "The predicted placement among the pool's encoders, with its interval under the prediction's spread (SPEC §5.4)."
+  value       = local.on ? "${predict.placement[0].position} of ${predict.placement[0].of} (interval ${predict.placement[0].interval[0]}–${predict.placement[0].interval[1]})${local.capped ? " (${local.caveat})" : ""}" : null
 }
 
 output "report" {
