@@ -20,7 +20,28 @@ func (Kind) DecodesWaiting() bool { return true }
 // recipe's training steps, every validation of the val split, the kept
 // ensemble on the test split; every seed) and says how to time them here.
 func (n *Node) EstimateWork(data nodes.StoreEstimate) nodes.Work {
-	return estimateWork(n.enc, n.task, n.recipe, len(n.seeds), n.preprocess, n.rt, data)
+	w := estimateWork(n.enc, n.task, n.recipe, len(n.seeds), n.preprocess, n.rt, data)
+	if n.card != nil && w.Measure != nil && n.rt.Torch() {
+		// The torch worker times GATE's adapter of the image families with
+		// the encoder (timing.py TIMED_ADAPTERS): the card is in the key.
+		card, _ := json.Marshal(n.card)
+		w.Key += fmt.Sprintf(" task %s protocol %s", n.task, card)
+		enc, shape, batch := n.enc, timedShape(data, n.preprocess), train.StepExamples(n.task, n.enc.Head, n.recipe.BatchSize)
+		rt, task, c := n.rt, string(n.task), n.card
+		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {
+			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch, "task": task, "protocol": c})
+		}
+	}
+	return w
+}
+
+// timedShape is the shape of one image the model takes (a clip's frame).
+func timedShape(data nodes.StoreEstimate, pre *imageops.Preprocess) []int {
+	shape := modelShape(data.Shape, pre)
+	if len(shape) == 4 {
+		shape = shape[1:]
+	}
+	return shape
 }
 
 // estimateWork is EstimateWork on the node's parts.

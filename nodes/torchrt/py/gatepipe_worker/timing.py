@@ -17,6 +17,8 @@ from .models import TaskModel, convolutional
 
 BUDGET = 2.0  # seconds a timed step or pass may take
 CLASSES = 10
+# The families whose GATE adapter the timing builds (cfg "protocol").
+TIMED_ADAPTERS = ("classification", "multilabel", "segmentation")
 
 
 def timed(run, fn, count):
@@ -36,7 +38,13 @@ def job_timing(run):
     shape = [int(s) for s in cfg["shape"]]
     want = max(int(cfg["batch"]), 1)
     started = time.time()
-    model = TaskModel("classification", cfg["encoder"], shape, CLASSES).to(run.device)
+    # The node's own head where it changes the cost: GATE's adapter for the
+    # image families (the segmentation decoder above all); else the
+    # encoder with a classification head (a small share of the step).
+    card = cfg.get("protocol")
+    task = cfg.get("task") if card and cfg.get("task") in TIMED_ADAPTERS else "classification"
+    protocol = card if card and task == cfg.get("task") else None
+    model = TaskModel(task, cfg["encoder"], shape, CLASSES, protocol=protocol).to(run.device)
     channels_last = convolutional(cfg["encoder"])  # as the jobs run it
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -47,11 +55,14 @@ def job_timing(run):
         return x.contiguous(memory_format=torch.channels_last) if channels_last else x
 
     def trainer(b):
-        x, y = examples(b), torch.randint(0, CLASSES, (b,), device=run.device)
+        x = examples(b)
+        y = torch.randint(0, CLASSES, (b,) + (tuple(shape[1:]) if task == "segmentation" else ()), device=run.device)
+        yf = (y[:, None] == torch.arange(CLASSES, device=run.device)).float() if task == "multilabel" else None
 
         def step():
             with run.autocast():
-                loss = F.cross_entropy(model(x).float(), y)
+                out = model(x).float()
+                loss = F.binary_cross_entropy_with_logits(out, yf) if yf is not None else F.cross_entropy(out, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
