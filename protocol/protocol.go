@@ -11,8 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -161,6 +161,10 @@ type Card struct {
 	// NotYet lists the parts of GATE's protocol above that gatepipe does
 	// not run yet, and what runs instead.
 	NotYet []string `json:"not_yet,omitempty"`
+	// Differs lists the recipe values this node runs with where they are
+	// not GATE's (a capped scale, a recipe's own lr...), GATE's beside
+	// them; the card's values are the ones that run.
+	Differs []string `json:"differs,omitempty"`
 	// precision is a benchmark's own precision (ACDC's fp16), for the
 	// recipe.
 	precision string
@@ -247,24 +251,10 @@ func Parse(b []byte) (*Table, error) {
 }
 
 // Families lists the task families the table covers, sorted.
-func (t *Table) Families() []string {
-	var out []string
-	for k := range t.Adapters {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (t *Table) Families() []string { return slices.Sorted(maps.Keys(t.Adapters)) }
 
 // ScaleNames lists the scales the table sizes adapters for, sorted.
-func (t *Table) ScaleNames() []string {
-	var out []string
-	for k := range t.Scales {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (t *Table) ScaleNames() []string { return slices.Sorted(maps.Keys(t.Scales)) }
 
 // Card is the protocol of a train node of family adapter on benchmark
 // (may be "": the family's) at scale ("": full). A capped scale's card
@@ -402,6 +392,32 @@ func (h *Head) Override(blocks, width, heads, projection int) {
 	}
 }
 
+// RunsWith sets the recipe values the node runs with (0: the adapter
+// has no batch, as few-shot episodes), noting each that is not GATE's in
+// Differs.
+func (c *Card) RunsWith(lr, weightDecay float64, batch, iterations, evalEvery, topK int) {
+	r := c.Recipe
+	if r == nil {
+		return
+	}
+	differ := func(name string, runs, gate any) {
+		if fmt.Sprint(runs) != fmt.Sprint(gate) {
+			c.Differs = append(c.Differs, fmt.Sprintf("%s %v (GATE's %v)", name, runs, gate))
+		}
+	}
+	differ("lr", lr, r.LR)
+	differ("weight decay", weightDecay, r.Optimizer.WeightDecay)
+	if batch > 0 {
+		differ("batch", batch, c.BatchSize)
+		c.BatchSize = batch
+	}
+	differ("iterations", iterations, r.Iterations)
+	differ("eval every", evalEvery, r.EvalEvery)
+	ensemble := fmt.Sprintf("top-%d", max(topK, 1))
+	differ("ensemble", ensemble, r.Ensemble)
+	r.LR, r.Optimizer.WeightDecay, r.Iterations, r.EvalEvery, r.Ensemble = lr, weightDecay, iterations, evalEvery, ensemble
+}
+
 // Has reports whether the card reproduces GATE's defect d ("D1"...).
 func (c Card) Has(d string) bool { return slices.Contains(c.Defects, d) }
 
@@ -457,6 +473,9 @@ func (c Card) Words() string {
 		fmt.Fprintf(&b, ", AdamW (%g, %g) eps %g wd %g, plateau on the %s every %s (patience %d), eval every %d, %s",
 			r.Optimizer.Betas[0], r.Optimizer.Betas[1], r.Optimizer.Eps, r.Optimizer.WeightDecay,
 			strings.ReplaceAll(r.Schedule.On, "_", " "), r.Schedule.Every, r.Schedule.Patience, r.EvalEvery, r.Precision)
+	}
+	if len(c.Differs) > 0 {
+		fmt.Fprintf(&b, "; runs %s", strings.Join(c.Differs, ", "))
 	}
 	if len(c.NotYet) > 0 {
 		fmt.Fprintf(&b, "; not yet as GATE: %s", strings.Join(c.NotYet, "; "))

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,5 +158,24 @@ func TestProtocolsDifferByTheirDefects(t *testing.T) {
 	}
 	if _, err := tab.Card("paper", "video", "", ""); err == nil || !strings.Contains(err.Error(), "table3") {
 		t.Errorf("unknown protocol: %v", err)
+	}
+}
+
+// TestCardSaysWhatRuns: the recipe values that run replace GATE's on the
+// card, each that differs noted with GATE's beside it.
+func TestCardSaysWhatRuns(t *testing.T) {
+	tab := load(t)
+	c, _ := tab.Card(Table3, "classification", "cifar100", "")
+	tab.WithRecipe(&c, "transformer")
+	full := c
+	full.Recipe = new(*c.Recipe)
+	full.RunsWith(1e-5, 0, 64, 10000, 250, 3)
+	if len(full.Differs) != 0 {
+		t.Errorf("GATE's own recipe differs: %v", full.Differs)
+	}
+	c.RunsWith(1e-5, 0, 8, 4, 2, 1)
+	want := []string{"batch 8 (GATE's 64)", "iterations 4 (GATE's 10000)", "eval every 2 (GATE's 250)", "ensemble top-1 (GATE's top-3)"}
+	if !slices.Equal(c.Differs, want) || c.BatchSize != 8 || c.Recipe.Iterations != 4 || c.Recipe.EvalEvery != 2 {
+		t.Errorf("differs %q, batch %d, recipe %+v", c.Differs, c.BatchSize, *c.Recipe)
 	}
 }

@@ -122,13 +122,7 @@ func evaluateSegmentation(enc EncoderSpec, params []*param, classes int, d *Data
 			}
 			for px := range pixels {
 				row := mean[(i*pixels+px)*classes : (i*pixels+px+1)*classes]
-				k := 0
-				for c := range row {
-					if row[c] > row[k] {
-						k = c
-					}
-				}
-				best[px], py[px] = int32(k), row[y[px]]
+				best[px], py[px] = int32(argmax(row)), row[y[px]]
 				for c, v := range row {
 					psum[c] += float64(v)
 				}

@@ -183,13 +183,7 @@ func episodeScores(probs [][]float32, ways, queries int) (acc1, loss float64) {
 	for _, p := range probs {
 		for q := 0; q < ways*queries; q++ {
 			row, truth := p[q*ways:(q+1)*ways], q/queries
-			best := 0
-			for c := range row {
-				if row[c] > row[best] {
-					best = c
-				}
-			}
-			if best == truth {
+			if argmax(row) == truth {
 				acc++
 			}
 			loss -= math.Log(float64(row[truth]) + 1e-7)

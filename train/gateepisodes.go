@@ -269,13 +269,7 @@ func GATEEpisodeMetrics(eps []Episode, probs []float32) (map[string]float64, err
 			}
 			row, truth := probs[off:off+c], e.Label[j]
 			off += c
-			best := 0
-			for k := range row {
-				if row[k] > row[best] {
-					best = k
-				}
-			}
-			if best == truth {
+			if argmax(row) == truth {
 				right++
 			}
 			nll -= math.Log(float64(row[truth]) + 1e-7)

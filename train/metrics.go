@@ -324,3 +324,14 @@ func answerTypeAccuracy(d *Data, probs [][]float32) map[string]float64 {
 	}
 	return out
 }
+
+// argmax is the index of row's largest value, the first among ties.
+func argmax(row []float32) int {
+	best := 0
+	for k := range row {
+		if row[k] > row[best] {
+			best = k
+		}
+	}
+	return best
+}

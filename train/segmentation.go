@@ -97,13 +97,7 @@ func segmentationMetrics(d *Data, prob [][]float32, classes int) (map[string]flo
 			for k, v := range row {
 				psum[k] += float64(v)
 			}
-			b := 0
-			for k := range row {
-				if row[k] > row[b] {
-					b = k
-				}
-			}
-			best, py = append(best, int32(b)), append(py, row[y[px]])
+			best, py = append(best, int32(argmax(row))), append(py, row[y[px]])
 		}
 		c.add(y, best, py)
 		c.addSoftDice(y, py, psum)

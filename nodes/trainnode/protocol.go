@@ -138,6 +138,13 @@ func (n *Node) recipeDefaults(r *specs.Reader) {
 		if wd.IsNull() {
 			n.recipe.WeightDecay = n.card.Recipe.Optimizer.WeightDecay
 		}
+		// The card says what runs: the recipe's values, GATE's beside
+		// those that differ.
+		batch := n.recipe.BatchSize
+		if n.task == train.FewShot {
+			batch = 0 // an episode a step
+		}
+		n.card.RunsWith(n.recipe.LR, n.recipe.WeightDecay, batch, n.recipe.Iterations, n.recipe.ValidateEvery, n.recipe.TopK)
 		return
 	}
 	if n.recipe.LR <= 0 {
