@@ -236,7 +236,7 @@ func (e evalConfig) pipeline() (string, error) {
 	switch {
 	case isPaper:
 		var sb strings.Builder
-		w, err := paper.block(&sb, e.weights)
+		w, err := paper.block(&sb, e.weights, e.adapters)
 		if err != nil {
 			return "", err
 		}

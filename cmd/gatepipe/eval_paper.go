@@ -15,10 +15,16 @@ import (
 // code built each and how gatepipe builds it (SPEC §5.9).
 const paperEncodersPath = "data/gate_paper_encoders.csv"
 
-// paperEncoder is one row of that table.
+// paperEncoder is one row of that table. Weights are what GATE's code
+// loaded for Table 3; GATEWeights, where set, the weights the paper names
+// that an untagged timm name did not choose (defect D6), which protocol
+// "gate" takes.
 type paperEncoder struct {
-	ID, Model, Preset, Arch, Weights, Family, Runnable, Note string
+	ID, Model, Preset, Arch, Weights, GATEWeights, Family, Runnable, Note string
 }
+
+// paperEncoderColumns is the table's number of columns.
+const paperEncoderColumns = 9
 
 // paperEncoders reads the table.
 func paperEncoders() ([]paperEncoder, error) {
@@ -36,10 +42,10 @@ func paperEncoders() ([]paperEncoder, error) {
 		if i == 0 {
 			continue
 		}
-		if len(r) != 8 {
-			return nil, fmt.Errorf("%s:%d: %d columns, want 8", paperEncodersPath, i+1, len(r))
+		if len(r) != paperEncoderColumns {
+			return nil, fmt.Errorf("%s:%d: %d columns, want %d", paperEncodersPath, i+1, len(r), paperEncoderColumns)
 		}
-		out = append(out, paperEncoder{r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]})
+		out = append(out, paperEncoder{r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]})
 	}
 	return out, nil
 }
@@ -75,8 +81,9 @@ func paperEncoderFor(name string) (*paperEncoder, bool, error) {
 }
 
 // block writes the paper encoder's encoder block lines, or says why
-// gatepipe cannot build it; weights overrides the table's.
-func (p *paperEncoder) block(b *strings.Builder, weights string) (string, error) {
+// gatepipe cannot build it, and returns the weights to load: weights when
+// given, else the table's for the protocol (adapters "gate" mends D6).
+func (p *paperEncoder) block(b *strings.Builder, weights, adapters string) (string, error) {
 	switch p.Runnable {
 	case "no":
 		return "", fmt.Errorf("-encoder %s (%s): %s", p.ID, p.Model, p.Note)
@@ -96,7 +103,12 @@ func (p *paperEncoder) block(b *strings.Builder, weights string) (string, error)
 		fmt.Fprintf(b, "  arch = %q\n", p.Arch)
 	}
 	fmt.Fprintf(b, "  family = %q\n", p.Family)
-	if weights == "" {
+	switch {
+	case weights != "":
+	case adapters == "gate" && p.GATEWeights != "":
+		fmt.Fprintf(b, "  # -adapters gate mends D6: the weights the paper names, not those GATE's untagged timm name chose (%s)\n", p.Weights)
+		weights = p.GATEWeights
+	default:
 		weights = p.Weights
 	}
 	return weights, nil

@@ -19,7 +19,11 @@ import (
 // the grey level; the module keeps GATE's five (Cardiomegaly, Mass,
 // Nodule, Pneumothorax, Edema) and drops the images with none of them.
 func chestXrayRepo(t *testing.T, n int) map[string][]byte {
-	findings := []string{"Cardiomegaly|Nodule|Effusion", "Mass|Pneumothorax", "No Finding", "Edema|Cardiomegaly"}
+	return chestXrayRepoOf(t, n, []string{"Cardiomegaly|Nodule|Effusion", "Mass|Pneumothorax", "No Finding", "Edema|Cardiomegaly"})
+}
+
+// chestXrayRepoOf is that layout with example i's findings findings[i%4].
+func chestXrayRepoOf(t *testing.T, n int, findings []string) map[string][]byte {
 	levels := []byte{220, 40, 130, 180}
 	images := map[string][]byte{}
 	var csv, trainList, testList strings.Builder

@@ -195,6 +195,8 @@ module "chexpert" {
   source     = "stdlib/datasets/chexpert"
   enabled    = contains(local.run, "chexpert")
   image_size = local.image_size["chexpert"]
+  # D5: Table 3's five NIH findings, or under protocol "gate" the five GATE names.
+  labels     = local.adapters == "gate" ? "gate" : "table3"
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test

@@ -145,6 +145,7 @@ class Trainer:
         if not self.learn:
             raise SystemExit("nothing to train: the %s head has no parameters and the encoder is frozen" % self.task)
         self.opt = optimizer(self.model, self.learn, self.task, self.rec, (self.protocol or {}).get("recipe"))
+        self.scaler = fp16_scaler(run, (self.protocol or {}).get("recipe"))
         self.splits = {}
         for name in ("train", "val", "test"):
             f = store.split(name)
@@ -288,6 +289,18 @@ def optimizer(model, learn, task, rec, gate):
     return torch.optim.AdamW(groups, lr=rec["lr"], betas=betas, eps=eps, weight_decay=wd)
 
 
+def fp16_scaler(run, gate):
+    """GATE's fp16 where its recipe says so (ACDC, trained by accelerate's
+    fp16 mixed precision: autocast to float16 with a dynamic loss scale):
+    on a GPU whose precision gatepipe chose (precision = "auto"), the run's
+    autocast becomes float16 and the gradient scaler is returned; else
+    None (CPU autocast has no float16, and a precision the user set wins)."""
+    if not gate or gate.get("precision") != "fp16" or not run.cuda or (run.cfg.get("precision") or "auto") != "auto":
+        return None
+    run.precision = "fp16"
+    return torch.cuda.amp.GradScaler()
+
+
 def set_lr(opt, lr):
     for g in opt.param_groups:
         g["lr"] = lr * g.get("mult", 1.0)
@@ -358,8 +371,13 @@ def job_train(run):
             y = ep.targets() if ep is not None else torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"])
         loss = task_loss(t.task, out, y, t.extra, t.loss)
         t.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        t.opt.step()
+        if t.scaler is not None:  # fp16: the loss scaled, the step skipped on an overflow
+            t.scaler.scale(loss).backward()
+            t.scaler.step(t.opt)
+            t.scaler.update()
+        else:
+            loss.backward()
+            t.opt.step()
         seen += idx.numel()
         validate = it % validate_every == 0 or it == iterations
         entry = None

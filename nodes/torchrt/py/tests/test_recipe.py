@@ -1,10 +1,12 @@
 """GATE's recipe in the worker: AdamW's betas and eps, the segmentation
 decoder's learning-rate multiple, and the plateau on the training loss."""
+import types
 import unittest
+import warnings
 
 from torch import nn
 
-from gatepipe_worker.train import Plateau, optimizer, set_lr
+from gatepipe_worker.train import Plateau, fp16_scaler, optimizer, set_lr
 
 GATE = {"optimizer": {"betas": [0.9, 0.98], "eps": 1e-6}, "decoder_lr_multiplier": 10,
         "schedule": {"on": "train_loss", "factor": 0.5, "patience": 2, "threshold": 1e-4}}
@@ -52,3 +54,23 @@ class RecipeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FP16Test(unittest.TestCase):
+    def test_acdc_fp16_only_on_a_gpu_where_gatepipe_chose(self):
+        # (card's precision, the run's device, the precision the user set) -> fp16 with a scaler
+        for gate, cuda, asked, want in [
+            ({"precision": "fp16"}, True, None, True),
+            ({"precision": "fp16"}, True, "auto", True),
+            ({"precision": "fp16"}, True, "fp32", False),  # the user's precision wins
+            ({"precision": "fp16"}, False, None, False),  # CPU autocast has no float16
+            ({"precision": "bf16"}, True, None, False),
+            (None, True, None, False),
+        ]:
+            run = types.SimpleNamespace(cuda=cuda, cfg={"precision": asked} if asked else {}, precision="bf16" if cuda else "fp32")
+            before = run.precision
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # GradScaler on a machine without CUDA
+                got = fp16_scaler(run, gate)
+            self.assertEqual(got is not None, want, (gate, cuda, asked))
+            self.assertEqual(run.precision, "fp16" if want else before, (gate, cuda, asked))
