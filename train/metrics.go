@@ -254,6 +254,16 @@ func PaperMetrics(task Task, m map[string]float64) []Metric {
 			add("Img2Txt Acc@5 (whole split)", "i2t_acc5", true)
 			add("Txt2Img Acc@1 (whole split)", "t2i_acc1", true)
 			add("Txt2Img Acc@5 (whole split)", "t2i_acc5", true)
+		} else if _, ok := m["i2t_blocks_acc1"]; ok {
+			// Winoground under D4: the matrix's accuracies are GATE's
+			// misplaced 2 x 2 blocks (gateBlockAccuracies); each item's
+			// own are kept beside them.
+			add("Img2Txt Acc@1", "i2t_blocks_acc1", true)
+			add("Img2Txt Loss", "i2t_loss", false)
+			add("Txt2Img Acc@1", "t2i_blocks_acc1", true)
+			add("Txt2Img Loss", "t2i_loss", false)
+			add("Img2Txt Acc@1 (per item)", "i2t_acc1", true)
+			add("Txt2Img Acc@1 (per item)", "t2i_acc1", true)
 		} else {
 			add("Img2Txt Acc@1", "i2t_acc1", true)
 			add("Img2Txt Acc@5", "i2t_acc5", true)

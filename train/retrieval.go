@@ -68,7 +68,9 @@ func unitPairs(emb [][]float32) (imgs, txts [][]float64) {
 // similarities, as Thrush et al. score Winoground:
 //   - i2t_acc1 / t2i_acc1: the share of images (captions) whose own
 //     caption (image) scores strictly above the group's others; GATE's
-//     matrix calls these "Img2Txt" and "Txt2Img";
+//     matrix calls these "Img2Txt" and "Txt2Img" (under a protocol that
+//     reproduces D4 those are GATE's misplaced blocks,
+//     gateBlockAccuracies, and these are kept beside them);
 //   - text_score: the share of groups where every image picks its own
 //     caption; image_score: every caption its own image; group_score:
 //     both (percentages);
@@ -167,6 +169,90 @@ func inBatch(sim [][]float64, out map[string]float64) {
 	}
 }
 
+// gateBlockAccuracies adds the Winoground accuracies GATE's code computed
+// (defect D4): i2t_blocks_acc1 and t2i_blocks_acc1, the matrix's
+// Img2Txt and Txt2Img under a protocol that reproduces D4. GATE's
+// evaluator takes the test items in consecutive batches of 64 (the
+// zero-shot tier's batch, gate/tiers/configs/
+// image_text_zero_shot_classification.py; the loader keeps the last,
+// shorter one), each item two images and two captions
+// (gate/data/image_text/zero_shot/winoground.py): batch is the examples
+// of a batch, 128 (an item's two pairs are consecutive examples). The
+// duo-modal adapter (gate/models/task_adapters/zero_shot_classification.py,
+// forward) flattens a batch's [B, 2] images and captions item by item
+// to 2B each and scores the 2B x 2B similarity matrix S (image rows,
+// caption columns) and its transpose for text to image with
+// gate/models/task_adapters/utils/helpers.py contrastive_accuracy, whose
+// is_irregular_shape branch does
+//
+//	logits = logits.reshape(logits.shape[0], -1, 2, 2).reshape(-1, 2, 2)
+//	targets = torch.arange(2).unsqueeze(0).repeat([logits.shape[0], 1])
+//	logits = logits.reshape(-1, 2); targets = targets.reshape(-1)
+//	(logits.argmax(dim=-1) == targets).float().mean()
+//
+// The reshapes keep S's row-major order, so each row's 2B values are
+// cut into consecutive pairs of captions (images), and the pairs, counted
+// over the whole matrix, are told that the answer is 0, 1, 0, 1, ...:
+// with B even, an image "hits" when it scores item m's caption 0 at least
+// as high as its caption 1 for even m, caption 1 higher for odd m,
+// whichever item the image is from; argmax takes the first of a tie.
+// Only an image's own item's pair is a real question, so the scores sit
+// near 50 %. The accuracy is averaged over the batches, as the
+// evaluator's "-epoch-mean" averages its per-batch values.
+//
+// With an odd number of items in a batch (a capped test split; GATE's
+// 60 test items and 20 validation items are one even batch) GATE's
+// first reshape raises; gatepipe goes on pairing the flattened matrix's
+// values with the same alternating targets.
+func gateBlockAccuracies(batch int, emb [][]float32, out map[string]float64) {
+	imgs, txts := unitPairs(emb)
+	dot := func(a, b []float64) float64 {
+		var s float64
+		for k, x := range a {
+			s += x * b[k]
+		}
+		return s
+	}
+	n := len(emb)
+	var i2t, t2i float64
+	batches := 0
+	for a := 0; a < n; a += batch {
+		size := min(batch, n-a)
+		i2t += gateBlockAccuracy(size, func(r, c int) float64 { return dot(imgs[a+r], txts[a+c]) })
+		t2i += gateBlockAccuracy(size, func(r, c int) float64 { return dot(imgs[a+c], txts[a+r]) })
+		batches++
+	}
+	if batches == 0 {
+		return
+	}
+	out["i2t_blocks_acc1"] = 100 * i2t / float64(batches)
+	out["t2i_blocks_acc1"] = 100 * t2i / float64(batches)
+}
+
+// gateBlockAccuracy is contrastive_accuracy(logits, is_irregular_shape=True)
+// of GATE's helpers.py on the n x n matrix s (row r, column c): the
+// matrix's values, flattened row by row, taken in pairs; pair p's target
+// is p mod 2 and its prediction the index of its larger value, the first
+// on a tie (torch's argmax).
+func gateBlockAccuracy(n int, s func(r, c int) float64) float64 {
+	pairs := n * n / 2
+	if pairs == 0 {
+		return 0
+	}
+	at := func(f int) float64 { return s(f/n, f%n) }
+	hits := 0
+	for p := range pairs {
+		pred := 0
+		if at(2*p+1) > at(2*p) {
+			pred = 1
+		}
+		if pred == p%2 {
+			hits++
+		}
+	}
+	return float64(hits) / float64(pairs)
+}
+
 // ownBest reports whether candidate self of g scores strictly above every
 // other, and the cross-entropy of self at the training scale.
 func ownBest(g, self int, score func(j int) float64) (bool, float64) {
@@ -220,7 +306,11 @@ func retrievalMetrics(d *Data, emb [][]float32) map[string]float64 {
 		return map[string]float64{}
 	}
 	if d.Group > 1 {
-		return groupRetrievalMetrics(d.Group, emb)
+		out := groupRetrievalMetrics(d.Group, emb)
+		if d.GATEBlocks {
+			gateBlockAccuracies(d.Group*inBatchSize, emb, out)
+		}
+		return out
 	}
 	imgs, txts := unitPairs(emb)
 	dim := len(imgs[0])

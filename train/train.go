@@ -47,6 +47,11 @@ type Data struct {
 	// one test item whose images and captions are scored against each
 	// other only (Winoground's two images and two captions).
 	Group int
+	// GATEBlocks adds to a grouped retrieval split's metrics the
+	// accuracies GATE's code computed for Winoground, its 2 x 2 blocks
+	// misplaced (defect D4, under a protocol that reproduces it:
+	// gateBlockAccuracies); they become the matrix's Img2Txt and Txt2Img.
+	GATEBlocks bool
 	// Source, when set, gives the inputs instead of X: a split read from
 	// its store a batch at a time (OpenSplitFor).
 	Source Inputs

@@ -60,6 +60,21 @@ func readProtocol(r *specs.Reader, task, benchmark string) *protocol.Card {
 	return &c
 }
 
+// gateMetrics marks the splits for the metrics GATE's code computed
+// where the card reproduces a defect of them: D4, Winoground's
+// accuracies from misplaced 2 x 2 blocks (train.Data.GATEBlocks, which
+// only grouped retrieval splits read).
+func (n *Node) gateMetrics(d *loaded) {
+	if n.card == nil || !n.card.Has("D4") {
+		return
+	}
+	for _, s := range d.splits {
+		if s != nil {
+			s.GATEBlocks = true
+		}
+	}
+}
+
 // transformerNames mark a library model as a transformer (GATE's 1e-5):
 // ViTs, CLIP, SigLIP, DINO, DeiT, FlexiViT, EfficientFormer and kin.
 var transformerNames = []string{"vit", "deit", "clip", "siglip", "flexivit", "efficientformer", "beit", "swin", "eva", "dino", "levit", "maxvit", "mvit", "cait", "xcit"}

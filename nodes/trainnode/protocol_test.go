@@ -1,11 +1,16 @@
 package trainnode
 
 import (
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gatepipe/gatepipe/formats/safetensors"
 	"github.com/gatepipe/gatepipe/protocol"
+	"github.com/gatepipe/gatepipe/stdlib"
 	"github.com/gatepipe/gatepipe/train"
 )
 
@@ -74,5 +79,59 @@ func TestFamilyOf(t *testing.T) {
 func TestD3FirstCharacters(t *testing.T) {
 	if got := firstCharacters([]string{"a dog runs", "", "éclair"}); !slices.Equal(got, []string{"a", "", "é"}) {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestD4WinogroundColumns: under table3 (D4) the Winoground columns
+// Img2Txt and Txt2Img are GATE's misplaced 2 x 2 blocks, under gate each
+// item's own, from the same embeddings read from the torch worker's
+// output; Winoground's scores are there under both. Two items (one
+// batch), every image (1, 0), captions (1, 0), (0, 1), (0, 1), (1, 0):
+// GATE's pairs give 100 and 50 (train.TestGATEBlocksWinoground works
+// them out); per item 50 and 0 (ties miss).
+func TestD4WinogroundColumns(t *testing.T) {
+	tab, err := protocol.Load(stdlib.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := []float32{1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0}
+	for _, c := range []struct {
+		proto    string
+		i2t, t2i float64
+	}{{protocol.Table3, 100, 50}, {protocol.GATE, 50, 0}} {
+		card, err := tab.Card(c.proto, "retrieval", "winoground", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{card: &card, task: train.Retrieval}
+		split := func() *train.Data {
+			return &train.Data{Task: train.Retrieval, Group: 2, QLen: 1, Q: []int64{1, 2, 3, 4}, Vocab: 5}
+		}
+		d := &loaded{task: train.Retrieval, splits: [3]*train.Data{split(), split(), split()}}
+		n.gateMetrics(d)
+		work := t.TempDir()
+		if err := os.WriteFile(filepath.Join(work, "result.json"), []byte(`{"kept": []}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := safetensors.WriteFile(filepath.Join(work, "pred.safetensors"), []safetensors.Tensor{safetensors.F32Tensor("pred", []int{4, 4}, emb)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		res, err := readTorchResult(work, train.Retrieval, train.HeadSpec{}, d.splits[2], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := map[string]float64{}
+		for _, pm := range train.PaperMetrics(train.Retrieval, res.Metrics) {
+			cols[pm.Name] = pm.Value
+		}
+		want := map[string]float64{"Img2Txt Acc@1": c.i2t, "Txt2Img Acc@1": c.t2i, "Text Score": 0, "Image Score": 0, "Group Score": 0}
+		if card.Has("D4") {
+			want["Img2Txt Acc@1 (per item)"], want["Txt2Img Acc@1 (per item)"] = 50, 0
+		}
+		for k, v := range want {
+			if got, ok := cols[k]; !ok || math.Abs(got-v) > 1e-9 {
+				t.Errorf("%s: %s = %v (present %v), want %v", c.proto, k, got, ok, v)
+			}
+		}
 	}
 }

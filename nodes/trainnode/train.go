@@ -248,6 +248,7 @@ func (n *Node) load() (*loaded, error) {
 		d, err := n.loadTargets(meta)
 		if d != nil {
 			d.names = meta.MetricNames
+			n.gateMetrics(d)
 		}
 		return d, err
 	}
@@ -261,6 +262,7 @@ func (n *Node) load() (*loaded, error) {
 		}
 		d.counts[i] = d.splits[i].Len()
 	}
+	n.gateMetrics(d)
 	return d, nil
 }
 

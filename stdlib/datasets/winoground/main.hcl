@@ -16,8 +16,11 @@
 # Txt2Img (GATE's matrix names; the share of images or captions whose own
 # partner scores strictly higher), their losses, and Winoground's Text,
 # Image and Group scores. GATE's own metric code reshapes the batch's
-# similarity matrix into 2 x 2 blocks that are not the items' blocks (a
-# defect); gatepipe scores the items as the Winoground paper does.
+# similarity matrix into 2 x 2 blocks that are not the items' blocks
+# (defect D4): under GATE's adapters with protocol "table3" (the tiers'
+# default) Img2Txt and Txt2Img are computed so, to compare with Table 3,
+# and each item's own are kept as "(per item)"; under "gate" and the
+# compact heads the items are scored as the Winoground paper does.
 # Splits: GATE splits the 400 items 80% / 5% / 15% with unseeded
 # train_test_split calls; gatepipe draws the same proportions (320 / 20 /
 # 60 items) with split_seed. max_* count items, not pairs.
