@@ -458,6 +458,9 @@ func (c Card) Words() string {
 	if c.BatchSize > 0 {
 		fmt.Fprintf(&b, ", batch %d", c.BatchSize)
 	}
+	if c.Augmentation != "" {
+		fmt.Fprintf(&b, ", augmentation %s", c.Augmentation)
+	}
 	fmt.Fprintf(&b, "; %s (selected by %s, %s)", c.Metric, c.Selection.Metric, c.Selection.Direction)
 	if e := c.Episodes; e != nil {
 		fmt.Fprintf(&b, "; episodes of %d-%d ways, %d val, %d test", e.Ways[0], e.Ways[1], e.Val, e.Test)

@@ -100,7 +100,7 @@ func TestUnknownsAreErrors(t *testing.T) {
 
 func TestWords(t *testing.T) {
 	c, _ := load(t).Card(Table3, "segmentation", "ade20k", "")
-	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8; mIoU (selected by mIoU, max); not yet as GATE: augmentation: none runs (GATE's RandAugment rand-m9-n3-mstd0.5-inc1, segmentation and video augmentations); GATE's defects D1, D2, D3, D4, D5, D6, D7 reproduced"
+	want := "transformer decoder head (8 blocks (computed by GATE but not applied), width 1024, 8 heads, on a 768-d projection), focal ce ignore0 loss, 1024x1024 px, batch 8, augmentation random crop (1024 of a 2048 resize), horizontal flip, photometric distortion; mIoU (selected by mIoU, max); GATE's defects D1, D2, D3, D4, D5, D6, D7, D11 reproduced"
 	if got := c.Words(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gatepipe/gatepipe/internal/torchtest"
@@ -82,7 +83,7 @@ module "gate" {
 			}
 			return c
 		}
-		name, defects := "table3", []string{"D1", "D2", "D3", "D4", "D5", "D6", "D7"}
+		name, defects := "table3", []string{"D1", "D2", "D3", "D4", "D5", "D6", "D7", "D11"}
 		if tc.adapters == "gate" {
 			name, defects = "gate", nil
 		}
@@ -94,7 +95,13 @@ module "gate" {
 		if ade := at("ade20k"); ade.BatchSize != 8 || !slices.Equal(ade.ImageSize, []int{1024, 1024}) {
 			t.Errorf("%s: ade20k's card %+v", tc.preset, *ade)
 		}
-		if acdc := at("acdc"); !slices.Equal(acdc.ImageSize, []int{512, 512}) || acdc.Recipe.Precision != "fp16" {
+		if ade := at("ade20k"); ade.Augmentation != "random crop (1024 of a 2048 resize), horizontal flip, photometric distortion" {
+			t.Errorf("%s: ade20k's augmentation %q", tc.preset, ade.Augmentation)
+		}
+		if iw := at("iwildcam"); !strings.HasPrefix(iw.Augmentation, "resize 448, random crop 224") {
+			t.Errorf("%s: iwildcam's augmentation %q", tc.preset, iw.Augmentation)
+		}
+		if acdc := at("acdc"); !slices.Equal(acdc.ImageSize, []int{512, 512}) || acdc.Recipe.Precision != "fp16" || !strings.HasPrefix(acdc.Augmentation, "medical: random crop") {
 			t.Errorf("%s: acdc's card %+v", tc.preset, *acdc)
 		}
 	}

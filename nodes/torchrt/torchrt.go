@@ -32,7 +32,7 @@ import (
 // python -m gatepipe_worker with that directory first on PYTHONPATH, so a
 // traceback names the real file and line.
 //
-//go:embed py/gatepipe_worker/*.py py/gatepipe_worker/adapters/*.py
+//go:embed py/gatepipe_worker/*.py py/gatepipe_worker/adapters/*.py py/gatepipe_worker/augment/*.py
 var workerFiles embed.FS
 
 // WorkerPackage is the worker's Python package name (python -m

@@ -376,6 +376,33 @@ class Inputs:
         out = [c] + list(self.pre["size"])
         return [self.shape[0]] + out if len(self.shape) == 4 else out
 
+    def eight_bit(self):
+        """Whether the stored examples are 8-bit pixels (scaled by 1/255):
+        images or clips, the range GATE's augmentations work in."""
+        return abs(self.scale * 255.0 - 1.0) < 1e-6 and len(self.shape) in (3, 4)
+
+    def pixels(self, x):
+        """The 8-bit pixels (uint8, on x's device) of an input batch x that
+        make() made: its normalisation undone and rounded; with an
+        evaluation transform, the resized and cropped image's."""
+        if self.pre:
+            if self.pmean is not None:
+                x = x * self.pstd + self.pmean
+            v = x / self.scale
+        else:
+            v = (x - self.bias) / self.mul
+        return v.round_().clamp_(0, 255).to(torch.uint8)
+
+    def normalized(self, u):
+        """The encoder's input for 8-bit pixels u (pixels' inverse)."""
+        x = u.to(torch.float32)
+        if self.pre:
+            x = x * self.scale
+            if self.pmean is not None:
+                x = (x - self.pmean) / self.pstd
+            return x.contiguous()
+        return x.mul_(self.mul).add_(self.bias)
+
     def __call__(self, x):
         # Copied as stored (uint8 is a quarter of float32), converted on the device.
         return self.make(x.to(self.device, non_blocking=True))[0]

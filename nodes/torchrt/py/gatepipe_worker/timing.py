@@ -33,6 +33,33 @@ def timed(run, fn, count):
     return (time.time() - start) / count
 
 
+class _Pixels:
+    """Inputs for timing the card's augmentation alone: the batch is 8-bit
+    pixels already, and the augmented pixels become floats."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def eight_bit(self):
+        return True
+
+    def pixels(self, x):
+        return x
+
+    def normalized(self, u):
+        return u.to(torch.float32)
+
+
+def augmentation(card, task, shape):
+    """The card's training augmentation for task as the training step runs
+    it (augment.Augmenter), or None."""
+    if not card or len(shape) not in (3, 4):
+        return None
+    from .augment import for_card
+    aug, _ = for_card(task, card, _Pixels(shape), 0)
+    return aug
+
+
 def job_timing(run):
     cfg = run.cfg
     shape = [int(s) for s in cfg["shape"]]
@@ -54,12 +81,19 @@ def job_timing(run):
         x = torch.randn(n, *shape, device=run.device)
         return x.contiguous(memory_format=torch.channels_last) if channels_last else x
 
+    aug = augmentation(protocol, task, shape)  # its cost is part of a step's
+
     def trainer(b):
         x = examples(b)
         y = torch.randint(0, CLASSES, (b,) + (tuple(shape[1:]) if task == "segmentation" else ()), device=run.device)
         yf = (y[:, None] == torch.arange(CLASSES, device=run.device)).float() if task == "multilabel" else None
+        u = torch.randint(0, 256, (b, *shape), dtype=torch.uint8, device=run.device) if aug is not None else None
 
         def step():
+            nonlocal x, y
+            if aug is not None:
+                xa, y = aug(u, y, 1)
+                x = xa.contiguous(memory_format=torch.channels_last) if channels_last and xa.dim() == 4 else xa
             with run.autocast():
                 out = model(x).float()
                 loss = F.binary_cross_entropy_with_logits(out, yf) if yf is not None else F.cross_entropy(out, y)

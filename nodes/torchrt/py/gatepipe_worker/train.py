@@ -122,6 +122,12 @@ class Trainer:
         self.inputs = Inputs(store, cfg.get("preprocess"), run.device, channels_last=self.conv, normalize=normalize)
         self.outputs = int(cfg["outputs"])
         seed = int(self.rec.get("seed") or 0)
+        self.augment = None
+        if self.protocol:  # the card's training augmentation (GATE's)
+            from .augment import for_card
+            self.augment, why = for_card(self.task, self.protocol, self.inputs, seed)
+            if why:
+                run.warn(why)
         torch.manual_seed(seed)  # a library encoder's and GATE's adapters' initialisation (gatepipe draws the rest)
         adapters = None
         if self.protocol:
@@ -181,18 +187,22 @@ class Trainer:
             return x.contiguous(memory_format=torch.channels_last)
         return x
 
-    def forward(self, split, idx, shots=None, x=None, episode=None):
+    def forward(self, split, idx, shots=None, x=None, episode=None, it=None):
         """The model's output for split's rows idx (their input x when the
         loader made it already) and their targets; a few-shot episode is
-        GATE's (a gateepisodes.Episode), else the head's shape with shots."""
+        GATE's (a gateepisodes.Episode), else the head's shape with shots.
+        A training iteration it runs the card's augmentation on the batch."""
         ex, tg = self.splits[split]
-        x = self.input(ex.batch(idx) if x is None else x)
+        x = ex.batch(idx) if x is None else x
+        y = tg.labels(idx) if self.task not in ("fewshot", "retrieval") else None
+        if it is not None and self.augment is not None:
+            x, y = self.augment(x, y, it)
+        x = self.input(x)
         q = tg.q[idx] if tg.q is not None and self.task in ("relational", "retrieval") else None
         with self.run.autocast():
             if self.task == "fewshot":
                 s = self.sizes
                 return self.model(x, episode=episode if episode is not None else (s["ways"], shots or s["shots"], s["queries"])), None
-            y = tg.labels(idx) if self.task != "retrieval" else None
             if self.protocol and self.task == "segmentation":  # GATE's adapter: logits at the masks' size
                 return self.model(x, q, size=tuple(y.shape[-2:])), y
             return self.model(x, q), y
@@ -366,7 +376,7 @@ def job_train(run):
         started = time.time()
         idx = order[it - 1]
         ep = gate[it - 1] if gate is not None else None
-        out, y = t.forward("train", idx, x=next(feed), episode=ep)
+        out, y = t.forward("train", idx, x=next(feed), episode=ep, it=it)
         if t.task == "fewshot":
             y = ep.targets() if ep is not None else torch.arange(t.sizes["ways"], device=run.device).repeat_interleave(t.sizes["queries"])
         loss = task_loss(t.task, out, y, t.extra, t.loss)

@@ -51,6 +51,31 @@ class TimingTest(unittest.TestCase):
     def test_gate_segmentation_decoder_is_timed(self):
         self.assertEqual(self.run_job(task="segmentation", protocol=SEG), [("segmentation", True)])
 
+    def test_the_cards_augmentation_is_timed(self):
+        calls = []
+        real = timing.augmentation
+
+        def spy(card, task, shape):
+            aug = real(card, task, shape)
+            if aug is None:
+                return None
+
+            def counted(x, y, it):
+                calls.append((task, x.dtype))
+                return aug(x, y, it)
+            return counted
+        timing.augmentation = spy
+        try:
+            cls = {"name": "table3", "adapter": "classification", "stem": "instance_norm", "loss": "cross_entropy",
+                   "augmentation": "rand-m9-n3-mstd0.5-inc1", "head": {"name": "linear", "projection": 8}}
+            self.run_job(task="classification", protocol=cls)
+            self.run_job(task="segmentation", protocol=dict(SEG, augmentation="random crop, horizontal flip, photometric distortion"))
+            self.run_job(task="segmentation", protocol=SEG)  # no augmentation on its card
+        finally:
+            timing.augmentation = real
+        self.assertEqual({c for c in calls}, {("classification", torch.uint8), ("segmentation", torch.uint8)})
+        self.assertGreaterEqual(len(calls), 6)  # every timed step of both
+
     def test_other_families_time_the_classification_head(self):
         self.assertEqual(self.run_job(task="fewshot", protocol=dict(SEG, adapter="fewshot")), [("classification", False)])
         self.assertEqual(self.run_job(), [("classification", False)])
