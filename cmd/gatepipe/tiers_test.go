@@ -171,5 +171,11 @@ func TestBaseAndBigTiersMeasureEveryBenchmark(t *testing.T) {
 		if got := strings.Count(measured, `","`) + 1; got != c.count {
 			t.Errorf("%s tier measured %d benchmarks, want %d: %s", c.tier, got, c.count, measured)
 		}
+		// D3: under table3 (big's default) nycc is GATE's NYCC loader's
+		// Flickr30k; with the compact heads, NYCC's own release.
+		lock := readFile(filepath.Join(dir, "gatepipe.lock.hcl"))
+		if nycc := strings.Contains(lock, "jmhessel/newyorker_caption_contest"); nycc != (c.tier == "base") {
+			t.Errorf("%s tier: the lock file names NYCC's own repository: %v, want %v", c.tier, nycc, c.tier == "base")
+		}
 	}
 }

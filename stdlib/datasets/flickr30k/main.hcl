@@ -10,8 +10,11 @@
 # Task: image-text retrieval. Each image is paired with the first of its
 # five captions (the "raw" column), as word tokens over the training
 # captions' vocabulary; metrics are image-to-text and text-to-image Acc@1/@5.
-# Splits: the CSV's split column (Karpathy's 29k/1k/1k), so no seed is
-# involved (GATE's loader re-splits unseeded).
+# Splits: by default the CSV's split column (Karpathy's 29k/1k/1k), so no
+# seed is involved; split_fractions = [val, test] re-splits all 31,783
+# images at random with split_seed, as GATE's loaders do unseeded:
+# flickr30k.py [0.15, 0.15], and its NYCC loader, which reads Flickr30k
+# (defect D3), [0.05, 0.15]. The tiers pass GATE's under its adapters.
 
 variable "enabled" {
   description = "false declares the benchmark without planning its download (a tier module that is only listed)."
@@ -26,6 +29,12 @@ variable "image_size" {
 variable "split_seed" {
   description = "Seed of the splits gatepipe draws (validation from train when the source has none)."
   default     = 0
+}
+
+variable "split_fractions" {
+  description = "null: the CSV's split column (Karpathy's); [val, test]: every image re-split at random with split_seed, these shares to validation and test (GATE's Flickr30k: [0.15, 0.15]; GATE's NYCC loader: [0.05, 0.15])."
+  type        = list(number)
+  default     = null
 }
 
 variable "max_train" {
@@ -65,7 +74,9 @@ dataset "data" {
   images         = ["flickr30k-images"]
   image_column   = "filename"
   caption_column = "raw"
-  split_column   = "split"
+  split_column   = var.split_fractions == null ? "split" : null
+  val_fraction   = var.split_fractions == null ? null : var.split_fractions[0]
+  test_fraction  = var.split_fractions == null ? null : var.split_fractions[1]
   max_tokens     = var.max_tokens
   image_size     = var.image_size
   split_seed     = var.split_seed

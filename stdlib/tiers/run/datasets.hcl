@@ -207,15 +207,30 @@ module "flickr30k" {
   source     = "stdlib/datasets/flickr30k"
   enabled    = contains(local.run, "flickr30k")
   image_size = local.image_size["flickr30k"]
+  # GATE's loader: every image, 70 / 15 / 15 at random.
+  split_fractions = local.gate ? [0.15, 0.15] : null
   max_train  = local.s.max_train
   max_val    = local.s.max_val
   max_test   = local.s.max_test
   split_seed = var.split_seed
 }
 
+# D3: GATE's NYCC loader reads Flickr30k (80 / 5 / 15 at random); under
+# protocol table3 the tier's nycc is that, under any other its own data.
+module "nycc_table3" {
+  source          = "stdlib/datasets/flickr30k"
+  enabled         = contains(local.run, "nycc") && local.adapters == "table3"
+  image_size      = local.image_size["nycc"]
+  split_fractions = [0.05, 0.15]
+  max_train       = local.s.max_train
+  max_val         = local.s.max_val
+  max_test        = local.s.max_test
+  split_seed      = var.split_seed
+}
+
 module "nycc" {
   source     = "stdlib/datasets/nycc"
-  enabled    = contains(local.run, "nycc")
+  enabled    = contains(local.run, "nycc") && local.adapters != "table3"
   image_size = local.image_size["nycc"]
   max_train  = local.s.max_train
   max_val    = local.s.max_val

@@ -151,7 +151,7 @@ locals {
     diabetic    = module.diabetic.dataset
     chexpert    = module.chexpert.dataset
     flickr30k   = module.flickr30k.dataset
-    nycc        = module.nycc.dataset
+    nycc        = local.adapters == "table3" ? module.nycc_table3.dataset : module.nycc.dataset
     winoground  = module.winoground.dataset
     clevr-math  = module.clevr_math.dataset
     clevr       = module.clevr.dataset
