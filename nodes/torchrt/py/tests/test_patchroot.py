@@ -310,6 +310,33 @@ class LoadTest(unittest.TestCase):
                 patchroot.load(m, path)
 
 
+class SDPATest(unittest.TestCase):
+    def test_fused_attention_takes_the_bias_and_dropout(self):
+        """Where torch has F.scaled_dot_product_attention (2.0+; the CI's
+        Debian torch has not), attend hands it the bias as attn_mask and
+        the dropout only in training: a stand-in with its documented
+        semantics gives what the explicit path gives."""
+        calls = []
+
+        def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+            calls.append((attn_mask is not None, dropout_p))
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if attn_mask is not None:
+                s = s + attn_mask
+            return F.dropout(s.softmax(dim=-1), dropout_p) @ v
+
+        m = randomised(patchroot.PatchRootEncoder(MPNET, [3, 12, 12], small(MPNET)))
+        x = torch.randn(2, 3, 12, 12)
+        with torch.no_grad():
+            want = m(x)
+            with mock.patch.object(F, "scaled_dot_product_attention", sdpa, create=True):
+                got = m(x)
+                m.train()
+                m(x)
+        self.assertTrue(torch.allclose(got, want, atol=1e-6))
+        self.assertEqual(calls, [(True, 0.0)] * 2 + [(True, 0.1)] * 2)
+
+
 class InterfaceTest(unittest.TestCase):
     def test_outputs_and_grey_images(self):
         with small_configs():
