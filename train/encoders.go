@@ -112,9 +112,29 @@ func (e EncoderSpec) stem(b *builder, x *G.Node, shape []int) (*G.Node, []int) {
 
 // LibraryPrefixes mark an encoder that PyTorch builds on the torch
 // runtime: a model of timm's or torchvision's by name ("timm:resnet50",
-// "torchvision:convnext_tiny"), or a researcher's own module
-// ("python:mymodel.py:MyNet", UserArchPrefix).
-var LibraryPrefixes = []string{"timm:", "torchvision:", UserArchPrefix}
+// "torchvision:convnext_tiny"), GATE's patch root on a Hugging Face
+// encoder ("patchroot:google-bert/bert-base-uncased", PatchRootPrefix),
+// or a researcher's own module ("python:mymodel.py:MyNet",
+// UserArchPrefix).
+var LibraryPrefixes = []string{"timm:", "torchvision:", PatchRootPrefix, UserArchPrefix}
+
+// PatchRootPrefix marks GATE's patch root (its VisionRootReplacedBackbone)
+// on one of the Hugging Face text and audio encoders of the paper: a
+// randomly initialised patch embedding, class token and positions feeding
+// the model's encoder layers, which the torch worker builds in plain
+// PyTorch (nodes/torchrt/py/gatepipe_worker/patchroot.py).
+const PatchRootPrefix = "patchroot:"
+
+// PatchRootModels are the Hub models the patch root is built for (the
+// NAME of arch = "patchroot:NAME"; weights = "hf:NAME" loads the Hub's
+// model.safetensors).
+var PatchRootModels = []string{"google-bert/bert-base-uncased", "facebook/bart-base", "sentence-transformers/all-mpnet-base-v2", "openai/whisper-base"}
+
+// IsPatchRoot reports whether arch is GATE's patch root on a Hub model
+// (any NAME: PatchRootModels lists those that exist).
+func IsPatchRoot(arch string) bool {
+	return strings.HasPrefix(arch, PatchRootPrefix) && len(arch) > len(PatchRootPrefix)
+}
 
 // UserArchPrefix marks a researcher's own encoder: "python:PATH:CALLABLE",
 // a callable in a Python file that returns a torch.nn.Module.
@@ -206,6 +226,9 @@ func (e EncoderSpec) Check(shape []int) error {
 	case IsLibrary(e.Arch):
 		if !img {
 			return fmt.Errorf("%s needs image examples [C, H, W], not %v", e.Arch, shape)
+		}
+		if IsPatchRoot(e.Arch) && shape[0] != 1 && shape[0] != 3 {
+			return fmt.Errorf("%s takes RGB or grey images, not %d channels", e.Arch, shape[0])
 		}
 		return nil
 	}

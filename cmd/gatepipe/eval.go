@@ -39,7 +39,10 @@ architecture (mlp, convnet, resnet, convnext, vit: built-in sizes), a
 preset (resnet50, vit_b_16, convnext_tiny, ...: SPEC.md lists them),
 timm:NAME (a preset's name: gatepipe builds the same network on either
 runtime; any other timm model: timm builds it, torch runtime),
-torchvision:NAME (torch runtime), or python:PATH:CALLABLE, your own
+torchvision:NAME (torch runtime), patchroot:NAME (GATE's patch root on
+google-bert/bert-base-uncased, facebook/bart-base,
+sentence-transformers/all-mpnet-base-v2 or openai/whisper-base; torch
+runtime; SPEC §5.9), or python:PATH:CALLABLE, your own
 PyTorch module (torch runtime; SPEC §5.6 "Your own encoder"). -runtime auto (the default)
 trains on PyTorch, one GPU per node, where the machine has NVIDIA GPUs and
 python's torch sees them, and on gatepipe's Go runtime on the CPUs
@@ -71,7 +74,7 @@ func runEval(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "eval", evalUsage)
 	var cfg evalConfig
 	var seeds string
-	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset, timm:NAME, torchvision:NAME, python:PATH:CALLABLE, or one of the paper's 21 by its Table 3 id (cvnxtv2, clip, ...; gate:ID where the id is also an architecture: gate:vit) (required)")
+	fs.StringVar(&cfg.encoder, "encoder", "", "the encoder: an architecture, a preset, timm:NAME, torchvision:NAME, patchroot:NAME, python:PATH:CALLABLE, or one of the paper's 21 by its Table 3 id (cvnxtv2, clip, ...; gate:ID where the id is also an architecture: gate:vit) (required)")
 	fs.StringVar(&cfg.weights, "weights", "", "initial weights: a safetensors PATH, hf:OWNER/NAME or torchvision:MODEL.WEIGHTS (default: none, random initialisation)")
 	fs.StringVar(&cfg.tier, "tier", "small", "the GATE tier: small (8 benchmarks), base (15) or big (21)")
 	fs.StringVar(&cfg.runtime, "runtime", "auto", "auto (torch on one GPU per node where the machine has GPUs and python's torch sees them, else go), go (gatepipe's runtime, CPU) or torch (PyTorch, on GPUs with -gpus: every benchmark)")
@@ -174,7 +177,7 @@ func (e evalConfig) modelName() string {
 	if _, callable, ok := train.SplitUserArch(e.encoder); ok {
 		return callable
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(e.encoder, "timm:"), "torchvision:"), "gate:")
+	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(e.encoder, "timm:"), "torchvision:"), "gate:"), train.PatchRootPrefix)
 }
 
 // userArch is -encoder python:PATH:CALLABLE with PATH made absolute (the
@@ -250,6 +253,13 @@ func (e evalConfig) pipeline() (string, error) {
 		fmt.Fprintf(&b, "  arch = %q\n", arch)
 	case strings.HasPrefix(e.encoder, "torchvision:") && len(e.encoder) > len("torchvision:"):
 		fmt.Fprintf(&b, "  arch = %q\n", e.encoder)
+	case strings.HasPrefix(e.encoder, train.PatchRootPrefix):
+		if !slices.Contains(train.PatchRootModels, strings.TrimPrefix(e.encoder, train.PatchRootPrefix)) {
+			return "", fmt.Errorf("-encoder %s: GATE's patch root is built for %s%s", e.encoder, train.PatchRootPrefix,
+				strings.Join(train.PatchRootModels, ", "+train.PatchRootPrefix))
+		}
+		fmt.Fprintf(&b, "  arch = %q\n", e.encoder)
+		fmt.Fprintf(&b, "  family = %q\n", "transformer")
 	case isTimm && name == "":
 		return "", fmt.Errorf("-encoder timm: names no model: write timm:NAME, as in timm:vit_base_patch16_224")
 	case isTimm:
@@ -266,6 +276,9 @@ func (e evalConfig) pipeline() (string, error) {
 			return "", fmt.Errorf("-encoder %s: not an architecture (%s), and %w", e.encoder, strings.Join(train.Archs, ", "), err)
 		}
 		fmt.Fprintf(&b, "  preset = %q\n", e.encoder)
+	}
+	if arch := e.encoder; (train.IsPatchRoot(arch) || isPaper && train.IsPatchRoot(paper.Arch)) && e.runtime == "go" {
+		return "", fmt.Errorf("-encoder %s is GATE's patch root on a Hugging Face encoder, which only the torch worker builds: use -runtime torch or auto, not -runtime go", e.encoder)
 	}
 	if w := e.weights; w != "" {
 		if !specs.IsHubWeights(w) && !specs.IsTorchvisionWeights(w) {

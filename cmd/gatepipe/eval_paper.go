@@ -115,7 +115,8 @@ func (p *paperEncoder) block(b *strings.Builder, weights, adapters string) (stri
 }
 
 // checkPaperEncoders is what a test holds: the table names each of the
-// matrix's 21 encoders once, with known presets and families.
+// matrix's 21 encoders once, with known presets and families (a patch
+// root on one of train.PatchRootModels, with its Hub weights).
 func checkPaperEncoders(fsys fs.FS) error {
 	all, err := paperEncoders()
 	if err != nil {
@@ -142,6 +143,11 @@ func checkPaperEncoders(fsys fs.FS) error {
 		}
 		if !slices.Contains([]string{"transformer", "convnext_resnext", "conv"}, p.Family) {
 			return fmt.Errorf("%s: %s: family %q", paperEncodersPath, p.ID, p.Family)
+		}
+		if name, ok := strings.CutPrefix(p.Arch, train.PatchRootPrefix); ok {
+			if !slices.Contains(train.PatchRootModels, name) || p.Weights != "hf:"+name || p.Family != "transformer" {
+				return fmt.Errorf("%s: %s: a patch root on %q takes weights hf:%s and family transformer", paperEncodersPath, p.ID, name, name)
+			}
 		}
 	}
 	for _, r := range rows[1:] {

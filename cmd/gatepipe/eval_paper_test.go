@@ -34,7 +34,14 @@ func TestEvalTakesThePapersEncoders(t *testing.T) {
 		{"cvnxtv2", "", "gate", []string{`weights = "hf:timm/convnextv2_base.fcmae_ft_in22k_in1k"`}, ""},
 		{"effrmr", "", "", []string{`arch = "timm:efficientformerv2_s0"`, `family = "transformer"`}, ""},
 		{"svit", "", "", []string{`preset = "vit_base_patch16_224"`}, ""},
-		{"bert", "", "", nil, "not built by gatepipe yet"},
+		// GATE's patch root on the Hub's text and audio encoders: the torch
+		// runtime builds them (patchroot.py), their Hub weights by default.
+		{"bert", "", "", []string{`arch = "patchroot:google-bert/bert-base-uncased"`, `family = "transformer"`, `weights = "hf:google-bert/bert-base-uncased"`, `model = "bert"`}, ""},
+		{"bart", "", "gate", []string{`arch = "patchroot:facebook/bart-base"`, `weights = "hf:facebook/bart-base"`}, ""},
+		{"mpnet", "", "", []string{`arch = "patchroot:sentence-transformers/all-mpnet-base-v2"`, `weights = "hf:sentence-transformers/all-mpnet-base-v2"`}, ""},
+		{"whspr", "", "", []string{`arch = "patchroot:openai/whisper-base"`, `weights = "hf:openai/whisper-base"`, `family = "transformer"`}, ""},
+		{"patchroot:openai/whisper-base", "", "", []string{`arch = "patchroot:openai/whisper-base"`, `family = "transformer"`, `model = "openai/whisper-base"`}, ""},
+		{"patchroot:google-bert/bert-base-cased", "", "", nil, "GATE's patch root is built for patchroot:google-bert/bert-base-uncased, patchroot:facebook/bart-base"},
 		{"laion", "", "", nil, "needs -weights"},
 		{"gate:nope", "", "", nil, `has no encoder "nope"`},
 	} {
@@ -54,8 +61,18 @@ func TestEvalTakesThePapersEncoders(t *testing.T) {
 				t.Errorf("%s: the pipeline lacks %q:\n%s", tc.encoder, w, text)
 			}
 		}
+		if strings.HasPrefix(tc.encoder, "patchroot:") && strings.Contains(text, "weights =") {
+			t.Errorf("%s without -weights has weights:\n%s", tc.encoder, text)
+		}
 		if tc.encoder == "svit" && strings.Contains(text, "weights =") {
 			t.Errorf("svit (from scratch) has weights:\n%s", text)
+		}
+	}
+	// The patch root is the torch worker's: -runtime go is refused.
+	for _, enc := range []string{"bert", "whspr", "patchroot:facebook/bart-base"} {
+		_, err := evalConfig{encoder: enc, adapters: "compact", tier: "small", runtime: "go", scale: "test", gpus: -1}.pipeline()
+		if err == nil || !strings.Contains(err.Error(), "only the torch worker builds: use -runtime torch or auto") {
+			t.Errorf("-encoder %s -runtime go: %v", enc, err)
 		}
 	}
 }

@@ -142,6 +142,12 @@ func readWeightsConfig(v map[string]cty.Value, decl nodes.Decl, cfgPath string, 
 	if cfgPath == "" || !v["preprocess"].IsNull() {
 		return fromTable, false, nil
 	}
+	if train.IsPatchRoot(v["arch"].AsString()) {
+		// A Hugging Face text or audio model's config.json has no image
+		// transform: GATE's patch root takes the image as it comes
+		// (ToTensor alone), and its architecture is the arch's.
+		return fromTable, false, nil
+	}
 	decl.Reads.Add(cfgPath)
 	if _, err := os.Stat(cfgPath); err != nil {
 		return fromTable, false, nil
@@ -181,12 +187,19 @@ func encoderArch(v map[string]cty.Value, decl nodes.Decl) (preset, arch string, 
 		v["arch"] = cty.StringVal(p.Arch)
 		arch = p.Arch
 	case arch == "":
-		return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME, torchvision:NAME or python:PATH:CALLABLE, your own module, on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs)}
+		return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Missing architecture", "an encoder needs arch (%v, or timm:NAME, torchvision:NAME, patchroot:NAME or python:PATH:CALLABLE, your own module, on the torch runtime) or a preset (as in preset = \"resnet50\").", train.Archs)}
+	case train.IsPatchRoot(arch):
+		// GATE's patch root on a Hugging Face encoder: the torch worker
+		// builds it for the paper's four.
+		if name := strings.TrimPrefix(arch, train.PatchRootPrefix); !slices.Contains(train.PatchRootModels, name) {
+			return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Unknown patch-root encoder",
+				"GATE's patch root is built for %s, not %q.", strings.Join(train.PatchRootModels, ", "), name)}
+		}
 	case train.IsLibrary(arch):
 		// A timm or torchvision model by name: the torch runtime builds it.
 	default:
 		if slices.Contains(train.LibraryPrefixes, arch) {
-			return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME, torchvision:NAME or python:PATH:CALLABLE, as in timm:resnet50 or python:mymodel.py:MyNet.", arch)}
+			return preset, "", hcl.Diagnostics{decl.Errorf("arch", "Invalid value", "%q names no model: write timm:NAME, torchvision:NAME, patchroot:NAME or python:PATH:CALLABLE, as in timm:resnet50, patchroot:google-bert/bert-base-uncased or python:mymodel.py:MyNet.", arch)}
 		}
 		diags = append(diags, oneOf(decl, "arch", arch, train.Archs...)...)
 	}

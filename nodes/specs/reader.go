@@ -143,6 +143,11 @@ func (r *Reader) NeedTorch(enc train.EncoderSpec, torch bool) {
 			"the encoder is %s, your own PyTorch module; gatepipe's Go runtime cannot run it. Set runtime = \"torch\" on this block (or in the gatepipe block; runtime = \"auto\" picks it wherever the interpreter imports torch).", enc.Arch))
 		return
 	}
+	if train.IsPatchRoot(enc.Arch) && !torch {
+		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Encoder needs the torch runtime",
+			"the encoder is %s, GATE's patch root on a Hugging Face encoder, which only the torch worker builds; gatepipe's Go runtime has no such model. Set runtime = \"torch\" on this block (or in the gatepipe block; runtime = \"auto\" picks it wherever the interpreter imports torch).", enc.Arch))
+		return
+	}
 	if train.IsLibrary(enc.Arch) && !torch {
 		r.Diags = append(r.Diags, r.Decl.Errorf("encoder", "Encoder needs the torch runtime",
 			"the encoder is %s, a model its library builds in PyTorch; gatepipe's Go runtime has no such model. Set runtime = \"torch\" on this block (or in the gatepipe block), or use a built-in arch or preset.", enc.Arch))

@@ -82,7 +82,7 @@ var transformerNames = []string{"vit", "deit", "clip", "siglip", "flexivit", "ef
 // encoderFamily is the family GATE's learning rates follow for the
 // referenced encoder (gate/tiers/core.py get_model_selection): the
 // encoder's family attribute, else transformer for ViTs (gatepipe's and
-// the libraries'), convnext_resnext for ConvNeXt V2 and ResNeXt (GATE's
+// the libraries') and the patch-root encoders, convnext_resnext for ConvNeXt V2 and ResNeXt (GATE's
 // 2 x the ViT rate), conv for other convolutional nets; assumed is true
 // where a researcher's own module declares none (conv is taken).
 func encoderFamily(r *specs.Reader) (family string, assumed bool) {
@@ -102,6 +102,10 @@ func familyOf(enc train.EncoderSpec) (string, bool) {
 		return "convnext_resnext", false
 	case strings.HasPrefix(arch, train.UserArchPrefix):
 		return "conv", true
+	case train.IsPatchRoot(arch):
+		// BERT, BART, MPNet, Whisper: GATE's tiers give them the
+		// transformer rate.
+		return "transformer", false
 	case train.IsLibrary(arch):
 		name := arch[strings.Index(arch, ":")+1:]
 		if strings.Contains(name, "convnextv2") || strings.Contains(name, "resnext") {

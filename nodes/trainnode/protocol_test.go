@@ -67,6 +67,10 @@ func TestFamilyOf(t *testing.T) {
 		{train.EncoderSpec{Arch: "torchvision:resnext50_32x4d"}, "convnext_resnext", false},
 		{train.EncoderSpec{Arch: "torchvision:vit_b_16"}, "transformer", false},
 		{train.EncoderSpec{Arch: "python:m.py:Net"}, "conv", true},
+		{train.EncoderSpec{Arch: "patchroot:google-bert/bert-base-uncased"}, "transformer", false},
+		{train.EncoderSpec{Arch: "patchroot:facebook/bart-base"}, "transformer", false},
+		{train.EncoderSpec{Arch: "patchroot:sentence-transformers/all-mpnet-base-v2"}, "transformer", false},
+		{train.EncoderSpec{Arch: "patchroot:openai/whisper-base"}, "transformer", false},
 	} {
 		if f, a := familyOf(tc.enc); f != tc.family || a != tc.assumed {
 			t.Errorf("%s: %s %v, want %s %v", tc.enc.Arch, f, a, tc.family, tc.assumed)

@@ -45,12 +45,11 @@ projection=True) loads CLIP's pretrained text_projection for other uses
 (CLIP's own zero-shot embedding space), not GATE's.
 """
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .storage import SafeTensors
+from .storage import SafeTensors, read_float32
 
 
 def quick_gelu(x):
@@ -189,21 +188,6 @@ PREFIX = "text_model."
 # In the Hub's files, not parameters: position_ids was a persistent buffer
 # in transformers before 4.31, so older conversions hold it (arange(77)).
 IGNORED = ("embeddings.position_ids",)
-
-
-def read_float32(f, name):
-    """Tensor name of SafeTensors f as float32: F32, F16 and BF16 (which
-    the numpy-based reader does not take) are read."""
-    h = f.info(name)
-    if h["dtype"] == "BF16":
-        shape = list(h["shape"])
-        b, _ = h["data_offsets"]
-        count = int(np.prod(shape)) if shape else 1
-        a = np.frombuffer(f.map, dtype=np.uint16, count=count, offset=f.base + b).reshape(shape)
-        return torch.from_numpy(a.astype(np.int32) << 16).view(torch.float32)
-    if h["dtype"] not in ("F32", "F16", "F64"):
-        raise SystemExit("%s: tensor %s has dtype %s; CLIP's text weights are floating point" % (f.path, name, h["dtype"]))
-    return f.tensor(name).to(torch.float32)
 
 
 def load_hub(model, path, log=None, projection=False):

@@ -3,6 +3,8 @@
 dropped, and gatepipe's heads sit on its pooled features (forward) or its
 last feature map (trunk). Their tensors keep the library's own names under
 encoder. (encoder.conv1.weight), so a state dict of the model loads as is.
+GATE's patch root on a Hugging Face encoder (arch "patchroot:NAME",
+patchroot.py) is built here too, in the Hub's names under encoder.
 """
 import os
 import sys
@@ -10,10 +12,10 @@ import sys
 import torch
 from torch import nn
 
-from . import user
+from . import patchroot, user
 from .storage import SafeTensors
 
-PREFIXES = ("timm:", "torchvision:", user.PREFIX)
+PREFIXES = ("timm:", "torchvision:", patchroot.PREFIX, user.PREFIX)
 
 # The attributes torchvision and timm keep their classifier in.
 CLASSIFIERS = ("fc", "heads", "classifier", "head")
@@ -30,6 +32,8 @@ def build(spec, shape):
     if user.is_user(spec["arch"]):
         return user.UserEncoder(spec, shape)
     lib, name = spec["arch"].split(":", 1)
+    if lib + ":" == patchroot.PREFIX:
+        return patchroot.build(name, shape)
     if len(shape) != 3:
         raise SystemExit("%s takes images [C, H, W]; this dataset's examples are %s" % (spec["arch"], list(shape)))
     channels = shape[0]
@@ -95,7 +99,7 @@ def _torchvision(name, channels):
 
 def trunk(m, x):
     """The last feature map [B, C, h, w] of a library model."""
-    if isinstance(m, user.UserEncoder):
+    if isinstance(m, (user.UserEncoder, patchroot.PatchRootEncoder)):
         return m.trunk(x)
     if m.library == "timm":
         f = m.forward_features(x)
@@ -138,9 +142,12 @@ def gate_outputs(m, x, per_layer=False):
     patch tokens; another timm model its last feature stage (what
     features_only=True gives: forward_intermediates where timm has it,
     else forward_features); a torchvision model its last map where it has
-    one, else its pooled output alone. A user's module: UserEncoder.gate."""
+    one, else its pooled output alone. A user's module: UserEncoder.gate;
+    a patch-root encoder: PatchRootEncoder.gate."""
     if isinstance(m, user.UserEncoder):
         return m.gate(x)
+    if isinstance(m, patchroot.PatchRootEncoder):
+        return m.gate(x, per_layer)
     if m.library == "timm":
         prefix = int(getattr(m, "num_prefix_tokens", 0) or 0)
         if hasattr(m, "get_intermediate_layers") and hasattr(m, "blocks"):
@@ -170,6 +177,10 @@ def spatial_width(m):
         if m.raw_width is None:
             raise SystemExit("this encoder's forward gives no raw_features; dense heads (segmentation) need them: return a dict with features and raw_features")
         return m.raw_width
+    if isinstance(m, patchroot.PatchRootEncoder):
+        if m.grid is None:
+            m.trunk(None)  # says why there is no map
+        return m.width
     was = m.training
     m.eval()
     with torch.no_grad():
@@ -182,7 +193,10 @@ def load_own_weights(m, path, log):
     """Loads a state dict in the model's own names (safetensors, or a
     torch.save file read with weights_only): tensors whose name or shape
     does not fit (a classifier) stay as initialised; none fitting is an
-    error. A user's module loads in its own names."""
+    error. A user's module loads in its own names; a patch-root encoder
+    the Hub's model.safetensors or its own names, strictly (patchroot.load)."""
+    if isinstance(m, patchroot.PatchRootEncoder):
+        return patchroot.load(m, path, log)
     m = getattr(m, "user_module", m)
     with open(path, "rb") as f:
         zipped = f.read(4) == b"PK\x03\x04"

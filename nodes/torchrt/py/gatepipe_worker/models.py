@@ -341,7 +341,7 @@ class Encoder(nn.Module):
         if library.is_library(spec.get("arch")):
             arch = library.build
         if arch is None:
-            raise SystemExit("the torch runtime has no %r encoder (it builds %s, timm:NAME and torchvision:NAME)" % (spec.get("arch"), ", ".join(sorted(ARCHS))))
+            raise SystemExit("the torch runtime has no %r encoder (it builds %s, timm:NAME, torchvision:NAME, patchroot:NAME and python:PATH:CALLABLE)" % (spec.get("arch"), ", ".join(sorted(ARCHS))))
         if spec.get("input_shape") and list(spec["input_shape"]) != list(shape):
             raise SystemExit("the torch runtime does not build the modality stem yet (encoder input_shape %s, data %s): "
                              "use runtime = \"go\" for this block" % (spec["input_shape"], list(shape)))
@@ -429,6 +429,8 @@ class Encoder(nn.Module):
         if not library.is_library(self.spec["arch"]):
             c = self.spatial_width()
             return {"features": c, "raw": c, "layers": [("map", c)]}
+        if isinstance(b, library.patchroot.PatchRootEncoder):
+            return b.gate_info(per_layer)
         was = self.training
         self.eval()
         with torch.no_grad():
@@ -660,4 +662,4 @@ def convolutional(spec):
     are laid out channels last (measured on the CPU: gatepipe's ResNet-18
     and ResNet-50 1.2-1.3x faster forwards, 1.1-1.2x in training)."""
     return spec.get("arch") in ("convnet", "resnet", "convnext") or (
-        library.is_library(spec.get("arch")) and not str(spec.get("arch")).startswith("python:"))
+        library.is_library(spec.get("arch")) and not str(spec.get("arch")).startswith(("python:", library.patchroot.PREFIX)))

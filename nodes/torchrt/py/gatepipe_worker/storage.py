@@ -71,6 +71,21 @@ class SafeTensors:
             return torch.from_numpy(a)
 
 
+def read_float32(f, name):
+    """Tensor name of SafeTensors f as float32: F32, F16 and BF16 (which
+    the numpy-based reader does not take) are read."""
+    h = f.info(name)
+    if h["dtype"] == "BF16":
+        shape = list(h["shape"])
+        b, _ = h["data_offsets"]
+        count = int(np.prod(shape)) if shape else 1
+        a = np.frombuffer(f.map, dtype=np.uint16, count=count, offset=f.base + b).reshape(shape)
+        return torch.from_numpy(a.astype(np.int32) << 16).view(torch.float32)
+    if h["dtype"] not in ("F32", "F16", "F64"):
+        raise SystemExit("%s: tensor %s has dtype %s; weights are floating point" % (f.path, name, h["dtype"]))
+    return f.tensor(name).to(torch.float32)
+
+
 # Element sizes of every dtype the safetensors format names.
 ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
             "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
