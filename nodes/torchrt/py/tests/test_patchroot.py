@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gatepipe_worker import library, models, patchroot
+from gatepipe_worker import library, models, patchroot, patchroot_layers
 from gatepipe_worker.storage import SafeTensors, write_safetensors
 
 BERT, BART = "google-bert/bert-base-uncased", "facebook/bart-base"
@@ -141,7 +141,7 @@ class ReferenceTest(unittest.TestCase):
         table = [(0, 0, 0), (1, 0, 1), (0, 1, 17), (7, 0, 7), (0, 7, 23), (8, 0, 8), (0, 8, 24), (12, 0, 9), (0, 12, 25),
                  (20, 0, 10), (50, 0, 13), (0, 50, 29), (127, 0, 15), (1000, 0, 15), (0, 1000, 31)]
         for q, k, want in table:
-            got = int(patchroot.relative_position_bucket(torch.tensor(k - q)))
+            got = int(patchroot_layers.relative_position_bucket(torch.tensor(k - q)))
             self.assertEqual(got, want, (q, k))
             self.assertEqual(bucket(k - q), want, (q, k))
 
