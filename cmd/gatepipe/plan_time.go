@@ -240,12 +240,14 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// roughDuration prints an estimate as precisely as it deserves: "40s",
+// roughDuration prints an estimate as precisely as it deserves: "2.4s", "40s",
 // "12 min", "3.4 h", "2.1 days".
 func roughDuration(d time.Duration) string {
 	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", max(d.Seconds(), 0.1))
 	case d < time.Minute:
-		return fmt.Sprintf("%.0fs", max(d.Seconds(), 1))
+		return fmt.Sprintf("%.0fs", d.Seconds())
 	case d < time.Hour:
 		return fmt.Sprintf("%.0f min", d.Minutes())
 	case d < 48*time.Hour:

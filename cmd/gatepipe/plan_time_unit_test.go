@@ -40,7 +40,7 @@ func TestRoughDuration(t *testing.T) {
 		d    time.Duration
 		want string
 	}{
-		{300 * time.Millisecond, "1s"}, {42 * time.Second, "42s"}, {12 * time.Minute, "12 min"},
+		{30 * time.Millisecond, "0.1s"}, {300 * time.Millisecond, "0.3s"}, {2450 * time.Millisecond, "2.5s"}, {42 * time.Second, "42s"}, {12 * time.Minute, "12 min"},
 		{200 * time.Minute, "3.3 h"}, {30 * time.Hour, "30.0 h"}, {100 * time.Hour, "4.2 days"},
 	} {
 		if got := roughDuration(c.d); got != c.want {

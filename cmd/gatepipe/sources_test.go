@@ -117,7 +117,7 @@ output "classes" { value = dataset.tiny.classes }
 // HF_, KAGGLE_ and GATEPIPE_ variable but GATEPIPE_GPU_SHARE (a setting of
 // the machine, which gpu-check gives: without it a GPU machine ran the
 // tier's sixteen small torch runs one at a time), plus env.
-func gpEnv(t *testing.T, cacheDir string, env []string, args ...string) result {
+func gpEnv(t testing.TB, cacheDir string, env []string, args ...string) result {
 	t.Helper()
 	var keep []string
 	for _, kv := range os.Environ() {

@@ -91,7 +91,7 @@ func cifar100Tarball(t *testing.T) []byte { return smokehub.CIFAR100Tarball() }
 // newTierHub serves fixtures of the small tier's readable benchmarks in
 // their real layouts: Hub Parquet shards (classification, few-shot,
 // ADE20K masks, ACDC arrays; ImageNet-1k gated) and the CIFAR-100 tarball.
-func newTierHub(t *testing.T) (*tierHub, *httptest.Server) {
+func newTierHub(t testing.TB) (*tierHub, *httptest.Server) {
 	small, err := smokehub.SmallTier()
 	if err != nil {
 		t.Fatal(err)

@@ -93,6 +93,7 @@ def job_timing(run):
             nonlocal x, y
             if aug is not None:
                 xa, y = aug(u, y, 1)
+                xa = xa if xa.is_floating_point() else xa.to(torch.float32)  # ACDC's crop keeps the pixels' type
                 x = xa.contiguous(memory_format=torch.channels_last) if channels_last and xa.dim() == 4 else xa
             with run.autocast():
                 out = model(x).float()
