@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatepipe/gatepipe/engine"
 	"github.com/gatepipe/gatepipe/internal/torchtest"
 )
 
@@ -39,21 +37,8 @@ func planEstimates(out string) (map[string]float64, map[string]bool) {
 // latestDurations are the train nodes' durations in the cache's latest run
 // record, in seconds (the nodes that ran).
 func latestDurations(b *testing.B, cache string) map[string]float64 {
-	paths, _ := filepath.Glob(filepath.Join(cache, "runs", "*.json"))
-	sort.Strings(paths)
-	if len(paths) == 0 {
-		b.Fatal("no run record")
-	}
-	data, err := os.ReadFile(paths[len(paths)-1])
-	if err != nil {
-		b.Fatal(err)
-	}
-	var rec engine.RunRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		b.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, n := range rec.Nodes {
+	for _, n := range latestRunRecord(b, cache).Nodes {
 		if strings.Contains(n.Addr, "train.run[") && !n.CacheHit {
 			out[n.Addr] = n.DurationMS / 1000
 		}

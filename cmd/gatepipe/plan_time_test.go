@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -270,7 +271,20 @@ func planAgainstRun(t *testing.T, runtime string, env []string) (float64, string
 // nodeDuration is how long addr took in the cache's latest run record.
 func nodeDuration(t *testing.T, cache, addr string) time.Duration {
 	t.Helper()
+	for _, n := range latestRunRecord(t, cache).Nodes {
+		if n.Addr == addr {
+			return time.Duration(n.DurationMS * float64(time.Millisecond))
+		}
+	}
+	t.Fatalf("%s is not in the run record", addr)
+	return 0
+}
+
+// latestRunRecord is the cache's latest run record.
+func latestRunRecord(t testing.TB, cache string) engine.RunRecord {
+	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(cache, "runs", "*.json"))
+	sort.Strings(paths)
 	if len(paths) == 0 {
 		t.Fatal("no run record")
 	}
@@ -282,13 +296,7 @@ func nodeDuration(t *testing.T, cache, addr string) time.Duration {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range rec.Nodes {
-		if n.Addr == addr {
-			return time.Duration(n.DurationMS * float64(time.Millisecond))
-		}
-	}
-	t.Fatalf("%s is not in the run record", addr)
-	return 0
+	return rec
 }
 
 // TestFullScaleOnTheCPUWarns: the small tier at GATE's full scale on this
