@@ -275,6 +275,9 @@ type StoreEstimate struct {
 	// Splits are the examples of each split where known; SplitCaps the
 	// limits (max_train, max_val, max_test) of those that are capped.
 	Splits, SplitCaps map[string]int64
+	// JPEGQuality, above 0, says the images are stored as JPEGs of that
+	// quality and decoded as they are read (a cost of every pass).
+	JPEGQuality int
 }
 
 // PlanDecoder is a kind whose Decode also reads a configuration that

@@ -67,6 +67,7 @@ func (n *Node) EstimateStore() nodes.StoreEstimate {
 		// JPEGs: their size depends on the content; photographs at
 		// quality 90 take about a sixth of their raw bytes.
 		est.DType = fmt.Sprintf("U8 as JPEG (quality %d)", n.jpegQuality)
+		est.JPEGQuality = n.jpegQuality
 		size = size/jpegShare + 16 // and its offset and length
 	}
 	// Per example: its index and label (for segmentation, a label a

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
+	"github.com/gatepipe/gatepipe/nodes/torchrt"
 	"github.com/gatepipe/gatepipe/train"
 )
 
@@ -55,8 +56,10 @@ func (n *Node) EstimateWork(data nodes.StoreEstimate) nodes.Work {
 	w.Label = nodes.WorkLabel(n.enc.Arch, "features", n.rt.Runtime, shape)
 	enc := n.enc
 	if n.rt.Torch() {
+		jpeg, key := torchrt.DecodeTiming(data)
+		w.Key += key
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {
-			return n.rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": 2, "eval_batch": batch})
+			return n.rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": 2, "eval_batch": batch, "jpeg": jpeg})
 		}
 	} else {
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {

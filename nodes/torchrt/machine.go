@@ -273,12 +273,39 @@ func (o Options) Time(ctx context.Context, env *nodes.Env, config map[string]any
 	if err != nil {
 		return nodes.Rate{}, fmt.Errorf("the worker wrote no timing (%w)", err)
 	}
-	var t struct{ Train, Eval, Fixed, Elapsed float64 }
+	var t struct{ Train, Eval, Fixed, Elapsed, Decode float64 }
 	if err := json.Unmarshal(data, &t); err != nil {
 		return nodes.Rate{}, fmt.Errorf("timing.json: %w", err)
 	}
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	train, eval := withDecode(sec(t.Train), sec(t.Eval), sec(t.Decode), env.Devices)
 	// A node pays the worker's start (the interpreter, torch's import)
 	// too: the wall time the job did not see itself.
-	return nodes.Rate{Train: sec(t.Train), Eval: sec(t.Eval), Fixed: sec(t.Fixed + max(0, wall-t.Elapsed))}, nil
+	return nodes.Rate{Train: train, Eval: eval, Fixed: sec(t.Fixed + max(0, wall-t.Elapsed))}, nil
+}
+
+// withDecode adds a JPEG store's decoding (decode: an image on one
+// thread) to the per-example train and eval times: on a GPU the loader's
+// reader threads, one a CPU, decode ahead of the steps, so an example
+// takes the longer of the two; on the CPUs one reader decodes beside
+// torch's threads on the same cores, so the decoding adds.
+func withDecode(train, eval, decode time.Duration, dev nodes.Assignment) (time.Duration, time.Duration) {
+	if decode <= 0 {
+		return train, eval
+	}
+	if len(dev.GPUs) > 0 {
+		per := decode / time.Duration(max(dev.CPUs, 1))
+		return max(train, per), max(eval, per)
+	}
+	return train + decode, eval + decode
+}
+
+// DecodeTiming is what a timing job's config adds for data's images
+// stored as JPEGs (nil when they are not) and the words its timing's key
+// adds: the timing then decodes such a JPEG, a cost of every pass.
+func DecodeTiming(data nodes.StoreEstimate) (map[string]any, string) {
+	if data.JPEGQuality <= 0 || len(data.Shape) != 3 {
+		return nil, ""
+	}
+	return map[string]any{"quality": data.JPEGQuality, "shape": data.Shape}, fmt.Sprintf(" jpeg %d %v", data.JPEGQuality, data.Shape)
 }

@@ -6,6 +6,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gatepipe/gatepipe/nodes"
 )
 
 func TestAutoChoosesByTheMachine(t *testing.T) {
@@ -87,5 +90,33 @@ func writeScript(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWithDecode: a JPEG store's decoding bounds a GPU's step through the
+// reader threads (one a CPU) and adds to a CPU's.
+func TestWithDecode(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name                string
+		train, eval, decode time.Duration
+		dev                 nodes.Assignment
+		wantTrain, wantEval time.Duration
+	}{
+		{"raw store", 2 * ms, ms, 0, nodes.Assignment{CPUs: 1}, 2 * ms, ms},
+		{"cpu: the decoding adds", 2 * ms, ms, 3 * ms, nodes.Assignment{CPUs: 2}, 5 * ms, 4 * ms},
+		{"gpu: the readers keep up", 2 * ms, ms, 8 * ms, nodes.Assignment{CPUs: 16, GPUs: []string{"0"}}, 2 * ms, ms},
+		{"gpu: the readers bound the step", 2 * ms, ms, 8 * ms, nodes.Assignment{CPUs: 2, GPUs: []string{"0"}}, 4 * ms, 4 * ms},
+	} {
+		tr, ev := withDecode(c.train, c.eval, c.decode, c.dev)
+		if tr != c.wantTrain || ev != c.wantEval {
+			t.Errorf("%s: %v, %v; want %v, %v", c.name, tr, ev, c.wantTrain, c.wantEval)
+		}
+	}
+	if cfg, key := DecodeTiming(nodes.StoreEstimate{Shape: []int{3, 224, 224}}); cfg != nil || key != "" {
+		t.Errorf("a raw store: %v %q", cfg, key)
+	}
+	if cfg, key := DecodeTiming(nodes.StoreEstimate{Shape: []int{3, 224, 224}, JPEGQuality: 90}); cfg == nil || key != " jpeg 90 [3 224 224]" {
+		t.Errorf("a JPEG store: %v %q", cfg, key)
 	}
 }

@@ -28,8 +28,9 @@ func (n *Node) EstimateWork(data nodes.StoreEstimate) nodes.Work {
 		w.Key += fmt.Sprintf(" task %s protocol %s", n.task, card)
 		enc, shape, batch := n.enc, timedShape(data, n.preprocess), train.StepExamples(n.task, n.enc.Head, n.recipe.BatchSize)
 		rt, task, c := n.rt, string(n.task), n.card
+		jpeg, _ := torchrt.DecodeTiming(data)
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {
-			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch, "task": task, "protocol": c})
+			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch, "task": task, "protocol": c, "jpeg": jpeg})
 		}
 	}
 	return w
@@ -91,8 +92,10 @@ func estimateWork(enc train.EncoderSpec, task train.Task, rec train.Recipe, seed
 		}
 	case "torch":
 		w.Passes = 0 // a torch pass costs its examples only
+		jpeg, key := torchrt.DecodeTiming(data)
+		w.Key += key
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {
-			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch})
+			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch, "jpeg": jpeg})
 		}
 	}
 	return w

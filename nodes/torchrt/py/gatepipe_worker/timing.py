@@ -50,6 +50,32 @@ class _Pixels:
         return u.to(torch.float32)
 
 
+def decode_time(jpeg):
+    """Seconds to decode one image of a JPEG store on one thread, with the
+    decoder the loader uses (storage.JPEGRows): an image of the store's
+    shape and quality, photograph-like (smooth with some noise: a JPEG's
+    decoding cost depends on its content)."""
+    import io
+
+    from PIL import Image
+
+    from .storage import _jpeg_decoder
+    c, h, w = (int(v) for v in jpeg["shape"])
+    g = torch.Generator().manual_seed(0)
+    base = F.interpolate(torch.rand(1, c, max(h // 16, 1), max(w // 16, 1), generator=g), size=(h, w), mode="bilinear", align_corners=False)
+    img = ((base + 0.1 * torch.rand(1, c, h, w, generator=g)).clamp(0, 1) * 255).to(torch.uint8)[0]
+    buf = io.BytesIO()
+    Image.fromarray(img.permute(1, 2, 0).numpy() if c == 3 else img[0].numpy()).save(buf, format="JPEG", quality=int(jpeg["quality"]))
+    data = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+    decode = _jpeg_decoder()
+    decode(data)
+    n, start = 0, time.time()
+    while n < 5 or (time.time() - start < BUDGET / 4 and n < 2000):
+        decode(data)
+        n += 1
+    return (time.time() - start) / n
+
+
 def augmentation(card, task, shape):
     """The card's training augmentation for task as the training step runs
     it (augment.Augmenter), or None."""
@@ -123,6 +149,7 @@ def job_timing(run):
             model(xe)
     forward()
     evaluate = timed(run, forward, max(2, min(20, int(BUDGET / max(per / 3 * eb, 1e-9))))) / eb
+    decode = decode_time(cfg["jpeg"]) if cfg.get("jpeg") else 0.0
     with open(os.path.join(cfg["work"], "timing.json"), "w") as f:
         json.dump({"train": train, "eval": evaluate, "fixed": fixed, "elapsed": time.time() - started, "batch": b, "eval_batch": eb,
-                   "device": torch.cuda.get_device_name(0) if run.cuda else "cpu", "precision": run.precision}, f)
+                   "decode": decode, "device": torch.cuda.get_device_name(0) if run.cuda else "cpu", "precision": run.precision}, f)

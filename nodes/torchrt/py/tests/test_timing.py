@@ -29,6 +29,18 @@ class FakeRun:
 
 
 class TimingTest(unittest.TestCase):
+    def test_a_jpeg_stores_decoding_is_timed(self):
+        with tempfile.TemporaryDirectory() as d:
+            timing.job_timing(FakeRun({"encoder": SPEC, "shape": [3, 16, 16], "batch": 2, "work": d, "jpeg": {"quality": 90, "shape": [3, 64, 48]}}))
+            with open(os.path.join(d, "timing.json")) as f:
+                out = json.load(f)
+        self.assertGreater(out["decode"], 0)
+        self.assertLess(out["decode"], 0.05)  # a 64 x 48 JPEG
+        with tempfile.TemporaryDirectory() as d:
+            timing.job_timing(FakeRun({"encoder": SPEC, "shape": [3, 16, 16], "batch": 2, "work": d}))
+            with open(os.path.join(d, "timing.json")) as f:
+                self.assertEqual(json.load(f)["decode"], 0)
+
     def run_job(self, **extra):
         with tempfile.TemporaryDirectory() as d:
             cfg = dict({"encoder": SPEC, "shape": [3, 16, 16], "batch": 2, "work": d}, **extra)
