@@ -5,6 +5,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from .metrics import task_loss
 from .models import TaskModel, convolutional
 
 # ---- timing: how fast a model runs here, for plan's estimates ---------------
@@ -17,8 +18,11 @@ from .models import TaskModel, convolutional
 
 BUDGET = 2.0  # seconds a timed step or pass may take
 CLASSES = 10
-# The families whose GATE adapter the timing builds (cfg "protocol").
-TIMED_ADAPTERS = ("classification", "multilabel", "segmentation")
+# The families whose GATE adapter the timing builds (cfg "protocol"): the
+# relational and retrieval ones with the card's CLIP text tower (as large
+# as a ViT-B at full scale) on random token ids.
+TIMED_ADAPTERS = ("classification", "multilabel", "segmentation", "relational", "retrieval")
+CONTEXT, VOCAB = 77, 49408  # CLIP's tokens a caption, and its vocabulary
 
 
 def timed(run, fn, count):
@@ -97,7 +101,12 @@ def job_timing(run):
     card = cfg.get("protocol")
     task = cfg.get("task") if card and cfg.get("task") in TIMED_ADAPTERS else "classification"
     protocol = card if card and task == cfg.get("task") else None
-    model = TaskModel(task, cfg["encoder"], shape, CLASSES, protocol=protocol).to(run.device)
+    text = None
+    if protocol and task in ("relational", "retrieval"):
+        tower = protocol.get("text") or {}
+        text = {"width": tower.get("width"), "layers": tower.get("layers"), "heads": tower.get("heads"), "vocab": VOCAB, "context": CONTEXT}
+    model = TaskModel(task, cfg["encoder"], shape, CLASSES, qlen=CONTEXT if text else 0, vocab=VOCAB if text else 0,
+                      protocol=protocol, text=text).to(run.device)
     channels_last = convolutional(cfg["encoder"])  # as the jobs run it
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -114,6 +123,7 @@ def job_timing(run):
         y = torch.randint(0, CLASSES, (b,) + (tuple(shape[1:]) if task == "segmentation" else ()), device=run.device)
         yf = (y[:, None] == torch.arange(CLASSES, device=run.device)).float() if task == "multilabel" else None
         u = torch.randint(0, 256, (b, *shape), dtype=torch.uint8, device=run.device) if aug is not None else None
+        q = torch.randint(0, VOCAB, (b, CONTEXT), device=run.device) if text else None
 
         def step():
             nonlocal x, y
@@ -122,8 +132,11 @@ def job_timing(run):
                 xa = xa if xa.is_floating_point() else xa.to(torch.float32)  # ACDC's crop keeps the pixels' type
                 x = xa.contiguous(memory_format=torch.channels_last) if channels_last and xa.dim() == 4 else xa
             with run.autocast():
-                out = model(x).float()
-                loss = F.binary_cross_entropy_with_logits(out, yf) if yf is not None else F.cross_entropy(out, y)
+                if task == "retrieval":  # (similarities, embeddings): the symmetric in-batch loss
+                    loss = task_loss(task, model(x, q), None, None)
+                else:
+                    out = (model(x, q) if q is not None else model(x)).float()
+                    loss = F.binary_cross_entropy_with_logits(out, yf) if yf is not None else F.cross_entropy(out, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -143,10 +156,11 @@ def job_timing(run):
     model.eval()
     eb = min(int(cfg.get("eval_batch") or 256), max(b, int(BUDGET / max(per / 3, 1e-9))))
     xe = examples(eb)
+    qe = torch.randint(0, VOCAB, (eb, CONTEXT), device=run.device) if text else None
 
     def forward():
         with torch.inference_mode(), run.autocast():
-            model(xe)
+            model(xe, qe) if qe is not None else model(xe)
     forward()
     evaluate = timed(run, forward, max(2, min(20, int(BUDGET / max(per / 3 * eb, 1e-9))))) / eb
     decode = decode_time(cfg["jpeg"]) if cfg.get("jpeg") else 0.0

@@ -88,6 +88,26 @@ class TimingTest(unittest.TestCase):
         self.assertEqual({c for c in calls}, {("classification", torch.uint8), ("segmentation", torch.uint8)})
         self.assertGreaterEqual(len(calls), 6)  # every timed step of both
 
+    def test_text_families_time_the_text_tower(self):
+        text = {"width": 8, "layers": 1, "heads": 2, "pretrained": False}
+        for task, adapter in (("relational", "relational"), ("retrieval", "retrieval")):
+            card = {"name": "table3", "adapter": adapter, "stem": "instance_norm", "text_encoder": "openai/clip-vit-base-patch16",
+                    "text": text, "loss": "cross_entropy" if task == "relational" else "contrastive",
+                    "head": {"name": "relational_transformer" if task == "relational" else "duo_modal", "blocks": 1, "width": 8, "heads": 2, "projection": 8}}
+            built = []
+            real = timing.TaskModel
+
+            def spy(t, *a, **kw):
+                built.append((t, kw.get("text") is not None, kw.get("qlen")))
+                return real(t, *a, **kw)
+            timing.TaskModel = spy
+            try:
+                with tempfile.TemporaryDirectory() as d:
+                    timing.job_timing(FakeRun({"encoder": SPEC, "shape": [3, 16, 16], "batch": 2, "work": d, "task": task, "protocol": card}))
+            finally:
+                timing.TaskModel = real
+            self.assertEqual(built, [(task, True, 77)])
+
     def test_other_families_time_the_classification_head(self):
         self.assertEqual(self.run_job(task="fewshot", protocol=dict(SEG, adapter="fewshot")), [("classification", False)])
         self.assertEqual(self.run_job(), [("classification", False)])
