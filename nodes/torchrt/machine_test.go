@@ -120,3 +120,43 @@ func TestWithDecode(t *testing.T) {
 		t.Errorf("a JPEG store: %v %q", cfg, key)
 	}
 }
+
+// torchProblems is a TorchChecker that knows which interpreters lack torch.
+type torchProblems map[string]string
+
+func (p torchProblems) Accelerate(string) nodes.Acceleration { return nodes.Acceleration{} }
+func (p torchProblems) TorchProblem(python string) string    { return p[python] }
+
+// TestTorchHintNamesDebiansPython: an interpreter without torch is named
+// with its problem, and Debian's /usr/bin/python3 where it imports torch.
+func TestTorchHintNamesDebiansPython(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	missing := "venv/bin/python3 cannot import torch (No module named 'torch')"
+	for _, c := range []struct {
+		name   string
+		m      torchProblems
+		python string
+		want   []string
+		not    string
+	}{
+		{"torch imports", torchProblems{}, "venv/bin/python3", nil, ""},
+		{"debian's has it", torchProblems{"venv/bin/python3": missing}, "venv/bin/python3", []string{missing, `/usr/bin/python3 imports torch: set python = "/usr/bin/python3"`}, ""},
+		{"neither has it", torchProblems{"venv/bin/python3": missing, "/usr/bin/python3": "no torch"}, "venv/bin/python3", []string{missing}, "/usr/bin/python3 imports"},
+		{"debian's is the one", torchProblems{"/usr/bin/python3": "no torch"}, "/usr/bin/python3", []string{"no torch"}, "imports torch"},
+	} {
+		got := Options{Python: c.python, machine: c.m}.TorchHint()
+		if c.want == nil && got != "" {
+			t.Errorf("%s: %q, want none", c.name, got)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", c.name, got, w)
+			}
+		}
+		if c.not != "" && strings.Contains(got, c.not) {
+			t.Errorf("%s: %q has %q", c.name, got, c.not)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package torchrt
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/gatepipe/gatepipe/nodes"
@@ -97,6 +99,32 @@ func (o *Options) PreferTorchFor(why string) {
 	acc := *o.Auto
 	acc.Why = fmt.Sprintf("%s, and %s imports torch: the torch runtime (%s)", why, python, strings.TrimSuffix(acc.Why, ": the Go runtime on the CPUs"))
 	o.Auto, o.Runtime = &acc, Torch
+}
+
+// TorchHint says why this block's interpreter did not give it the torch
+// runtime (it cannot import torch), and names Debian's /usr/bin/python3
+// where that one imports torch (a pyenv or virtualenv python3 earlier on
+// PATH hides it): "" when the machine cannot tell or torch imports.
+func (o Options) TorchHint() string {
+	tc, ok := o.machine.(TorchChecker)
+	if !ok {
+		return ""
+	}
+	python := o.Python
+	if python == "" {
+		python = Python()
+	}
+	why := tc.TorchProblem(python)
+	if why == "" {
+		return ""
+	}
+	const debian = "/usr/bin/python3"
+	if resolved, err := exec.LookPath(python); python != debian && (err != nil || resolved != debian) {
+		if _, err := os.Stat(debian); err == nil && tc.TorchProblem(debian) == "" {
+			why += fmt.Sprintf("; %s imports torch: set python = %q on the block, or %s=%s", debian, debian, PythonEnv, debian)
+		}
+	}
+	return why
 }
 
 // CheckOptions checks a block's runtime attributes (with precision one of

@@ -140,8 +140,12 @@ func (n *Node) needsTorch(r *specs.Reader) {
 	if n.card == nil || n.rt.Torch() {
 		return
 	}
+	hint := ""
+	if h := n.rt.TorchHint(); h != "" {
+		hint = " Here " + h + "."
+	}
 	r.Diags = append(r.Diags, r.Decl.Errorf("adapter", "GATE's adapters need the torch runtime",
-		"the adapter has protocol = %q (GATE's %s adapter); gatepipe's Go runtime trains only its compact heads. Set runtime = \"torch\" on this block (runtime = \"auto\" picks it wherever the interpreter imports torch: install Debian's python3-torch or name python), or leave protocol unset on the adapter (the tiers: adapters = \"compact\").", n.card.Name, n.card.Adapter))
+		"the adapter has protocol = %q (GATE's %s adapter); gatepipe's Go runtime trains only its compact heads. Set runtime = \"torch\" on this block (runtime = \"auto\" picks it wherever the interpreter imports torch: install Debian's python3-torch or name python), or leave protocol unset on the adapter (the tiers: adapters = \"compact\").%s", n.card.Name, n.card.Adapter, hint))
 }
 
 // recipeDefaults fills what the recipe block leaves to its defaults: the
