@@ -6,15 +6,18 @@ augmentation. All comparisons are exact (the tensor ops reproduce Pillow's
 integer arithmetic); a Pillow built with fused multiply-add (e.g. on
 aarch64) could differ by 1 in the blend and resampling ops.
 """
+import hashlib
 import math
 import random
 import unittest
+from unittest import mock
 
 import numpy as np
 import torch
 from PIL import Image, ImageEnhance, ImageOps
 
 from gatepipe_worker.augment import randaugment as ra
+from gatepipe_worker.augment import randaugment_batch as rb
 
 RESAMPLE = {ra.BILINEAR: Image.BILINEAR, ra.BICUBIC: Image.BICUBIC}
 
@@ -413,6 +416,10 @@ class RandAugmentTest(unittest.TestCase):
         gpu = ra.RandAugment(self.SPEC, 77)(x.cuda())
         self.assertEqual(gpu.device.type, "cuda")
         self.assertTrue(torch.equal(cpu, gpu.cpu()))
+        plans = [[ALL_STEPS[i % len(ALL_STEPS)], ALL_STEPS[(7 * i) % len(ALL_STEPS)]] for i in range(80)]
+        for shape in ((3, 16, 16), (3, 40, 33)):
+            x = torch.stack(random_images(9, [shape] * 80))
+            self.assertTrue(torch.equal(Scripted(plans)(x.cuda()).cpu(), per_image(x, plans)), str(shape))
         for img in x[:4]:
             for name, args in PilOpsTest.ARGS:
                 step = ra.Step(name, args)
@@ -423,6 +430,189 @@ class RandAugmentTest(unittest.TestCase):
                     step = ra.Step(name, args, resample)
                     self.assertTrue(torch.equal(ra.apply_step(img, step),
                                                 ra.apply_step(img.cuda(), step).cpu()), str(step))
+
+
+def golden_batch(seed, n, c, h, w):
+    """The inputs of BatchTest.GOLDEN: uniform bytes, every 4th image low-contrast."""
+    rs = np.random.RandomState(seed)
+    x = rs.randint(0, 256, size=(n, c, h, w)).astype(np.uint8)
+    x[::4] = rs.randint(70, 140, size=x[::4].shape).astype(np.uint8)
+    return torch.from_numpy(x)
+
+
+def per_image(x, plans):
+    """The per-image path: each image through its steps with apply_step, one op at a time."""
+    out = torch.empty_like(x)
+    for i, steps in enumerate(plans):
+        img = x[i]
+        for step in steps:
+            img = ra.apply_step(img, step)
+        out[i] = img
+    return out
+
+
+class Scripted(ra.RandAugment):
+    """A RandAugment whose draw() hands out given step lists, one per image, in order."""
+
+    def __init__(self, plans):
+        super().__init__("rand-m9-n3-mstd0.5-inc1", 0)
+        self.plans = iter(plans)
+
+    def draw(self):
+        return list(next(self.plans))
+
+
+# Every op name (both timm sets) with edge arguments, both filters, Rotate's shortcuts.
+ALL_STEPS = (
+    [ra.Step(name, args) for name, args in PilOpsTest.ARGS]
+    + [ra.Step(name, args, r) for name, args in PilOpsTest.GEOMETRIC for r in ra.RANDOM_INTERPOLATION]
+    + [ra.Step("PosterizeIncreasing", (1,)), ra.Step("SolarizeIncreasing", (26,)),
+       ra.Step("ColorIncreasing", (0.19,)), ra.Step("ContrastIncreasing", (1.81,)),
+       ra.Step("BrightnessIncreasing", (0.19,)), ra.Step("SharpnessIncreasing", (1.81,)),
+       ra.Step("Rotate", (270.0,), ra.BICUBIC), ra.Step("Rotate", (360.0,), ra.BILINEAR),
+       ra.Step("Rotate", (-180.0,), ra.BICUBIC), ra.Step("Rotate", (-0.0,), ra.BICUBIC)])
+
+# affine()'s strips of output rows on the CPU: the default; one row (with
+# several images); none (as on a GPU)
+SPLITS = [None, 1, 1 << 40]
+
+
+def split(mode):
+    return mock.patch.object(rb, "CPU_STRIP", mode or rb.CPU_STRIP)
+
+
+class BatchTest(unittest.TestCase):
+    """RandAugment.__call__ (layer by layer over the batch) against the per-image path."""
+
+    # sha256 of RandAugment(spec, seed)(golden_batch(seed, n, c, h, w)), computed
+    # with the per-image implementation before the batched one replaced it
+    GOLDEN = [
+        ("rand-m9-n3-mstd0.5-inc1", 2024, 64, 3, 7, 13,
+         "23e4379f83c647497a07e3c96d492f4fc374ff8de951dd4fe2fca9d9451fda0f"),
+        ("rand-m9-n3-mstd0.5-inc1", 7, 5, 1, 13, 7,
+         "606316fa976e4b18758f5b890e6587cee0d97d830812b88e3bba00d755be9d23"),
+        ("rand-m9-n3-mstd0.5-inc1", 99, 16, 3, 32, 32,
+         "6cb82bf010ff2e556f88ef4b7877fdd9be9f53b97274c820992e75f4dd409cf8"),
+        ("rand-m9-n4-p1.0-mstd0.5-inc1", 3, 40, 3, 11, 9,
+         "2ea29c976b7948d3cf5f35d2ac4aa4f8af8ba39230beddeb5af76af7aadfa10d"),
+        ("rand-m9-n4-p1.0-mstd0.5", 4, 40, 1, 9, 11,
+         "19fe991234816aabf458c1118cba7af239979dd76371f547b70b88ff79c32c83"),
+    ]
+    SPECS = ["rand-m9-n3-mstd0.5-inc1", "rand-m9-n4-p1.0-mstd0.5-inc1", "rand-m10-n3-p1.0",
+             "rand-m30-mmax30-n3-p1.0",  # Rotate by exactly +-90: the rot90 shortcut on squares
+             "rand-m9-n3-p0.9-mstd101"]
+
+    def test_golden(self):
+        for spec, seed, n, c, h, w, want in self.GOLDEN:
+            for mode in SPLITS:
+                with self.subTest(spec=spec, seed=seed, shape=(n, c, h, w), split=mode), split(mode):
+                    y = ra.RandAugment(spec, seed)(golden_batch(seed, n, c, h, w))
+                    self.assertEqual(hashlib.sha256(y.numpy().tobytes()).hexdigest(), want)
+
+    def test_random_batches(self):
+        rs = np.random.RandomState(5)
+        for spec in self.SPECS:
+            for c, h, w in ((3, 7, 13), (1, 7, 13), (3, 12, 12), (1, 13, 7)):
+                for n in (1, 5, 64):
+                    for seed in (0, 1):
+                        x = torch.from_numpy(rs.randint(0, 256, (n, c, h, w)).astype(np.uint8))
+                        x[::3] = x[::3] // 4 + 60  # low contrast for AutoContrast/Equalize
+                        with self.subTest(spec=spec, shape=(n, c, h, w), seed=seed):
+                            got = ra.RandAugment(spec, seed)(x)
+                            aug = ra.RandAugment(spec, seed)  # the same draws, image by image
+                            want = torch.stack([aug.augment(img) for img in x])
+                            self.assertTrue(torch.equal(got, want))
+
+    def test_every_op_in_one_layer(self):
+        n = len(ALL_STEPS) + 9
+        rs = np.random.RandomState(6)
+        # image i: ALL_STEPS[i] first (so layer 0 holds every op), then 0-2 more
+        plans = [[ALL_STEPS[i % len(ALL_STEPS)]]
+                 + [ALL_STEPS[rs.randint(len(ALL_STEPS))] for _ in range(i % 3)] for i in range(n)]
+        self.assertEqual({s.name for s in ALL_STEPS}, set(ra.OPS))
+        for c, h, w in ((3, 12, 12), (3, 7, 13), (1, 13, 7), (3, 2, 2), (1, 1, 6)):
+            x = torch.stack(random_images(7, [(c, h, w)] * n))
+            want = per_image(x, plans)
+            for mode in SPLITS:
+                with self.subTest(shape=(c, h, w), split=mode), split(mode):
+                    self.assertTrue(torch.equal(Scripted(plans)(x), want))
+
+    def test_drawn_every_op(self):
+        spec = "rand-m9-n4-p1.0-mstd0.5-inc1"
+        aug = ra.RandAugment(spec, 8)
+        plans = [aug.draw() for _ in range(40)]
+        self.assertEqual({s.name for p in plans for s in p}, set(ra.RAND_INCREASING_TRANSFORMS))
+        self.assertEqual({s.resample for p in plans for s in p if s.resample}, set(ra.RANDOM_INTERPOLATION))
+        x = torch.stack(random_images(9, [(3, 9, 11)] * 40))
+        want = per_image(x, plans)
+        for mode in SPLITS:
+            with self.subTest(split=mode), split(mode):
+                self.assertTrue(torch.equal(ra.RandAugment(spec, 8)(x), want))
+
+    def test_draws_before_ops(self):
+        # all N images are drawn (in batch order) before any op runs
+        aug = ra.RandAugment("rand-m9-n3-p1.0-mstd0.5-inc1", 3)
+        events = []
+        draw, layers = aug.draw, rb.apply_layers
+
+        def logged_draw():
+            events.append("draw")
+            return draw()
+
+        def logged_layers(x, plans):
+            events.append("apply")
+            return layers(x, plans)
+
+        aug.draw = logged_draw
+        with mock.patch.object(rb, "apply_layers", logged_layers):
+            aug(torch.stack(random_images(1, [(3, 8, 8)] * 6)))
+        self.assertEqual(events, ["draw"] * 6 + ["apply"])
+
+    def test_histogram(self):
+        x = torch.stack(random_images(10, [(3, 9, 13)] * 6))
+        h = rb.histogram(x)
+        self.assertEqual(h.dtype, torch.int64)
+        for g in range(6):
+            for c in range(3):
+                want = np.bincount(x[g, c].flatten().numpy(), minlength=256)
+                self.assertEqual(h[g, c].tolist(), want.tolist())
+
+    def test_kernels_per_image(self):
+        # each batch kernel with one argument per image equals its single-image op
+        x = torch.stack(random_images(11, [(3, 10, 14)] * 4))
+        factors = [0.19, 1.81, 0.0, 3.7]
+        matrices = [ra.rotate_matrix(27.0, 14, 10), [1, 0.27, 0, 0, 1, 0], [1, 0, -5.67, 0, 1, 0],
+                    [0.9, -0.2, 1.5, 0.3, 1.1, -2.0]]
+        cases = [
+            (rb.posterize, [0, 1, 4, 8], ra.posterize), (rb.solarize, [0, 26, 128, 256], ra.solarize),
+            (rb.solarize_add, [0, 99, 110, 128], ra.solarize_add), (rb.color, factors, ra.color),
+            (rb.contrast, factors, ra.contrast), (rb.brightness, factors, ra.brightness),
+            (rb.sharpness, factors, ra.sharpness),
+        ]
+        for mode in SPLITS:
+            with split(mode):
+                for kernel, args, single in cases:
+                    with self.subTest(op=single.__name__, split=mode):
+                        want = torch.stack([single(img, a) for img, a in zip(x, args)])
+                        self.assertTrue(torch.equal(kernel(x, args), want))
+                for resample in ra.RANDOM_INTERPOLATION:
+                    with self.subTest(op="affine", resample=resample, split=mode):
+                        want = torch.stack([ra.affine(img, m, resample) for img, m in zip(x, matrices)])
+                        self.assertTrue(torch.equal(rb.affine(x, matrices, resample), want))
+
+    def test_unknown_op(self):
+        x = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+        for step in (ra.Step("Cutout", (1,)), ra.Step("RotateIncreasing", (3.0,), ra.BILINEAR)):
+            self.assertRaises(ValueError, Scripted([[], [step]]), x)
+        self.assertRaises(ValueError, Scripted([[ra.Step("ShearX", (0.1,), "nearest")]]), x[:1])
+
+    def test_empty(self):
+        x = torch.zeros(0, 3, 5, 5, dtype=torch.uint8)
+        self.assertEqual(ra.RandAugment("rand-m9-n3-mstd0.5-inc1", 0)(x).shape, x.shape)
+        x = torch.stack(random_images(12, [(3, 5, 5)] * 3))
+        y = Scripted([[], [], []])(x)
+        self.assertTrue(torch.equal(y, x))
+        self.assertNotEqual(y.data_ptr(), x.data_ptr())
 
 
 if __name__ == "__main__":
