@@ -206,7 +206,9 @@ func (a *applyRun) round(ctx context.Context, round int) (code int, done bool) {
 		return exitRunFailure, true
 	}
 	applyStart := time.Now()
+	restoreGC := nodeGC(c.env)
 	rec, err := s.engine.Apply(ctx)
+	restoreGC()
 	view.finish()
 	s.log.Debug().Dur("took", time.Since(applyStart)).Msg("applied")
 	if err != nil {
