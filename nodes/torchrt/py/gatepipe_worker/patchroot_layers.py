@@ -294,7 +294,9 @@ class WhisperBody(nn.Module):
 
     def forward(self, x):
         x = F.gelu(self.conv1(self.resample(x)))
-        x = F.gelu(self.conv2(x)).permute(0, 2, 1)
+        # GELU after the permute, on a contiguous tensor: torch 1.13's exact
+        # GELU backward is wrong for the permuted gradient it would get.
+        x = F.gelu(self.conv2(x).permute(0, 2, 1).contiguous())
         x = F.dropout(x + self.embed_positions.weight.to(x.dtype), self.p, self.training)
         for layer in self.layers:
             x = layer(x)

@@ -47,6 +47,9 @@ class _Pixels:
     def eight_bit(self):
         return True
 
+    def out_shape(self):
+        return self.shape
+
     def pixels(self, x):
         return x
 

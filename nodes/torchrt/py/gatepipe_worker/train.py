@@ -488,8 +488,14 @@ class TrainState:
         for j, c in enumerate(kept):
             for k, v in c["state"].items():
                 tensors["kept/%d/%s" % (j, k)] = v
+        # torch's generators (a dropout's draws) and fp16's loss scale: a
+        # resumed run goes on as the uninterrupted one would.
+        tensors["rng/cpu"] = torch.get_rng_state()
+        if self.run.cuda:
+            tensors["rng/cuda"] = torch.cuda.get_rng_state()
         meta = {"action": self.action, "iteration": it, "lr": lr, "best_loss": best_loss if math.isfinite(best_loss) else None,
-                "bad": bad, "kept": [[c["iteration"], c["score"]] for c in kept], "slots": slots}
+                "bad": bad, "kept": [[c["iteration"], c["score"]] for c in kept], "slots": slots,
+                "scaler": t.scaler.state_dict() if t.scaler is not None else None}
         log = self.run.log_path
         if os.path.exists(log):
             shutil.copyfile(log, os.path.join(self.dir, "torch-log.jsonl.tmp"))
@@ -519,6 +525,12 @@ class TrainState:
             t.opt.state[t.learn[i]][name] = v.reshape(()) if scalar else v.to(dev)
         kept = [{"iteration": ki, "score": ks, "state": {k: f.tensor("kept/%d/%s" % (j, k)).clone() for k in t.model.state_dict()}}
                 for j, (ki, ks) in enumerate(meta["kept"])]
+        if "rng/cpu" in f.header:
+            torch.set_rng_state(f.tensor("rng/cpu").clone())
+        if self.run.cuda and "rng/cuda" in f.header:
+            torch.cuda.set_rng_state(f.tensor("rng/cuda").clone())
+        if t.scaler is not None and meta.get("scaler"):
+            t.scaler.load_state_dict(meta["scaler"])
         it = int(meta["iteration"])
         src = os.path.join(self.dir, "torch-log.jsonl")
         if os.path.exists(src):

@@ -52,9 +52,6 @@ class RecipeTest(unittest.TestCase):
         self.assertEqual((lr, best, bad), (0.5, 0.5, 0))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class FP16Test(unittest.TestCase):
     def test_acdc_fp16_only_on_a_gpu_where_gatepipe_chose(self):
@@ -74,3 +71,7 @@ class FP16Test(unittest.TestCase):
                 got = fp16_scaler(run, gate)
             self.assertEqual(got is not None, want, (gate, cuda, asked))
             self.assertEqual(run.precision, "fp16" if want else before, (gate, cuda, asked))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -74,5 +74,9 @@ def for_card(task, card, inputs, seed):
         wrap = "D11" in ((card or {}).get("defects") or [])
         return Augmenter("segmentation", SegmentationAugment(seed, byte_wrap=wrap), inputs, seed), ""
     if task in ("video", "video_regression"):
+        h, w = inputs.out_shape()[-2:]
+        if h != w:  # a quarter turn would change the frames' shape: half turns only
+            return (Augmenter("video", VideoAugment(seed, rotation_angles=(0, 180)), inputs, seed),
+                    "%dx%d frames: GATE's video augmentation rotates by 0 or 180 degrees only (its 90 and 270 need square frames)" % (h, w))
         return Augmenter("video", VideoAugment(seed), inputs, seed), ""
     return None, "augmentation %r not run: no augmentation for the %s family" % (spec, task)
