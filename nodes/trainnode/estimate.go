@@ -29,8 +29,13 @@ func (n *Node) EstimateWork(data nodes.StoreEstimate) nodes.Work {
 		enc, shape, batch := n.enc, timedShape(data, n.preprocess), train.StepExamples(n.task, n.enc.Head, n.recipe.BatchSize)
 		rt, task, c := n.rt, string(n.task), n.card
 		jpeg, _ := torchrt.DecodeTiming(data)
+		frames := 1 // a clip's: GATE's video adapters are timed on whole clips
+		if m := modelShape(data.Shape, n.preprocess); len(m) == 4 {
+			frames = m[0]
+			w.Key += fmt.Sprintf(" frames %d", frames)
+		}
 		w.Measure = func(ctx context.Context, env *nodes.Env) (nodes.Rate, error) {
-			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch, "task": task, "protocol": c, "jpeg": jpeg})
+			return rt.Time(ctx, env, map[string]any{"encoder": enc, "shape": shape, "batch": batch, "task": task, "protocol": c, "jpeg": jpeg, "frames": frames})
 		}
 	}
 	return w

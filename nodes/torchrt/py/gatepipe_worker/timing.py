@@ -21,7 +21,8 @@ CLASSES = 10
 # The families whose GATE adapter the timing builds (cfg "protocol"): the
 # relational and retrieval ones with the card's CLIP text tower (as large
 # as a ViT-B at full scale) on random token ids.
-TIMED_ADAPTERS = ("classification", "multilabel", "segmentation", "relational", "retrieval")
+TIMED_ADAPTERS = ("classification", "multilabel", "segmentation", "relational", "retrieval", "video", "video_regression")
+VIDEO = ("video", "video_regression")
 CONTEXT, VOCAB = 77, 49408  # CLIP's tokens a caption, and its vocabulary
 
 
@@ -102,15 +103,21 @@ def job_timing(run):
     # image families (the segmentation decoder above all); else the
     # encoder with a classification head (a small share of the step).
     card = cfg.get("protocol")
+    frames = int(cfg.get("frames") or 1)  # a clip's: GATE's video adapters take the clip
     task = cfg.get("task") if card and cfg.get("task") in TIMED_ADAPTERS else "classification"
+    if task in VIDEO and frames < 2:
+        task = "classification"
     protocol = card if card and task == cfg.get("task") else None
+    if task in VIDEO:
+        shape = [frames] + shape  # times are per frame below, as plan counts them
     text = None
     if protocol and task in ("relational", "retrieval"):
         tower = protocol.get("text") or {}
         text = {"width": tower.get("width"), "layers": tower.get("layers"), "heads": tower.get("heads"), "vocab": VOCAB, "context": CONTEXT}
-    model = TaskModel(task, cfg["encoder"], shape, CLASSES, qlen=CONTEXT if text else 0, vocab=VOCAB if text else 0,
+    outputs = 1 if task == "video_regression" else CLASSES
+    model = TaskModel(task, cfg["encoder"], shape, outputs, qlen=CONTEXT if text else 0, vocab=VOCAB if text else 0,
                       protocol=protocol, text=text).to(run.device)
-    channels_last = convolutional(cfg["encoder"])  # as the jobs run it
+    channels_last = convolutional(cfg["encoder"]) and len(shape) == 3  # as the jobs run it
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -124,6 +131,8 @@ def job_timing(run):
     def trainer(b):
         x = examples(b)
         y = torch.randint(0, CLASSES, (b,) + (tuple(shape[1:]) if task == "segmentation" else ()), device=run.device)
+        if task == "video_regression":
+            y = torch.rand(b, device=run.device) * 10
         yf = (y[:, None] == torch.arange(CLASSES, device=run.device)).float() if task == "multilabel" else None
         u = torch.randint(0, 256, (b, *shape), dtype=torch.uint8, device=run.device) if aug is not None else None
         q = torch.randint(0, VOCAB, (b, CONTEXT), device=run.device) if text else None
@@ -137,6 +146,8 @@ def job_timing(run):
             with run.autocast():
                 if task == "retrieval":  # (similarities, embeddings): the symmetric in-batch loss
                     loss = task_loss(task, model(x, q), None, None)
+                elif task == "video_regression":  # GATE's L1 on the raw counts
+                    loss = F.l1_loss(model(x).float().reshape(-1), y)
                 else:
                     out = (model(x, q) if q is not None else model(x)).float()
                     loss = F.binary_cross_entropy_with_logits(out, yf) if yf is not None else F.cross_entropy(out, y)
@@ -166,6 +177,8 @@ def job_timing(run):
             model(xe, qe) if qe is not None else model(xe)
     forward()
     evaluate = timed(run, forward, max(2, min(20, int(BUDGET / max(per / 3 * eb, 1e-9))))) / eb
+    if task in VIDEO:  # per frame, as plan counts a clip's examples
+        train, evaluate, b, eb = train / frames, evaluate / frames, b * frames, eb * frames
     decode = decode_time(cfg["jpeg"]) if cfg.get("jpeg") else 0.0
     with open(os.path.join(cfg["work"], "timing.json"), "w") as f:
         json.dump({"train": train, "eval": evaluate, "fixed": fixed, "elapsed": time.time() - started, "batch": b, "eval_batch": eb,

@@ -108,6 +108,30 @@ class TimingTest(unittest.TestCase):
                 timing.TaskModel = real
             self.assertEqual(built, [(task, True, 77)])
 
+    def test_video_families_time_the_clip(self):
+        for task, loss in (("video", "cross_entropy"), ("video_regression", "l1")):
+            card = {"name": "table3", "adapter": task, "stem": "instance_norm", "loss": loss,
+                    "augmentation": "resize 448, random crop 224, flip, rot90, brightness/contrast, gaussian noise 0.1",
+                    "head": {"name": "temporal_transformer", "blocks": 1, "width": 8, "heads": 2, "projection": 8}}
+            built, real = [], timing.TaskModel
+
+            def spy(t, spec, shape, *a, **kw):
+                built.append((t, list(shape), kw.get("protocol") is not None))
+                return real(t, spec, shape, *a, **kw)
+            timing.TaskModel = spy
+            try:
+                with tempfile.TemporaryDirectory() as d:
+                    timing.job_timing(FakeRun({"encoder": SPEC, "shape": [3, 16, 16], "batch": 2, "work": d,
+                                               "task": task, "protocol": card, "frames": 3}))
+                    with open(os.path.join(d, "timing.json")) as f:
+                        out = json.load(f)
+            finally:
+                timing.TaskModel = real
+            self.assertEqual(built, [(task, [3, 3, 16, 16], True)])
+            self.assertEqual(out["batch"] % 3, 0)  # frames, as plan counts them
+        # Without its frames (an unknown shape) the classification head is timed.
+        self.assertEqual(self.run_job(task="video", protocol=dict(card, adapter="video")), [("classification", False)])
+
     def test_other_families_time_the_classification_head(self):
         self.assertEqual(self.run_job(task="fewshot", protocol=dict(SEG, adapter="fewshot")), [("classification", False)])
         self.assertEqual(self.run_job(), [("classification", False)])
