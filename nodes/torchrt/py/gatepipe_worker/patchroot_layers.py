@@ -46,6 +46,16 @@ def attend(q, k, v, heads, dropout, training, bias=None):
     return o.transpose(1, 2).reshape(b, t, d)
 
 
+def hidden_states(layers, x, *args):
+    """x through the layers: the last output and the hidden states
+    transformers returns (the input, then every layer's output)."""
+    states = [x]
+    for layer in layers:
+        x = layer(x, *args)
+        states.append(x)
+    return x, states
+
+
 # ---- BERT --------------------------------------------------------------------
 
 class BertSelfAttention(nn.Module):
@@ -114,11 +124,7 @@ class BertBody(nn.Module):
         self.layer = nn.ModuleList([BertLayer(c) for _ in range(c["layers"])])
 
     def forward(self, x):
-        states = [x]
-        for layer in self.layer:
-            x = layer(x)
-            states.append(x)
-        return x, states
+        return hidden_states(self.layer, x)
 
 
 # ---- BART --------------------------------------------------------------------
@@ -178,11 +184,7 @@ class BartBody(nn.Module):
     def forward(self, x):
         pos = self.embed_positions.weight[self.OFFSET:self.OFFSET + x.shape[1]]
         x = F.dropout(self.layernorm_embedding(x + pos.to(x.dtype)), self.p, self.training)
-        states = [x]
-        for layer in self.layers:
-            x = layer(x)
-            states.append(x)
-        return x, states
+        return hidden_states(self.layers, x)
 
 
 # ---- MPNet -------------------------------------------------------------------
@@ -241,11 +243,7 @@ class MPNetBody(nn.Module):
 
     def forward(self, x):
         bias = self.position_bias(x.shape[1])
-        states = [x]
-        for layer in self.layer:
-            x = layer(x, bias)
-            states.append(x)
-        return x, states
+        return hidden_states(self.layer, x, bias)
 
 
 # ---- Whisper -----------------------------------------------------------------
